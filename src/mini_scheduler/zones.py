@@ -1,0 +1,182 @@
+"""Time zones from the pinned ``tzdata`` package, and the offset timeline the cron engine walks.
+
+Zones are read from the ``tzdata`` wheel, never from the operating system, so a laptop, CI and
+Lambda agree on every firing. ``ZoneTimeline`` splits time into segments of constant UTC offset;
+within a segment wall time and UTC move together, which is what makes the DST rules exact.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import struct
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, tzinfo
+from functools import lru_cache
+from importlib import resources
+from typing import NamedTuple
+from zoneinfo import ZoneInfo
+
+from mini_scheduler.errors import UnknownTimeZoneError
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ZONE_NAME = re.compile(r"[A-Za-z0-9_+\-]+(?:/[A-Za-z0-9_+\-]+)*")
+_ZERO_OFFSET_NAMES = frozenset({"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal",
+                                "Zulu", "Etc/Zulu", "GMT", "Etc/GMT", "Etc/GMT0", "Etc/GMT+0",
+                                "Etc/GMT-0", "GMT0", "GMT+0", "GMT-0", "Etc/Greenwich",
+                                "Greenwich"})
+
+
+def _zone_file(name: str) -> bytes:
+    if not _ZONE_NAME.fullmatch(name) or ".." in name:
+        raise UnknownTimeZoneError(name)
+    node = resources.files("tzdata.zoneinfo")
+    for part in name.split("/"):
+        node = node.joinpath(part)
+    try:
+        data = node.read_bytes()
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
+        raise UnknownTimeZoneError(name) from exc
+    if not data.startswith(b"TZif"):
+        raise UnknownTimeZoneError(name)
+    return data
+
+
+@lru_cache(maxsize=None)
+def get_zone(name: str) -> ZoneInfo:
+    """The zone ``name`` (an IANA id such as ``America/New_York``) from the pinned tzdata."""
+    data = _zone_file(name)
+    import io
+
+    return ZoneInfo.from_file(io.BytesIO(data), key=name)
+
+
+def resolve_zone(zone: tzinfo | str) -> tzinfo:
+    """A ``tzinfo`` for an IANA name or an existing ``tzinfo`` (returned as it is)."""
+    if isinstance(zone, str):
+        return get_zone(zone)
+    if isinstance(zone, tzinfo):
+        return zone
+    raise TypeError(f"tz must be a ZoneInfo or an IANA name, not {type(zone).__name__}")
+
+
+@lru_cache(maxsize=None)
+def is_fixed_offset(name: str) -> bool:
+    """True for a zone whose offset never changes and is not UTC (``EST``, ``Etc/GMT+5``)."""
+    if name in _ZERO_OFFSET_NAMES:
+        return False
+    data = _zone_file(name)
+    version = data[4:5]
+    counts = struct.unpack(">6l", data[20:44])
+    if version >= b"2":
+        # Skip the version 1 block (32-bit times) to the version 2 header.
+        isut, isstd, leap, time_count, type_count, char_count = counts
+        v1_size = time_count * 5 + type_count * 6 + char_count + leap * 8 + isstd + isut
+        header2 = 44 + v1_size
+        counts = struct.unpack(">6l", data[header2 + 20 : header2 + 44])
+        footer = data.rstrip(b"\n").rsplit(b"\n", 1)[-1]
+    else:
+        footer = b""
+    time_count, type_count = counts[3], counts[4]
+    if time_count != 0 or type_count != 1 or b"," in footer:
+        return False
+    offset = get_zone(name).utcoffset(datetime(2000, 1, 1))
+    return offset != timedelta(0)
+
+
+class Transition(NamedTuple):
+    at: int  # UTC epoch seconds of the first instant with the new offset
+    before: int  # offset in seconds before
+    after: int  # offset in seconds from ``at`` on
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """UTC instants ``[start, end)`` share ``offset``; wall times below ``repeat_until`` repeat
+    wall times that an earlier segment already showed (the second pass after clocks go back)."""
+
+    start: int
+    end: int
+    offset: int
+    repeat_until: int
+
+
+_PROBE = 6 * 3600
+_YEAR_SECONDS = 366 * 86400
+
+
+def _year_start(year: int) -> int:
+    return (datetime(year, 1, 1, tzinfo=UTC) - EPOCH) // timedelta(seconds=1)
+
+
+class ZoneTimeline:
+    """The offset changes of one zone, found by probing the zone itself and cached per year."""
+
+    def __init__(self, zone: tzinfo) -> None:
+        self.zone = zone
+        self._years: dict[int, list[Transition]] = {}
+        self._last: Segment | None = None
+
+    def offset_at(self, instant: int) -> int:
+        moment = (EPOCH + timedelta(seconds=instant)).astimezone(self.zone)
+        offset = moment.utcoffset()
+        assert offset is not None
+        return offset // timedelta(seconds=1)
+
+    def _transitions(self, year: int) -> list[Transition]:
+        found = self._years.get(year)
+        if found is not None:
+            return found
+        found = []
+        start, end = _year_start(year), _year_start(year + 1)
+        previous = self.offset_at(start)
+        probe = start
+        while probe < end:
+            nxt = min(probe + _PROBE, end)
+            offset = self.offset_at(nxt)
+            if offset != previous:
+                low, high = probe, nxt  # offset_at(low) == previous, offset_at(high) == offset
+                while high - low > 1:
+                    middle = (low + high) // 2
+                    if self.offset_at(middle) == previous:
+                        low = middle
+                    else:
+                        high = middle
+                found.append(Transition(high, previous, offset))
+                previous = offset
+            probe = nxt
+        self._years[year] = found
+        return found
+
+    def segment(self, instant: int) -> Segment:
+        """The segment of constant offset that holds ``instant`` (UTC epoch seconds)."""
+        last = self._last
+        if last is not None and last.start <= instant < last.end:
+            return last
+        year = (EPOCH + timedelta(seconds=instant)).year
+        nearby = [*self._transitions(year - 1), *self._transitions(year),
+                  *self._transitions(year + 1)]
+        index = bisect.bisect_right([t.at for t in nearby], instant)
+        offset = self.offset_at(instant)
+        if index > 0:
+            previous = nearby[index - 1]
+            start = previous.at
+            repeat_until = start + max(previous.before, offset)
+        else:
+            start = _year_start(year - 1)
+            repeat_until = start + offset
+        end = nearby[index].at if index < len(nearby) else _year_start(year + 2)
+        segment = Segment(start, end, offset, repeat_until)
+        self._last = segment
+        return segment
+
+
+_TIMELINES: dict[tzinfo, ZoneTimeline] = {}
+
+
+def timeline(zone: tzinfo) -> ZoneTimeline:
+    """The (cached) timeline of ``zone``."""
+    found = _TIMELINES.get(zone)
+    if found is None:
+        found = _TIMELINES[zone] = ZoneTimeline(zone)
+    return found
