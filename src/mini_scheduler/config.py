@@ -1,0 +1,87 @@
+"""Settings from environment variables: the template sets them, and so do tests and `make run`."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from mini_scheduler.errors import ConfigurationError
+
+_ENVIRONMENT_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+DEFAULT_PARAMETER = "/mini-scheduler/active-environment"
+
+
+def valid_environment_name(value: str) -> bool:
+    """One word of letters, digits, ``-`` and ``_`` (seed 000)."""
+    return bool(_ENVIRONMENT_NAME.fullmatch(value))
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    state_table: str
+    environment_name: str = "prod"
+    active_environment_store: str = f"ssm:{DEFAULT_PARAMETER}"
+    claim_store: str = "dynamodb"
+    cron_file: str | None = None
+    default_timezone: str = "UTC"
+    tick_lead_seconds: int = 0
+    claim_lease_seconds: int = 120
+    run_ttl_days: int = 30
+    fanout_threshold: int = 2000
+    region: str = "us-east-1"
+    function_name: str | None = None
+    dispatch_workers: int = 64
+
+    @property
+    def origin(self) -> str:
+        """``<region>/<environment>``: who dispatched a firing."""
+        return f"{self.region}/{self.environment_name}"
+
+    @classmethod
+    def from_environment(cls, env: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        table = env.get("STATE_TABLE", "").strip()
+        if not table:
+            raise ConfigurationError("STATE_TABLE is not set: name the scheduler's state table")
+        name = env.get("ENVIRONMENT_NAME", "prod").strip() or "prod"
+        if not valid_environment_name(name):
+            raise ConfigurationError(
+                f"ENVIRONMENT_NAME {name!r} is not one word of letters, digits, '-' and '_'")
+        store = env.get("ACTIVE_ENVIRONMENT_STORE", "").strip() or f"ssm:{DEFAULT_PARAMETER}"
+        if not (store in ("dynamodb", "mongodb") or (store.startswith("ssm:") and len(store) > 4)):
+            raise ConfigurationError(
+                f"ACTIVE_ENVIRONMENT_STORE {store!r}: use ssm:<parameter name>, dynamodb or mongodb")
+        claims = env.get("CLAIM_STORE", "").strip() or "dynamodb"
+        if claims not in ("dynamodb", "mongodb"):
+            raise ConfigurationError(f"CLAIM_STORE {claims!r}: use dynamodb or mongodb")
+        region = (env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1").strip()
+        return cls(
+            state_table=table,
+            environment_name=name,
+            active_environment_store=store,
+            claim_store=claims,
+            cron_file=env.get("CRON_FILE", "").strip() or None,
+            default_timezone=env.get("DEFAULT_TIMEZONE", "").strip() or "UTC",
+            tick_lead_seconds=_int(env, "TICK_LEAD_SECONDS", 0, 0, 60),
+            claim_lease_seconds=_int(env, "CLAIM_LEASE_SECONDS", 120, 10, 3600),
+            run_ttl_days=_int(env, "RUN_TTL_DAYS", 30, 1, 3650),
+            fanout_threshold=_int(env, "FANOUT_THRESHOLD", 2000, 1, 1_000_000),
+            region=region,
+            function_name=env.get("AWS_LAMBDA_FUNCTION_NAME") or None,
+            dispatch_workers=_int(env, "DISPATCH_WORKERS", 64, 1, 512),
+        )
+
+
+def _int(env: Mapping[str, str], key: str, default: int, low: int, high: int) -> int:
+    raw = env.get(key, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{key} must be a whole number, got {raw!r}") from None
+    if not low <= value <= high:
+        raise ConfigurationError(f"{key} must be between {low} and {high}, got {value}")
+    return value

@@ -1,0 +1,34 @@
+"""Lambda targets: an asynchronous ``Invoke`` (``InvocationType=Event``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from mini_scheduler.errors import DispatchError, describe_aws_error
+from mini_scheduler.jobs import Target
+
+if TYPE_CHECKING:
+    from mypy_boto3_lambda import LambdaClient
+
+
+class LambdaDispatcher:
+    def __init__(self, client: LambdaClient) -> None:
+        self._client = client
+
+    def dispatch(self, target: Target, firing_id: str, payload: Mapping[str, Any]) -> str:
+        body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+        try:
+            answer = self._client.invoke(FunctionName=target.name, InvocationType="Event",
+                                         Payload=body)
+        except (ClientError, BotoCoreError) as exc:
+            raise DispatchError(
+                f"Lambda Invoke {target.name} failed - {describe_aws_error(exc)}") from exc
+        status = answer.get("StatusCode")
+        if status != 202:
+            raise DispatchError(f"Lambda Invoke {target.name} answered status {status}, not 202")
+        request_id = answer.get("ResponseMetadata", {}).get("RequestId", "")
+        return f"lambda:{target.name}:{request_id}" if request_id else f"lambda:{target.name}"

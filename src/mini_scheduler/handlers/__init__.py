@@ -1,0 +1,1 @@
+"""Lambda handlers: parse the event, call the core, format the answer."""

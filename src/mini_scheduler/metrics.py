@@ -1,0 +1,41 @@
+"""Metrics the core emits; the handlers send them to CloudWatch through Powertools (EMF)."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from typing import Protocol
+
+
+class Metrics(Protocol):
+    def add(self, name: str, value: float = 1, unit: str = "Count") -> None: ...
+
+
+class RecordingMetrics:
+    """Keeps the totals: for tests, the CLI's dry runs and the local scheduler."""
+
+    def __init__(self) -> None:
+        self.totals: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def add(self, name: str, value: float = 1, unit: str = "Count") -> None:
+        with self._lock:
+            self.totals[name] += value
+
+
+# Metric names (one place, so the template's alarms and dashboard match the code).
+FIRINGS_CLAIMED = "FiringsClaimed"
+FIRINGS_DISPATCHED = "FiringsDispatched"
+FIRINGS_SKIPPED = "FiringsSkipped"  # with the reason in the name below
+DISPATCH_ERRORS = "DispatchErrors"
+CLAIM_ERRORS = "ClaimErrors"
+RUNS_SUCCEEDED = "RunsSucceeded"
+RUNS_FAILED = "RunsFailed"
+RUNS_TIMED_OUT = "RunsTimedOut"
+TICK_LAG = "TickLagSeconds"
+TICKS = "Ticks"
+
+
+def skipped(reason: str) -> str:
+    """``FiringsSkipped<Reason>``: e.g. FiringsSkippedStandby, FiringsSkippedLostClaim."""
+    return FIRINGS_SKIPPED + "".join(part.capitalize() for part in reason.split("_"))

@@ -1,0 +1,145 @@
+"""Build the scheduler's parts from Settings: AWS clients, stores, dispatchers, the ticker.
+
+Used by the Lambda handlers (once per container, on the first event), the CLI and the local
+scheduler. Clients honour ``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_<SERVICE>`` through boto3,
+which is how tests and the local run reach emulators: there is no code path of their own.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import boto3
+from botocore.config import Config
+
+from mini_scheduler.claims.base import ClaimStore
+from mini_scheduler.clock import Clock, SystemClock
+from mini_scheduler.config import Settings
+from mini_scheduler.dispatch.base import Dispatcher, Dispatchers
+from mini_scheduler.environment.active import ActiveEnvironment
+from mini_scheduler.environment.base import EnvironmentStore
+from mini_scheduler.errors import ConfigurationError
+from mini_scheduler.metrics import Metrics
+
+if TYPE_CHECKING:
+    from mini_scheduler.jobs import CronFile
+    from mini_scheduler.recorder import Recorder
+    from mini_scheduler.ticker import Ticker
+
+# Adaptive retries with backoff: throttling and 5xx are retried by the SDK, bounded per call.
+RETRIES: dict[str, Any] = {"mode": "adaptive", "max_attempts": 5}
+
+
+def client_config(pool: int = 64) -> Config:
+    return Config(retries=RETRIES, max_pool_connections=pool, connect_timeout=3, read_timeout=10,
+                  tcp_keepalive=True)
+
+
+@dataclass
+class Clients:
+    """boto3 clients, each made on first use (never at import)."""
+
+    region: str
+    session: boto3.session.Session | None = None
+    pool: int = 64
+    _made: dict[str, Any] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, service: str) -> Any:
+        with self._lock:
+            found = self._made.get(service)
+            if found is None:
+                session = self.session or boto3.session.Session()
+                found = session.client(service, region_name=self.region,  # type: ignore[call-overload]
+                                       config=client_config(self.pool))
+                self._made[service] = found
+            return found
+
+
+def account_from_arn(arn: str | None) -> str | None:
+    parts = (arn or "").split(":")
+    return parts[4] if len(parts) > 5 and parts[4].isdigit() else None
+
+
+def claim_store(settings: Settings, clients: Clients) -> ClaimStore:
+    if settings.claim_store == "dynamodb":
+        from mini_scheduler.claims.dynamodb import DynamoDBClaimStore
+
+        return DynamoDBClaimStore(settings.state_table, clients("dynamodb"),
+                                  run_ttl_days=settings.run_ttl_days)
+    raise ConfigurationError(f"CLAIM_STORE {settings.claim_store!r} is not available in this build")
+
+
+def environment_store(settings: Settings, clients: Clients) -> EnvironmentStore:
+    kind = settings.active_environment_store
+    if kind.startswith("ssm:"):
+        from mini_scheduler.environment.ssm import SSMEnvironmentStore
+
+        return SSMEnvironmentStore(kind.removeprefix("ssm:"), clients("ssm"))
+    if kind == "dynamodb":
+        from mini_scheduler.environment.dynamodb import DynamoDBEnvironmentStore
+
+        return DynamoDBEnvironmentStore(settings.state_table, clients("dynamodb"))
+    raise ConfigurationError(f"ACTIVE_ENVIRONMENT_STORE {kind!r} is not available in this build")
+
+
+def dispatchers(settings: Settings, clients: Clients, account: str | None) -> Dispatchers:
+    from mini_scheduler.dispatch.lambda_ import LambdaDispatcher
+    from mini_scheduler.dispatch.stepfunctions import StepFunctionsDispatcher
+
+    if account is None:
+        account = os.environ.get("AWS_ACCOUNT_ID") or None
+    if account is None:
+        account = str(clients("sts").get_caller_identity()["Account"])
+    partition = "aws-us-gov" if settings.region.startswith("us-gov-") else (
+        "aws-cn" if settings.region.startswith("cn-") else "aws")
+    by_kind: dict[str, Dispatcher] = {
+        "lambda": LambdaDispatcher(clients("lambda")),
+        "flow": StepFunctionsDispatcher(clients("stepfunctions"), region=settings.region,
+                                        account=account, partition=partition),
+    }
+    return Dispatchers(by_kind)
+
+
+def cron_source(settings: Settings, clients: Clients) -> Callable[[], CronFile]:
+    from mini_scheduler.locations import CronFileSource
+
+    locations = settings.cron_file
+    if locations is None:
+        root = os.environ.get("LAMBDA_TASK_ROOT")
+        locations = f"file:{os.path.join(root, 'cron.yaml')}" if root else "file:cron.yaml"
+    needs_s3 = "s3://" in locations
+    source = CronFileSource(locations, s3_client=clients("s3") if needs_s3 else None,
+                            default_timezone=settings.default_timezone)
+    return source.load
+
+
+def build_ticker(settings: Settings, *, clients: Clients | None = None, clock: Clock | None = None,
+                 metrics: Metrics | None = None, account: str | None = None,
+                 dispatch: Dispatchers | None = None,
+                 cron: Callable[[], CronFile] | None = None) -> Ticker:
+    from mini_scheduler.ticker import Ticker
+
+    clients = clients or Clients(settings.region, pool=settings.dispatch_workers)
+    return Ticker(
+        settings=settings,
+        cron=cron or cron_source(settings, clients),
+        claims=claim_store(settings, clients),
+        environment=ActiveEnvironment(environment_store(settings, clients),
+                                      settings.environment_name),
+        dispatchers=dispatch or dispatchers(settings, clients, account),
+        clock=clock or SystemClock(),
+        metrics=metrics,
+    )
+
+
+def build_recorder(settings: Settings, *, clients: Clients | None = None,
+                   clock: Clock | None = None, metrics: Metrics | None = None) -> Recorder:
+    from mini_scheduler.recorder import Recorder
+
+    clients = clients or Clients(settings.region, pool=8)
+    return Recorder(claim_store(settings, clients), clock or SystemClock(), metrics)

@@ -1,0 +1,91 @@
+"""A ticker on memory stores with a fake dispatcher and a fixed clock: the unit-test rig."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from mini_scheduler.claims.memory import MemoryClaimStore
+from mini_scheduler.clock import FixedClock
+from mini_scheduler.config import Settings
+from mini_scheduler.dispatch.base import Dispatchers
+from mini_scheduler.environment.active import ActiveEnvironment
+from mini_scheduler.environment.memory import MemoryEnvironmentStore
+from mini_scheduler.errors import DispatchError
+from mini_scheduler.jobs import CronFile, Target, load
+from mini_scheduler.metrics import RecordingMetrics
+from mini_scheduler.ticker import Ticker
+
+
+def at(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+
+
+class FakeDispatcher:
+    """Records every dispatch; ``failing`` names targets that refuse."""
+
+    def __init__(self, clock: FixedClock | None = None) -> None:
+        self.calls: list[tuple[str, str, dict[str, Any], datetime | None]] = []
+        self.failing: set[str] = set()
+        self._clock = clock
+        self._lock = threading.Lock()
+
+    def dispatch(self, target: Target, firing_id: str, payload: Mapping[str, Any]) -> str:
+        if target.name in self.failing:
+            raise DispatchError(f"Lambda Invoke {target.name} failed - TooManyRequestsException")
+        with self._lock:
+            self.calls.append((target.name, firing_id, dict(payload),
+                               self._clock.now() if self._clock else None))
+        return f"fake:{firing_id}"
+
+    @property
+    def firing_ids(self) -> list[str]:
+        return [c[1] for c in self.calls]
+
+    def counts(self) -> Counter[str]:
+        return Counter(self.firing_ids)
+
+
+@dataclass
+class Rig:
+    ticker: Ticker
+    clock: FixedClock
+    claims: MemoryClaimStore
+    store: MemoryEnvironmentStore
+    dispatcher: FakeDispatcher
+    metrics: RecordingMetrics
+    settings: Settings
+    cron_text: list[str] = field(default_factory=list)
+
+    def tick(self, minute: str, **kwargs: Any) -> dict[str, Any]:
+        moment = at(minute)
+        if self.clock.now() < moment:
+            self.clock.set(moment)
+        return self.ticker.tick(moment, **kwargs).to_json()
+
+
+def rig(cron_yaml: str, *, start: str = "2026-11-30T14:00:00Z", environment: str = "prod",
+        active: str | None = None, claims: MemoryClaimStore | None = None,
+        store: MemoryEnvironmentStore | None = None, dispatcher: FakeDispatcher | None = None,
+        region: str = "us-east-1", **settings: Any) -> Rig:
+    clock = FixedClock(at(start))
+    claims = claims if claims is not None else MemoryClaimStore()
+    store = store if store is not None else MemoryEnvironmentStore(active)
+    dispatcher = dispatcher if dispatcher is not None else FakeDispatcher(clock)
+    config = Settings(state_table="state", environment_name=environment, region=region,
+                      **settings)
+    metrics = RecordingMetrics()
+    texts = [cron_yaml]
+
+    def cron() -> CronFile:
+        return load(texts[0], source="test.yaml")
+
+    ticker = Ticker(settings=config, cron=cron, claims=claims,
+                    environment=ActiveEnvironment(store, environment),
+                    dispatchers=Dispatchers({"lambda": dispatcher, "flow": dispatcher}),
+                    clock=clock, metrics=metrics)
+    return Rig(ticker, clock, claims, store, dispatcher, metrics, config, texts)
