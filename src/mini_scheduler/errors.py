@@ -39,3 +39,32 @@ class UnknownTimeZoneError(SchedulerError, ValueError):
 
 class CronFileError(SchedulerError):
     """The cron file cannot be read as a whole: missing, not YAML, or not a mapping with jobs."""
+
+
+class ConfigurationError(SchedulerError):
+    """A setting (an environment variable) is missing or wrong."""
+
+
+class StoreError(SchedulerError):
+    """A backend (DynamoDB, MongoDB, SSM) failed after its retries; the message names it."""
+
+
+class EnvironmentStoreError(StoreError):
+    """The active-environment store cannot be read or written."""
+
+
+class DispatchError(SchedulerError):
+    """The target refused the firing or could not be reached after the retries."""
+
+
+class EventError(SchedulerError, ValueError):
+    """An event the functions cannot act on; nothing was written for it."""
+
+
+def describe_aws_error(exc: BaseException) -> str:
+    """``Code: message`` of a botocore ClientError, or the type and text of any other error."""
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):
+        error = response.get("Error", {})
+        return f"{error.get('Code', 'Error')}: {error.get('Message', '')}".rstrip(": ")
+    return f"{type(exc).__name__}: {exc}"
