@@ -48,11 +48,13 @@ class Settings:
         name = env.get("ENVIRONMENT_NAME", "prod").strip() or "prod"
         if not valid_environment_name(name):
             raise ConfigurationError(
-                f"ENVIRONMENT_NAME {name!r} is not one word of letters, digits, '-' and '_'")
+                f"ENVIRONMENT_NAME {name!r} is not one word of letters, digits, '-' and '_'"
+            )
         store = env.get("ACTIVE_ENVIRONMENT_STORE", "").strip() or f"ssm:{DEFAULT_PARAMETER}"
         if not (store in ("dynamodb", "mongodb") or (store.startswith("ssm:") and len(store) > 4)):
             raise ConfigurationError(
-                f"ACTIVE_ENVIRONMENT_STORE {store!r}: use ssm:<parameter name>, dynamodb or mongodb")
+                f"ACTIVE_ENVIRONMENT_STORE {store!r}: use ssm:<parameter name>, dynamodb or mongodb"
+            )
         claims = env.get("CLAIM_STORE", "").strip() or "dynamodb"
         if claims not in ("dynamodb", "mongodb"):
             raise ConfigurationError(f"CLAIM_STORE {claims!r}: use dynamodb or mongodb")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections import Counter
+from collections import defaultdict
 from typing import Protocol
 
 
@@ -15,7 +15,7 @@ class RecordingMetrics:
     """Keeps the totals: for tests, the CLI's dry runs and the local scheduler."""
 
     def __init__(self) -> None:
-        self.totals: Counter[str] = Counter()
+        self.totals: defaultdict[str, float] = defaultdict(float)
         self._lock = threading.Lock()
 
     def add(self, name: str, value: float = 1, unit: str = "Count") -> None:

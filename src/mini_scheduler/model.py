@@ -59,7 +59,9 @@ def floor_minute(moment: datetime) -> datetime:
     return moment.astimezone(UTC).replace(second=0, microsecond=0)
 
 
-_MANUAL = re.compile(r"manual-(?P<at>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)-(?P<nonce>[0-9a-f]{8})")
+_MANUAL = re.compile(
+    r"manual-(?P<at>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)-(?P<nonce>[0-9a-f]{8})"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +76,17 @@ class Firing:
     parameters: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def manual_run(cls, job: str, at: datetime, operator: str,
-                   parameters: Mapping[str, Any], nonce: str | None = None) -> Firing:
-        return cls(job, at.astimezone(UTC), True, nonce or secrets.token_hex(4), operator,
-                   parameters)
+    def manual_run(
+        cls,
+        job: str,
+        at: datetime,
+        operator: str,
+        parameters: Mapping[str, Any],
+        nonce: str | None = None,
+    ) -> Firing:
+        return cls(
+            job, at.astimezone(UTC), True, nonce or secrets.token_hex(4), operator, parameters
+        )
 
     @property
     def id(self) -> str:

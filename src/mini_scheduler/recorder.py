@@ -36,7 +36,8 @@ _SFN_ENDS = {
 _LAMBDA_CONDITIONS = {"Success", "RetriesExhausted", "EventAgeExceeded"}
 _EXECUTION_NAME = re.compile(
     r"(?P<job>.+)@(?:(?P<at>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ)"
-    r"|manual-(?P<mat>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}Z)-(?P<nonce>[0-9a-f]{8}))")
+    r"|manual-(?P<mat>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}Z)-(?P<nonce>[0-9a-f]{8}))"
+)
 _ERROR_LIMIT = 2000
 
 
@@ -85,19 +86,22 @@ def completion_from_event(event: Any) -> Completion | None:
     """The completion an event reports; None for an event that is not an end (RUNNING).
     EventError for anything else, saying what is wrong."""
     if not isinstance(event, Mapping):
-        raise EventError("the recorder takes a Lambda destination record or a Step Functions "
-                         "status event (a JSON object)")
+        raise EventError(
+            "the recorder takes a Lambda destination record or a Step Functions "
+            "status event (a JSON object)"
+        )
     if event.get("source") == "aws.states" or "Step Functions" in str(event.get("detail-type")):
         return _from_step_functions(event)
     context = event.get("requestContext")
     if isinstance(context, Mapping) and "condition" in context:
         return _from_lambda_destination(event, context)
-    raise EventError("unknown event: expected a Lambda destination record (requestContext."
-                     "condition) or a Step Functions \"Execution Status Change\" event")
+    raise EventError(
+        "unknown event: expected a Lambda destination record (requestContext."
+        'condition) or a Step Functions "Execution Status Change" event'
+    )
 
 
-def _from_lambda_destination(event: Mapping[str, Any],
-                             context: Mapping[str, Any]) -> Completion:
+def _from_lambda_destination(event: Mapping[str, Any], context: Mapping[str, Any]) -> Completion:
     condition = str(context.get("condition"))
     if condition not in _LAMBDA_CONDITIONS:
         raise EventError(f"unknown Lambda destination condition {condition[:60]!r}")
@@ -107,11 +111,13 @@ def _from_lambda_destination(event: Mapping[str, Any],
     firing_id = _firing_id(request.get("firingId"), "requestPayload")
     response = event.get("responsePayload")
     failed = condition != "Success" or bool(
-        (event.get("responseContext") or {}).get("functionError"))
+        (event.get("responseContext") or {}).get("functionError")
+    )
     ended = _when(event.get("timestamp"))
     if failed:
-        return Completion(firing_id, RunStatus.FAILED, ended, _lambda_error(response, condition),
-                          "lambda")
+        return Completion(
+            firing_id, RunStatus.FAILED, ended, _lambda_error(response, condition), "lambda"
+        )
     return Completion(firing_id, RunStatus.SUCCEEDED, ended, None, "lambda")
 
 
@@ -137,8 +143,11 @@ def _from_step_functions(event: Mapping[str, Any]) -> Completion | None:
         firing_id = _firing_id_from_execution_name(str(detail.get("name", "")))
     firing_id = _firing_id(firing_id, "Step Functions execution")
     stop = detail.get("stopDate")
-    ended = (datetime.fromtimestamp(stop / 1000, UTC) if isinstance(stop, (int, float))
-             else _when(event.get("time")))
+    ended = (
+        datetime.fromtimestamp(stop / 1000, UTC)
+        if isinstance(stop, (int, float))
+        else _when(event.get("time"))
+    )
     error = None
     if _SFN_ENDS[status] is not RunStatus.SUCCEEDED:
         parts = [str(p) for p in (detail.get("error"), detail.get("cause")) if p]
@@ -166,27 +175,55 @@ class Recorder:
         if completion is None:
             return {"recorded": False, "reason": "not an end of run"}
         ended = completion.ended_at or self.clock.now()
-        before = self.claims.close(completion.firing_id, completion.status, now=ended,
-                                   error=completion.error)
+        before = self.claims.close(
+            completion.firing_id, completion.status, now=ended, error=completion.error
+        )
         if before is None:
             known = self.claims.run(completion.firing_id)
             if known is None:
-                log.warning("Completion for unknown firing %s ignored (%s)", completion.firing_id,
-                            completion.source)
-                return {"recorded": False, "firingId": completion.firing_id,
-                        "reason": "unknown firing"}
-            log.info("Completion for firing %s ignored - the run already ended %s",
-                     completion.firing_id, known.status)
-            return {"recorded": False, "firingId": completion.firing_id,
-                    "reason": f"already ended {known.status}"}
+                log.warning(
+                    "Completion for unknown firing %s ignored (%s)",
+                    completion.firing_id,
+                    completion.source,
+                )
+                return {
+                    "recorded": False,
+                    "firingId": completion.firing_id,
+                    "reason": "unknown firing",
+                }
+            log.info(
+                "Completion for firing %s ignored - the run already ended %s",
+                completion.firing_id,
+                known.status,
+            )
+            return {
+                "recorded": False,
+                "firingId": completion.firing_id,
+                "reason": f"already ended {known.status}",
+            }
         started = before.started_at or before.claimed_at or ended
         took = max(0, int((ended - started).total_seconds() * 1000))
         level = logging.INFO if completion.status is RunStatus.SUCCEEDED else logging.ERROR
-        log.log(level, "Job %s ended %s after %d ms - firing %s", before.job, completion.status,
-                took, completion.firing_id, extra={"error": completion.error} if completion.error
-                else None)
-        self.metrics.add({RunStatus.SUCCEEDED: m.RUNS_SUCCEEDED, RunStatus.FAILED: m.RUNS_FAILED,
-                          RunStatus.TIMED_OUT: m.RUNS_TIMED_OUT}[completion.status])
-        return {"recorded": True, "firingId": completion.firing_id,
-                "status": str(completion.status), "endedAt": iso_seconds(ended),
-                "durationMs": took}
+        log.log(
+            level,
+            "Job %s ended %s after %d ms - firing %s",
+            before.job,
+            completion.status,
+            took,
+            completion.firing_id,
+            extra={"error": completion.error} if completion.error else None,
+        )
+        self.metrics.add(
+            {
+                RunStatus.SUCCEEDED: m.RUNS_SUCCEEDED,
+                RunStatus.FAILED: m.RUNS_FAILED,
+                RunStatus.TIMED_OUT: m.RUNS_TIMED_OUT,
+            }[completion.status]
+        )
+        return {
+            "recorded": True,
+            "firingId": completion.firing_id,
+            "status": str(completion.status),
+            "endedAt": iso_seconds(ended),
+            "durationMs": took,
+        }

@@ -52,12 +52,13 @@ _RANGE_CAP = 100_000  # firings counted in one skipped range (a bound on the wor
 def check_operator(operator: Any) -> str:
     """The operator who asked: required, at most 128 letters, digits, '.', '_', '-', '@'."""
     if not isinstance(operator, str) or not operator.strip():
-        raise EventError("operator is required: name who asks (e.g. \"operator\": \"jane.doe\")")
+        raise EventError('operator is required: name who asks (e.g. "operator": "jane.doe")')
     operator = operator.strip()
     if not _OPERATOR.fullmatch(operator):
-        raise EventError(f"operator {operator[:140]!r} must be 1-128 letters, digits, '.', '_', "
-                         "'-' or '@'")
-    return operator
+        raise EventError(
+            f"operator {operator[:140]!r} must be 1-128 letters, digits, '.', '_', '-' or '@'"
+        )
+    return str(operator)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,18 +206,32 @@ class Ticker:
         tally = _Tally()
 
         def summary(mode: str, note: str | None = None, error: str | None = None) -> TickSummary:
-            return TickSummary(minute, self.environment.environment_name, reading.active, mode,
-                               tally.to_json(), (start, end), note, error)
+            return TickSummary(
+                minute,
+                self.environment.environment_name,
+                reading.active,
+                mode,
+                tally.to_json(),
+                (start, end),
+                note,
+                error,
+            )
 
         watermark = control.watermark if control.watermark is not None else start
         if reading.active is None:
             tally.errors += 1
-            return summary("standby", "the active environment is unknown: failing closed, "
-                           "the watermark stays for the next tick", reading.error)
+            return summary(
+                "standby",
+                "the active environment is unknown: failing closed, "
+                "the watermark stays for the next tick",
+                reading.error,
+            )
         active = self.environment.is_active(reading.active)
         if watermark >= end:
-            return summary("active" if active else "standby",
-                           f"minute already handled (watermark {iso_seconds(watermark)})")
+            return summary(
+                "active" if active else "standby",
+                f"minute already handled (watermark {iso_seconds(watermark)})",
+            )
         begin = max(watermark, start)
         if not active:
             self._standby(jobs, control.paused, begin, end, reading.active, tally)
@@ -254,8 +269,15 @@ class Ticker:
             self.claims.advance_watermark(scope, target)
         return summary("active")
 
-    def _standby(self, jobs: Iterable[Job], paused: Mapping[str, Any], begin: datetime,
-                 end: datetime, active: str, tally: _Tally) -> None:
+    def _standby(
+        self,
+        jobs: Iterable[Job],
+        paused: Mapping[str, Any],
+        begin: datetime,
+        end: datetime,
+        active: str,
+        tally: _Tally,
+    ) -> None:
         lines: list[str] = []
         for job in jobs:
             if job.name in paused:
@@ -271,20 +293,25 @@ class Ticker:
         for job_name in lines:
             detail(text, job_name, active, name)
         if len(lines) > _STANDBY_DETAIL_LIMIT:
-            log.info("Standby: %d jobs skipped - the active environment is %s, this instance is %s",
-                     len(lines), active, name)
+            log.info(
+                "Standby: %d jobs skipped - the active environment is %s, this instance is %s",
+                len(lines),
+                active,
+                name,
+            )
 
-    def _paused(self, job: Job, operator: str, begin: datetime, end: datetime,
-                tally: _Tally) -> None:
+    def _paused(
+        self, job: Job, operator: str, begin: datetime, end: datetime, tally: _Tally
+    ) -> None:
         due = sum(1 for _ in job.expression.firings(begin, end, job.tz))
         if due:
             tally.skip("paused", due)
             self.metrics.add(m.skipped("paused"), due)
             log.info("Job %s skipped - paused by %s (%d firings)", job.name, operator, due)
 
-    def _misfires(self, job: Job, cron_file: CronFile, watermark: datetime, start: datetime,
-                  tally: _Tally) -> tuple[list[datetime], list[tuple[datetime, str]],
-                                          list[tuple[list[datetime], str]]]:
+    def _misfires(
+        self, job: Job, cron_file: CronFile, watermark: datetime, start: datetime, tally: _Tally
+    ) -> tuple[list[datetime], list[tuple[datetime, str]], list[tuple[list[datetime], str]]]:
         """Split the firings missed in ``[watermark, start)`` into runs, single skips and
         skipped ranges, by the job's policy."""
         grace_start = max(watermark, start - timedelta(seconds=cron_file.misfire_grace))
@@ -315,26 +342,39 @@ class Ticker:
             singles = [(at, str(reason)) for at in skipped]
         log.warning(
             "Job %s missed %d firings from %s - misfire %s: running %d, skipping %d",
-            job.name, len(older) + len(recent), iso_seconds((older or recent)[0]), job.misfire,
-            len(runs), len(older) + len(skipped))
+            job.name,
+            len(older) + len(recent),
+            iso_seconds((older or recent)[0]),
+            job.misfire,
+            len(runs),
+            len(older) + len(skipped),
+        )
         return runs, singles, ranged
 
-    def _execute(self, plans: list[_Plan], misfire_runs: list[list[_Plan]],
-                 skips: list[tuple[Job, Firing, str]],
-                 ranges: list[tuple[Job, list[datetime], str]], cron_file: CronFile,
-                 now: datetime, tally: _Tally) -> None:
+    def _execute(
+        self,
+        plans: list[_Plan],
+        misfire_runs: list[list[_Plan]],
+        skips: list[tuple[Job, Firing, str]],
+        ranges: list[tuple[Job, list[datetime], str]],
+        cron_file: CronFile,
+        now: datetime,
+        tally: _Tally,
+    ) -> None:
         plans.sort(key=lambda p: p.due)
-        workers = max(1, min(self.settings.dispatch_workers,
-                             len(plans) + len(misfire_runs) + len(skips) + len(ranges) + 1))
+        workers = max(
+            1,
+            min(
+                self.settings.dispatch_workers,
+                len(plans) + len(misfire_runs) + len(skips) + len(ranges) + 1,
+            ),
+        )
         futures: list[Future[None]] = []
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dispatch") as pool:
             futures.append(pool.submit(self._sweep, now, cron_file, tally, active=True))
-            for job, firings, reason in ranges:
-                futures.append(pool.submit(self._skip_range, job, firings, reason, tally))
-            for job, firing, reason in skips:
-                futures.append(pool.submit(self._skip, job, firing, reason, tally))
-            for group in misfire_runs:
-                futures.append(pool.submit(self._fire_in_order, group, tally))
+            futures.extend(pool.submit(self._skip_range, *r, tally) for r in ranges)
+            futures.extend(pool.submit(self._skip, *s, tally) for s in skips)
+            futures.extend(pool.submit(self._fire_in_order, g, tally) for g in misfire_runs)
             for plan in plans:
                 wait = (plan.due - self.clock.now()).total_seconds()
                 if wait > 0:
@@ -354,9 +394,13 @@ class Ticker:
         now = self.clock.now()
         lease = now + timedelta(seconds=self.settings.claim_lease_seconds)
         try:
-            result = self.claims.claim(firing, now=now, lease_until=lease,
-                                       origin=self.settings.origin,
-                                       exclusive=job.overlap == "skip")
+            result = self.claims.claim(
+                firing,
+                now=now,
+                lease_until=lease,
+                origin=self.settings.origin,
+                exclusive=job.overlap == "skip",
+            )
         except StoreError as exc:
             tally.add("errors")
             tally.hold(firing.scheduled)
@@ -383,64 +427,104 @@ class Ticker:
         except DispatchError as exc:
             tally.add("errors")
             self.metrics.add(m.DISPATCH_ERRORS)
-            log.error("Job %s dispatch to %s failed - firing %s: %s", job.name, job.service,
-                      firing.id, exc)
+            log.error(
+                "Job %s dispatch to %s failed - firing %s: %s",
+                job.name,
+                job.service,
+                firing.id,
+                exc,
+            )
             try:
                 self.claims.fail(firing, now=self.clock.now(), error=str(exc))
             except StoreError as store_exc:
-                log.error("Job %s - firing %s could not be recorded FAILED: %s", job.name,
-                          firing.id, store_exc)
+                log.error(
+                    "Job %s - firing %s could not be recorded FAILED: %s",
+                    job.name,
+                    firing.id,
+                    store_exc,
+                )
             return
-        log.info("Job %s dispatched to %s - firing %s", job.name, job.service, firing.id,
-                 extra={"reference": reference})
+        log.info(
+            "Job %s dispatched to %s - firing %s",
+            job.name,
+            job.service,
+            firing.id,
+            extra={"reference": reference},
+        )
         tally.add("dispatched")
         self.metrics.add(m.FIRINGS_DISPATCHED)
         now = self.clock.now()
-        start = JobStart(job.service, job.schedule,
-                         {**parameters, "_origin": self.settings.origin})
+        start = JobStart(job.service, job.schedule, {**parameters, "_origin": self.settings.origin})
         try:
-            self.claims.mark_dispatched(firing, now=now,
-                                        deadline=now + timedelta(seconds=job.timeout), start=start)
+            self.claims.mark_dispatched(
+                firing, now=now, deadline=now + timedelta(seconds=job.timeout), start=start
+            )
         except StoreError as exc:
             tally.add("errors")
-            log.error("Job %s dispatched but not marked - firing %s may be dispatched again after "
-                      "its lease: %s", job.name, firing.id, exc)
+            log.error(
+                "Job %s dispatched but not marked - firing %s may be dispatched again after "
+                "its lease: %s",
+                job.name,
+                firing.id,
+                exc,
+            )
 
     def _skip(self, job: Job, firing: Firing, reason: str, tally: _Tally) -> None:
         try:
-            written = self.claims.record_skipped(firing, now=self.clock.now(), reason=str(reason),
-                                                 origin=self.settings.origin)
+            written = self.claims.record_skipped(
+                firing, now=self.clock.now(), reason=str(reason), origin=self.settings.origin
+            )
         except StoreError as exc:
             tally.add("errors")
             tally.hold(firing.scheduled)
-            log.error("Job %s - firing %s could not be recorded SKIPPED: %s", job.name,
-                      firing.id, exc)
+            log.error(
+                "Job %s - firing %s could not be recorded SKIPPED: %s", job.name, firing.id, exc
+            )
             return
         if not written:
             return  # it has a record already (a peer claimed or skipped it)
         tally.skip(str(reason))
         self.metrics.add(m.skipped(str(reason)))
         if reason == SkipReason.OVERLAP:
-            log.info("Job %s skipped - its previous run has not ended (overlap: skip) - firing %s",
-                     job.name, firing.id)
+            log.info(
+                "Job %s skipped - its previous run has not ended (overlap: skip) - firing %s",
+                job.name,
+                firing.id,
+            )
         else:
             log.info("Job %s skipped - firing %s (%s)", job.name, firing.id, reason)
 
     def _skip_range(self, job: Job, firings: list[datetime], reason: str, tally: _Tally) -> None:
         try:
-            self.claims.record_skipped_range(job.name, firings[0], firings[-1], len(firings),
-                                             now=self.clock.now(), reason=str(reason),
-                                             origin=self.settings.origin)
+            self.claims.record_skipped_range(
+                job.name,
+                firings[0],
+                firings[-1],
+                len(firings),
+                now=self.clock.now(),
+                reason=str(reason),
+                origin=self.settings.origin,
+            )
         except StoreError as exc:
             tally.add("errors")
             tally.hold(firings[0])
-            log.error("Job %s - %d missed firings could not be recorded SKIPPED: %s", job.name,
-                      len(firings), exc)
+            log.error(
+                "Job %s - %d missed firings could not be recorded SKIPPED: %s",
+                job.name,
+                len(firings),
+                exc,
+            )
             return
         tally.skip(str(reason), len(firings))
         self.metrics.add(m.skipped(str(reason)), len(firings))
-        log.info("Job %s skipped %d firings from %s to %s (%s)", job.name, len(firings),
-                 iso_seconds(firings[0]), iso_seconds(firings[-1]), reason)
+        log.info(
+            "Job %s skipped %d firings from %s to %s (%s)",
+            job.name,
+            len(firings),
+            iso_seconds(firings[0]),
+            iso_seconds(firings[-1]),
+            reason,
+        )
 
     # -- the sweep -------------------------------------------------------------------------
 
@@ -469,17 +553,24 @@ class Ticker:
         tally.add("timed_out")
         self.metrics.add(m.RUNS_TIMED_OUT)
         took = int((now - run.started_at).total_seconds() * 1000) if run.started_at else 0
-        log.warning("Job %s ended %s after %d ms - firing %s", run.job, RunStatus.TIMED_OUT, took,
-                    run.firing_id)
+        log.warning(
+            "Job %s ended %s after %d ms - firing %s",
+            run.job,
+            RunStatus.TIMED_OUT,
+            took,
+            run.firing_id,
+        )
 
-    def _take_over(self, run: RunRecord, now: datetime, cron_file: CronFile,
-                   tally: _Tally) -> None:
+    def _take_over(self, run: RunRecord, now: datetime, cron_file: CronFile, tally: _Tally) -> None:
         job = cron_file.job(run.job)
         base = firing_from_id(run.firing_id)
         too_old = now - base.scheduled > timedelta(seconds=cron_file.misfire_grace)
         if job is None or too_old:
-            why = ("its job is no longer in cron.yaml" if job is None else
-                   "the claim's lease expired and the firing is older than misfire.grace")
+            why = (
+                "its job is no longer in cron.yaml"
+                if job is None
+                else "the claim's lease expired and the firing is older than misfire.grace"
+            )
             self.claims.fail(base, now=now, error=f"not dispatched: {why}")
             log.error("Job %s not dispatched - firing %s: %s", run.job, run.firing_id, why)
             return
@@ -487,10 +578,14 @@ class Ticker:
         if not self.claims.take_over(run, now=now, lease_until=lease, origin=self.settings.origin):
             return
         tally.add("taken_over")
-        log.warning("Job %s - firing %s taken over: its claim was not dispatched within the lease",
-                    run.job, run.firing_id)
-        firing = Firing(base.job, base.scheduled, base.manual, base.nonce, run.operator,
-                        run.parameters or {})
+        log.warning(
+            "Job %s - firing %s taken over: its claim was not dispatched within the lease",
+            run.job,
+            run.firing_id,
+        )
+        firing = Firing(
+            base.job, base.scheduled, base.manual, base.nonce, run.operator, run.parameters or {}
+        )
         self._dispatch(job, firing, tally)
 
     # -- operator events -------------------------------------------------------------------
@@ -507,8 +602,12 @@ class Ticker:
         merged = dict(job.parameters)
         for key, value in parameters.items():
             if key.startswith("_"):
-                log.warning("Job %s parameter %s ignored - a key that starts with '_' is reserved "
-                            "for the system", job.name, key)
+                log.warning(
+                    "Job %s parameter %s ignored - a key that starts with '_' is reserved "
+                    "for the system",
+                    job.name,
+                    key,
+                )
             else:
                 merged[key] = value
         problem = check_parameters_fit(job.target, merged)
@@ -517,22 +616,36 @@ class Ticker:
         reading = self.environment.read()
         mode = "active" if self.environment.is_active(reading.active) else "standby"
         if mode == "standby":
-            log.warning("Manual run of %s on an instance on standby - the active environment is "
-                        "%s, this instance is %s; the operator's run goes ahead", job.name,
-                        reading.active, self.environment.environment_name)
+            log.warning(
+                "Manual run of %s on an instance on standby - the active environment is "
+                "%s, this instance is %s; the operator's run goes ahead",
+                job.name,
+                reading.active,
+                self.environment.environment_name,
+            )
         log.info("Operator %s runs %s manually", operator, job.name)
         now = self.clock.now()
         firing = Firing.manual_run(job.name, now, operator, merged)
         tally = _Tally()
         result = self.claims.claim(
-            firing, now=now, origin=self.settings.origin,
-            lease_until=now + timedelta(seconds=self.settings.claim_lease_seconds))
+            firing,
+            now=now,
+            origin=self.settings.origin,
+            lease_until=now + timedelta(seconds=self.settings.claim_lease_seconds),
+        )
         if result is not ClaimResult.WON:  # cannot happen: a manual firing id is unique
             raise StoreError(f"manual firing {firing.id} was already recorded")
         self._dispatch(job, firing, tally)
         status = RunStatus.DISPATCHED if tally.dispatched else RunStatus.FAILED
-        return {"job": job.name, "firingId": firing.id, "operator": operator, "manual": True,
-                "status": str(status), "mode": mode, "parameters": merged}
+        return {
+            "job": job.name,
+            "firingId": firing.id,
+            "operator": operator,
+            "manual": True,
+            "status": str(status),
+            "mode": mode,
+            "parameters": merged,
+        }
 
     def environment_status(self) -> dict[str, Any]:
         reading = self.environment.read()
@@ -544,7 +657,7 @@ class Ticker:
     def set_environment(self, active: Any, operator: Any) -> dict[str, Any]:
         operator = check_operator(operator)
         if not isinstance(active, str):
-            raise EventError("environment.active must be an environment name, e.g. \"DR\"")
+            raise EventError('environment.active must be an environment name, e.g. "DR"')
         return self.environment.activate(active, operator, self.clock.now())
 
     def set_paused(self, job_name: Any, paused: bool, operator: Any) -> dict[str, Any]:

@@ -31,12 +31,17 @@ if TYPE_CHECKING:
     from mini_scheduler.ticker import Ticker
 
 # Adaptive retries with backoff: throttling and 5xx are retried by the SDK, bounded per call.
-RETRIES: dict[str, Any] = {"mode": "adaptive", "max_attempts": 5}
+RETRIES: Any = {"mode": "adaptive", "max_attempts": 5}
 
 
 def client_config(pool: int = 64) -> Config:
-    return Config(retries=RETRIES, max_pool_connections=pool, connect_timeout=3, read_timeout=10,
-                  tcp_keepalive=True)
+    return Config(
+        retries=RETRIES,
+        max_pool_connections=pool,
+        connect_timeout=3,
+        read_timeout=10,
+        tcp_keepalive=True,
+    )
 
 
 @dataclass
@@ -54,8 +59,11 @@ class Clients:
             found = self._made.get(service)
             if found is None:
                 session = self.session or boto3.session.Session()
-                found = session.client(service, region_name=self.region,  # type: ignore[call-overload]
-                                       config=client_config(self.pool))
+                found = session.client(
+                    service,
+                    region_name=self.region,  # type: ignore[call-overload]
+                    config=client_config(self.pool),
+                )
                 self._made[service] = found
             return found
 
@@ -69,8 +77,9 @@ def claim_store(settings: Settings, clients: Clients) -> ClaimStore:
     if settings.claim_store == "dynamodb":
         from mini_scheduler.claims.dynamodb import DynamoDBClaimStore
 
-        return DynamoDBClaimStore(settings.state_table, clients("dynamodb"),
-                                  run_ttl_days=settings.run_ttl_days)
+        return DynamoDBClaimStore(
+            settings.state_table, clients("dynamodb"), run_ttl_days=settings.run_ttl_days
+        )
     raise ConfigurationError(f"CLAIM_STORE {settings.claim_store!r} is not available in this build")
 
 
@@ -95,12 +104,16 @@ def dispatchers(settings: Settings, clients: Clients, account: str | None) -> Di
         account = os.environ.get("AWS_ACCOUNT_ID") or None
     if account is None:
         account = str(clients("sts").get_caller_identity()["Account"])
-    partition = "aws-us-gov" if settings.region.startswith("us-gov-") else (
-        "aws-cn" if settings.region.startswith("cn-") else "aws")
+    partition = (
+        "aws-us-gov"
+        if settings.region.startswith("us-gov-")
+        else ("aws-cn" if settings.region.startswith("cn-") else "aws")
+    )
     by_kind: dict[str, Dispatcher] = {
         "lambda": LambdaDispatcher(clients("lambda")),
-        "flow": StepFunctionsDispatcher(clients("stepfunctions"), region=settings.region,
-                                        account=account, partition=partition),
+        "flow": StepFunctionsDispatcher(
+            clients("stepfunctions"), region=settings.region, account=account, partition=partition
+        ),
     }
     return Dispatchers(by_kind)
 
@@ -113,15 +126,24 @@ def cron_source(settings: Settings, clients: Clients) -> Callable[[], CronFile]:
         root = os.environ.get("LAMBDA_TASK_ROOT")
         locations = f"file:{os.path.join(root, 'cron.yaml')}" if root else "file:cron.yaml"
     needs_s3 = "s3://" in locations
-    source = CronFileSource(locations, s3_client=clients("s3") if needs_s3 else None,
-                            default_timezone=settings.default_timezone)
+    source = CronFileSource(
+        locations,
+        s3_client=clients("s3") if needs_s3 else None,
+        default_timezone=settings.default_timezone,
+    )
     return source.load
 
 
-def build_ticker(settings: Settings, *, clients: Clients | None = None, clock: Clock | None = None,
-                 metrics: Metrics | None = None, account: str | None = None,
-                 dispatch: Dispatchers | None = None,
-                 cron: Callable[[], CronFile] | None = None) -> Ticker:
+def build_ticker(
+    settings: Settings,
+    *,
+    clients: Clients | None = None,
+    clock: Clock | None = None,
+    metrics: Metrics | None = None,
+    account: str | None = None,
+    dispatch: Dispatchers | None = None,
+    cron: Callable[[], CronFile] | None = None,
+) -> Ticker:
     from mini_scheduler.ticker import Ticker
 
     clients = clients or Clients(settings.region, pool=settings.dispatch_workers)
@@ -129,16 +151,22 @@ def build_ticker(settings: Settings, *, clients: Clients | None = None, clock: C
         settings=settings,
         cron=cron or cron_source(settings, clients),
         claims=claim_store(settings, clients),
-        environment=ActiveEnvironment(environment_store(settings, clients),
-                                      settings.environment_name),
+        environment=ActiveEnvironment(
+            environment_store(settings, clients), settings.environment_name
+        ),
         dispatchers=dispatch or dispatchers(settings, clients, account),
         clock=clock or SystemClock(),
         metrics=metrics,
     )
 
 
-def build_recorder(settings: Settings, *, clients: Clients | None = None,
-                   clock: Clock | None = None, metrics: Metrics | None = None) -> Recorder:
+def build_recorder(
+    settings: Settings,
+    *,
+    clients: Clients | None = None,
+    clock: Clock | None = None,
+    metrics: Metrics | None = None,
+) -> Recorder:
     from mini_scheduler.recorder import Recorder
 
     clients = clients or Clients(settings.region, pool=8)

@@ -38,8 +38,9 @@ class FakeDispatcher:
         if target.name in self.failing:
             raise DispatchError(f"Lambda Invoke {target.name} failed - TooManyRequestsException")
         with self._lock:
-            self.calls.append((target.name, firing_id, dict(payload),
-                               self._clock.now() if self._clock else None))
+            self.calls.append(
+                (target.name, firing_id, dict(payload), self._clock.now() if self._clock else None)
+            )
         return f"fake:{firing_id}"
 
     @property
@@ -68,24 +69,36 @@ class Rig:
         return self.ticker.tick(moment, **kwargs).to_json()
 
 
-def rig(cron_yaml: str, *, start: str = "2026-11-30T14:00:00Z", environment: str = "prod",
-        active: str | None = None, claims: MemoryClaimStore | None = None,
-        store: MemoryEnvironmentStore | None = None, dispatcher: FakeDispatcher | None = None,
-        region: str = "us-east-1", **settings: Any) -> Rig:
+def rig(
+    cron_yaml: str,
+    *,
+    start: str = "2026-11-30T14:00:00Z",
+    environment: str = "prod",
+    active: str | None = None,
+    claims: MemoryClaimStore | None = None,
+    store: MemoryEnvironmentStore | None = None,
+    dispatcher: FakeDispatcher | None = None,
+    region: str = "us-east-1",
+    **settings: Any,
+) -> Rig:
     clock = FixedClock(at(start))
     claims = claims if claims is not None else MemoryClaimStore()
     store = store if store is not None else MemoryEnvironmentStore(active)
     dispatcher = dispatcher if dispatcher is not None else FakeDispatcher(clock)
-    config = Settings(state_table="state", environment_name=environment, region=region,
-                      **settings)
+    config = Settings(state_table="state", environment_name=environment, region=region, **settings)
     metrics = RecordingMetrics()
     texts = [cron_yaml]
 
     def cron() -> CronFile:
         return load(texts[0], source="test.yaml")
 
-    ticker = Ticker(settings=config, cron=cron, claims=claims,
-                    environment=ActiveEnvironment(store, environment),
-                    dispatchers=Dispatchers({"lambda": dispatcher, "flow": dispatcher}),
-                    clock=clock, metrics=metrics)
+    ticker = Ticker(
+        settings=config,
+        cron=cron,
+        claims=claims,
+        environment=ActiveEnvironment(store, environment),
+        dispatchers=Dispatchers({"lambda": dispatcher, "flow": dispatcher}),
+        clock=clock,
+        metrics=metrics,
+    )
     return Rig(ticker, clock, claims, store, dispatcher, metrics, config, texts)

@@ -51,9 +51,14 @@ jobs:
 """)
     r.tick("2026-11-30T14:00:00Z")
     payload = r.dispatcher.calls[0][2]
-    assert payload == {"job": "report", "firingId": "report@2026-11-30T14:00:00Z",
-                       "scheduledTime": "2026-11-30T14:00:00Z", "origin": "us-east-1/prod",
-                       "manual": False, "parameters": {"region": "east"}}
+    assert payload == {
+        "job": "report",
+        "firingId": "report@2026-11-30T14:00:00Z",
+        "scheduledTime": "2026-11-30T14:00:00Z",
+        "origin": "us-east-1/prod",
+        "manual": False,
+        "parameters": {"region": "east"},
+    }
     state = r.claims.job_state("report")
     assert state is not None and state.parameters == {"region": "east", "_origin": "us-east-1/prod"}
     assert state.schedule == "0 * * * * ? @UTC"
@@ -66,8 +71,9 @@ def test_firings_with_seconds_are_dispatched_at_their_second() -> None:
     # second, never before it; and the tick slept until each second.
     for _, firing_id, _, when in r.dispatcher.calls:
         assert when is not None and when >= at(firing_id.partition("@")[2])
-    assert sorted(r.dispatcher.firing_ids) == [f"quarter@2026-11-30T14:00:{s:02d}Z"
-                                               for s in (0, 15, 30, 45)]
+    assert sorted(r.dispatcher.firing_ids) == [
+        f"quarter@2026-11-30T14:00:{s:02d}Z" for s in (0, 15, 30, 45)
+    ]
     assert r.clock.slept == [15, 15, 15]
 
 
@@ -110,30 +116,39 @@ def test_a_region_s_first_tick_treats_nothing_before_it_as_a_misfire() -> None:
 
 
 def test_standby_dispatches_nothing_logs_each_job_and_moves_the_watermark(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     r = rig(EVERY_MINUTE, environment="DR")
     with caplog.at_level(logging.INFO):
         answer = r.tick("2026-11-30T14:00:00Z")
     assert r.dispatcher.calls == []
     assert answer["mode"] == "standby"
     assert answer["counts"]["skipped"] == {"standby": 1}
-    assert ("Standby: job minutely skipped - the active environment is prod, this instance is DR"
-            in caplog.messages)
+    assert (
+        "Standby: job minutely skipped - the active environment is prod, this instance is DR"
+        in caplog.messages
+    )
     assert r.claims.control("us-east-1/DR").watermark == at("2026-11-30T14:01:00Z")
     assert r.claims.history("minutely") == []  # nothing written per firing
 
 
 def test_standby_summarises_more_than_twenty_jobs_in_one_line(
-        caplog: pytest.LogCaptureFixture) -> None:
-    jobs = "".join(f'\n  - name: "job{i}"\n    cron: "0 * * * * ?"\n    service: "fn{i}"'
-                   for i in range(25))
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    jobs = "".join(
+        f'\n  - name: "job{i}"\n    cron: "0 * * * * ?"\n    service: "fn{i}"' for i in range(25)
+    )
     r = rig("jobs:" + jobs, environment="DR")
     with caplog.at_level(logging.INFO):
         r.tick("2026-11-30T14:00:00Z")
-    info = [rec.getMessage() for rec in caplog.records if rec.levelno == logging.INFO
-            and rec.getMessage().startswith("Standby")]
-    assert info == ["Standby: 25 jobs skipped - the active environment is prod, "
-                    "this instance is DR"]
+    info = [
+        rec.getMessage()
+        for rec in caplog.records
+        if rec.levelno == logging.INFO and rec.getMessage().startswith("Standby")
+    ]
+    assert info == [
+        "Standby: 25 jobs skipped - the active environment is prod, this instance is DR"
+    ]
 
 
 def test_the_active_environment_is_compared_without_regard_to_case() -> None:
@@ -143,8 +158,9 @@ def test_the_active_environment_is_compared_without_regard_to_case() -> None:
 
 def test_a_failover_between_two_ticks_moves_every_firing_to_the_new_region() -> None:
     prod = rig(EVERY_MINUTE, environment="prod")
-    dr = rig(EVERY_MINUTE, environment="DR", region="us-west-2", claims=prod.claims,
-             store=prod.store)
+    dr = rig(
+        EVERY_MINUTE, environment="DR", region="us-west-2", claims=prod.claims, store=prod.store
+    )
     for minute in ("2026-11-30T14:00:00Z", "2026-11-30T14:01:00Z"):
         prod.tick(minute)
         dr.tick(minute)
@@ -152,10 +168,14 @@ def test_a_failover_between_two_ticks_moves_every_firing_to_the_new_region() -> 
     for minute in ("2026-11-30T14:02:00Z", "2026-11-30T14:03:00Z"):
         prod.tick(minute)
         dr.tick(minute)
-    assert prod.dispatcher.firing_ids == ["minutely@2026-11-30T14:00:00Z",
-                                          "minutely@2026-11-30T14:01:00Z"]
-    assert dr.dispatcher.firing_ids == ["minutely@2026-11-30T14:02:00Z",
-                                        "minutely@2026-11-30T14:03:00Z"]
+    assert prod.dispatcher.firing_ids == [
+        "minutely@2026-11-30T14:00:00Z",
+        "minutely@2026-11-30T14:01:00Z",
+    ]
+    assert dr.dispatcher.firing_ids == [
+        "minutely@2026-11-30T14:02:00Z",
+        "minutely@2026-11-30T14:03:00Z",
+    ]
     assert dr.claims.run("minutely@2026-11-30T14:02:00Z").origin == "us-west-2/DR"  # type: ignore[union-attr]
 
 
@@ -169,8 +189,13 @@ def test_the_environment_is_read_at_every_tick() -> None:
 def test_an_unreadable_store_on_a_cold_container_fails_closed_and_keeps_the_watermark() -> None:
     r = rig(EVERY_MINUTE)
     r.tick("2026-11-30T13:59:00Z")
-    cold = rig(EVERY_MINUTE, claims=r.claims, dispatcher=r.dispatcher, store=r.store,
-               start="2026-11-30T14:00:00Z")
+    cold = rig(
+        EVERY_MINUTE,
+        claims=r.claims,
+        dispatcher=r.dispatcher,
+        store=r.store,
+        start="2026-11-30T14:00:00Z",
+    )
     r.store.failing = RuntimeError("ThrottlingException")
     answer = cold.tick("2026-11-30T14:00:00Z")
     assert answer["mode"] == "standby" and answer["counts"]["errors"] == 1
@@ -184,7 +209,8 @@ def test_an_unreadable_store_on_a_cold_container_fails_closed_and_keeps_the_wate
 
 
 def test_an_unreadable_store_on_a_warm_container_keeps_the_last_value(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     r = rig(EVERY_MINUTE)
     r.tick("2026-11-30T14:00:00Z")
     r.store.failing = RuntimeError("InternalServerError")
@@ -222,8 +248,11 @@ def test_a_90_minute_outage_with_fire_now_runs_the_latest_and_skips_the_rest() -
     answer, r = _outage("fire_now")
     assert answer["counts"]["misfired"] == 90  # type: ignore[index]
     ids = r.dispatcher.firing_ids  # type: ignore[attr-defined]
-    assert ids == ["minutely@2026-11-30T14:00:00Z", "minutely@2026-11-30T15:30:00Z",
-                   "minutely@2026-11-30T15:31:00Z"]
+    assert ids == [
+        "minutely@2026-11-30T14:00:00Z",
+        "minutely@2026-11-30T15:30:00Z",
+        "minutely@2026-11-30T15:31:00Z",
+    ]
     # within the hour's grace: one record per skipped firing; older: one range
     assert answer["counts"]["skipped"] == {"misfire": 59, "misfire_grace": 30}  # type: ignore[index]
     run = r.claims.run("minutely@2026-11-30T14:31:00Z")  # type: ignore[attr-defined]
@@ -265,7 +294,7 @@ def test_misfires_older_than_the_grace_are_one_skipped_range() -> None:
 
 
 def test_a_late_tick_cannot_run_firings_already_handled() -> None:
-    answer, r = _outage("skip")
+    _answer, r = _outage("skip")
     late = r.tick("2026-11-30T15:00:00Z")  # type: ignore[attr-defined]
     assert "already handled" in late["note"]
     assert r.claims.run("minutely@2026-11-30T15:00:00Z").status is RunStatus.SKIPPED  # type: ignore[attr-defined,union-attr]
@@ -273,7 +302,8 @@ def test_a_late_tick_cannot_run_firings_already_handled() -> None:
 
 
 def test_a_firing_a_tick_failed_to_claim_is_handled_by_the_next_tick(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from mini_scheduler.errors import StoreError
 
     r = rig(EVERY_MINUTE)
@@ -338,7 +368,8 @@ def test_deferred_start_delays_each_firing_and_says_so(caplog: pytest.LogCapture
 
 
 def test_a_paused_job_is_skipped_with_a_log_line_until_resumed(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     r = rig(EVERY_MINUTE)
     r.ticker.set_paused("minutely", True, "jane.doe")
     with caplog.at_level(logging.INFO):
@@ -355,8 +386,12 @@ def test_a_ticker_that_died_after_claiming_is_taken_over_after_the_lease() -> No
     r.tick("2026-11-30T13:59:00Z")
     firing = Firing("minutely", at("2026-11-30T14:00:00Z"))
     now = at("2026-11-30T14:00:01Z")
-    assert r.claims.claim(firing, now=now, lease_until=now + timedelta(seconds=120),
-                          origin="us-east-1/prod") is ClaimResult.WON
+    assert (
+        r.claims.claim(
+            firing, now=now, lease_until=now + timedelta(seconds=120), origin="us-east-1/prod"
+        )
+        is ClaimResult.WON
+    )
     r.claims.advance_watermark("us-east-1/prod", at("2026-11-30T14:01:00Z"))  # it died after
     r.tick("2026-11-30T14:01:00Z")  # inside the lease: not taken over
     assert firing.id not in r.dispatcher.firing_ids
@@ -402,5 +437,6 @@ def test_tick_lead_serves_the_next_minute_and_waits_for_each_firing() -> None:
     assert answer["window"] == ["2026-11-30T14:01:00Z", "2026-11-30T14:02:00Z"]
     for _, firing_id, _, when in r.dispatcher.calls:
         assert when is not None and when >= at(firing_id.partition("@")[2])
-    assert sorted(r.dispatcher.firing_ids) == [f"quarter@2026-11-30T14:01:{s:02d}Z"
-                                               for s in (0, 15, 30, 45)]
+    assert sorted(r.dispatcher.firing_ids) == [
+        f"quarter@2026-11-30T14:01:{s:02d}Z" for s in (0, 15, 30, 45)
+    ]

@@ -73,8 +73,11 @@ class RunRecord:
             ("skippedCount", self.skipped_count),
         ):
             if value is not None:
-                out[key] = value.isoformat().replace("+00:00", "Z") if isinstance(
-                    value, datetime) else value
+                out[key] = (
+                    value.isoformat().replace("+00:00", "Z")
+                    if isinstance(value, datetime)
+                    else value
+                )
         if self.manual:
             out["manual"] = True
         if self.parameters is not None:
@@ -126,21 +129,30 @@ class ClaimStore(Protocol):
 
     name: str
 
-    def claim(self, firing: Firing, *, now: datetime, lease_until: datetime, origin: str,
-              exclusive: bool = False) -> ClaimResult:
+    def claim(
+        self,
+        firing: Firing,
+        *,
+        now: datetime,
+        lease_until: datetime,
+        origin: str,
+        exclusive: bool = False,
+    ) -> ClaimResult:
         """Claim ``firing`` in one conditional write: WON for exactly one caller. With
         ``exclusive`` the job's open slot must be free as well (else OVERLAP, nothing written).
         Raises StoreError when the store cannot answer (after retries)."""
         ...
 
-    def take_over(self, run: RunRecord, *, now: datetime, lease_until: datetime,
-                  origin: str) -> bool:
+    def take_over(
+        self, run: RunRecord, *, now: datetime, lease_until: datetime, origin: str
+    ) -> bool:
         """Take over a CLAIMED run whose lease has passed (the claimer died before dispatching):
         one conditional update on the claim as ``run`` saw it; True for exactly one caller."""
         ...
 
-    def mark_dispatched(self, firing: Firing, *, now: datetime, deadline: datetime,
-                        start: JobStart) -> None:
+    def mark_dispatched(
+        self, firing: Firing, *, now: datetime, deadline: datetime, start: JobStart
+    ) -> None:
         """The target accepted the firing: the run becomes DISPATCHED with the job's timeout as
         its deadline, and the job's latest state records the start."""
         ...
@@ -149,18 +161,27 @@ class ClaimStore(Protocol):
         """The dispatch failed for good: the run becomes FAILED with the error."""
         ...
 
-    def record_skipped(self, firing: Firing, *, now: datetime, reason: str,
-                       origin: str) -> bool:
+    def record_skipped(self, firing: Firing, *, now: datetime, reason: str, origin: str) -> bool:
         """Record a SKIPPED firing unless it already has a record (False then)."""
         ...
 
-    def record_skipped_range(self, job: str, first: datetime, last: datetime, count: int, *,
-                             now: datetime, reason: str, origin: str) -> None:
+    def record_skipped_range(
+        self,
+        job: str,
+        first: datetime,
+        last: datetime,
+        count: int,
+        *,
+        now: datetime,
+        reason: str,
+        origin: str,
+    ) -> None:
         """One SKIPPED record for ``count`` firings of ``job`` from ``first`` to ``last``."""
         ...
 
-    def close(self, firing_id: str, status: RunStatus, *, now: datetime,
-              error: str | None = None) -> RunRecord | None:
+    def close(
+        self, firing_id: str, status: RunStatus, *, now: datetime, error: str | None = None
+    ) -> RunRecord | None:
         """Close an open (or timed-out) run with its final status and update the job's latest
         state; answer the run as it was before, or None when the firing is unknown or the run
         has already ended (a duplicate completion event)."""
@@ -182,8 +203,7 @@ class ClaimStore(Protocol):
         """The job's runs, newest first, without a scan."""
         ...
 
-    def job_state(self, job: str) -> JobState | None:
-        ...
+    def job_state(self, job: str) -> JobState | None: ...
 
     def control(self, scope: str) -> Control:
         """The watermark of ``scope`` (region/environment[/shard]) and the paused jobs, read
@@ -194,5 +214,4 @@ class ClaimStore(Protocol):
         """Move the watermark of ``scope`` to ``to``, never backwards."""
         ...
 
-    def set_paused(self, job: str, paused: bool, *, operator: str, now: datetime) -> None:
-        ...
+    def set_paused(self, job: str, paused: bool, *, operator: str, now: datetime) -> None: ...

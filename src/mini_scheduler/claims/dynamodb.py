@@ -16,7 +16,10 @@ is the sweep's one Query a tick.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -47,6 +50,8 @@ from mini_scheduler.model import (
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+log = logging.getLogger("mini_scheduler.claims")
+
 OPEN_INDEX = "open-runs"
 _OPEN = "OPEN"
 _CONTROL = "CONTROL"
@@ -66,7 +71,7 @@ def _job_key(job: str) -> dict[str, Any]:
 
 def _value(value: Any) -> dict[str, Any]:
     """A DynamoDB attribute value; floats travel as Decimals, as DynamoDB needs."""
-    if isinstance(value, float) or (isinstance(value, (dict, list))):
+    if isinstance(value, (float, dict, list)):
         value = json.loads(json.dumps(value), parse_float=Decimal)
     return dict(_SERIALIZER.serialize(value))
 
@@ -113,6 +118,25 @@ def _record(raw: Mapping[str, Any]) -> RunRecord:
     )
 
 
+_NAME = re.compile(r"#([A-Za-z][A-Za-z0-9]*)")
+_EXPRESSIONS = ("UpdateExpression", "ConditionExpression", "KeyConditionExpression")
+
+
+def _named(request: dict[str, Any]) -> dict[str, Any]:
+    """``request`` with ``#attr`` in its expressions mapped to ``attr``: every attribute goes
+    through a name placeholder, so DynamoDB's reserved words (status, parameters, end...) never
+    break an expression."""
+    names: dict[str, str] = {}
+    for key in _EXPRESSIONS:
+        for word in _NAME.findall(str(request.get(key, ""))):
+            names[f"#{word}"] = word
+    if names:
+        request["ExpressionAttributeNames"] = names
+    else:
+        request.pop("ExpressionAttributeNames", None)
+    return request
+
+
 def _code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
@@ -126,8 +150,14 @@ class DynamoDBClaimStore:
     """The claim store on the state table. ``client`` is a boto3 DynamoDB client (made by the
     caller, so tests and emulators choose the endpoint)."""
 
-    def __init__(self, table: str, client: DynamoDBClient, *, run_ttl_days: int = 30,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        table: str,
+        client: DynamoDBClient,
+        *,
+        run_ttl_days: int = 30,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.table = table
         self.name = f"dynamodb:{table}"
         self._client = client
@@ -138,13 +168,15 @@ class DynamoDBClaimStore:
 
     def _fail(self, operation: str, exc: Exception) -> StoreError:
         return StoreError(
-            f"DynamoDB {operation} on table {self.table} failed - {describe_aws_error(exc)}")
+            f"DynamoDB {operation} on table {self.table} failed - {describe_aws_error(exc)}"
+        )
 
     def _expires(self, now: datetime) -> dict[str, Any]:
         return {"N": str(int((now + self._ttl).timestamp()))}
 
-    def _run_item(self, firing: Firing, status: RunStatus, now: datetime, origin: str,
-                  **extra: Any) -> dict[str, Any]:
+    def _run_item(
+        self, firing: Firing, status: RunStatus, now: datetime, origin: str, **extra: Any
+    ) -> dict[str, Any]:
         item: dict[str, Any] = {
             **_run_key(firing),
             "firingId": {"S": firing.id},
@@ -166,15 +198,36 @@ class DynamoDBClaimStore:
 
     # -- claims ----------------------------------------------------------------------------
 
-    def claim(self, firing: Firing, *, now: datetime, lease_until: datetime, origin: str,
-              exclusive: bool = False) -> ClaimResult:
+    def claim(
+        self,
+        firing: Firing,
+        *,
+        now: datetime,
+        lease_until: datetime,
+        origin: str,
+        exclusive: bool = False,
+    ) -> ClaimResult:
         item = self._run_item(
-            firing, RunStatus.CLAIMED, now, origin, claimedAt=iso_millis(now),
-            deadline=iso_millis(lease_until), openPk=_OPEN, exclusive=exclusive or None)
+            firing,
+            RunStatus.CLAIMED,
+            now,
+            origin,
+            claimedAt=iso_millis(now),
+            deadline=iso_millis(lease_until),
+            openPk=_OPEN,
+            exclusive=exclusive or None,
+        )
         if not exclusive:
             try:
-                self._client.put_item(TableName=self.table, Item=item,
-                                      ConditionExpression="attribute_not_exists(pk)")
+                self._client.put_item(
+                    **_named(
+                        {
+                            "TableName": self.table,
+                            "Item": item,
+                            "ConditionExpression": "attribute_not_exists(#pk)",
+                        }
+                    )
+                )
             except ClientError as exc:
                 if _code(exc) == "ConditionalCheckFailedException":
                     return ClaimResult.LOST
@@ -182,18 +235,25 @@ class DynamoDBClaimStore:
             except BotoCoreError as exc:
                 raise self._fail("PutItem (claim)", exc) from exc
             return ClaimResult.WON
-        slot = {
-            "TableName": self.table,
-            "Key": _job_key(firing.job),
-            "UpdateExpression": "SET openFiring = :fid, job = :job",
-            "ConditionExpression": "attribute_not_exists(openFiring) OR openFiring = :fid",
-            "ExpressionAttributeValues": {":fid": {"S": firing.id}, ":job": {"S": firing.job}},
-        }
-        put = {"TableName": self.table, "Item": item,
-               "ConditionExpression": "attribute_not_exists(pk)"}
+        slot = _named(
+            {
+                "TableName": self.table,
+                "Key": _job_key(firing.job),
+                "UpdateExpression": "SET #openFiring = :fid, #job = :job",
+                "ConditionExpression": "attribute_not_exists(#openFiring) OR #openFiring = :fid",
+                "ExpressionAttributeValues": {":fid": {"S": firing.id}, ":job": {"S": firing.job}},
+            }
+        )
+        put = _named(
+            {
+                "TableName": self.table,
+                "Item": item,
+                "ConditionExpression": "attribute_not_exists(#pk)",
+            }
+        )
         for attempt in range(_CONFLICT_ATTEMPTS):
             try:
-                self._client.transact_write_items(TransactItems=[{"Put": put}, {"Update": slot}])
+                self._client.transact_write_items(TransactItems=[{"Put": put}, {"Update": slot}])  # type: ignore[typeddict-item]
             except ClientError as exc:
                 reasons = _reasons(exc)
                 if _code(exc) != "TransactionCanceledException" or len(reasons) != 2:
@@ -211,27 +271,33 @@ class DynamoDBClaimStore:
                 return ClaimResult.WON
         raise AssertionError("unreachable")
 
-    def take_over(self, run: RunRecord, *, now: datetime, lease_until: datetime,
-                  origin: str) -> bool:
+    def take_over(
+        self, run: RunRecord, *, now: datetime, lease_until: datetime, origin: str
+    ) -> bool:
         if run.claimed_at is None:
             return False
         firing = firing_from_id(run.firing_id)
         try:
             self._client.update_item(
-                TableName=self.table,
-                Key=_run_key(firing),
-                UpdateExpression=("SET claimedAt = :now, deadline = :lease, origin = :origin "
-                                  "ADD takeovers :one"),
-                ConditionExpression="#s = :claimed AND claimedAt = :seen",
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues={
-                    ":now": {"S": iso_millis(now)},
-                    ":lease": {"S": iso_millis(lease_until)},
-                    ":origin": {"S": origin},
-                    ":one": {"N": "1"},
-                    ":claimed": {"S": str(RunStatus.CLAIMED)},
-                    ":seen": {"S": iso_millis(run.claimed_at)},
-                },
+                **_named(
+                    {
+                        "TableName": self.table,
+                        "Key": _run_key(firing),
+                        "UpdateExpression": (
+                            "SET #claimedAt = :now, #deadline = :lease, #origin = :origin "
+                            "ADD #takeovers :one"
+                        ),
+                        "ConditionExpression": "#status = :claimed AND #claimedAt = :seen",
+                        "ExpressionAttributeValues": {
+                            ":now": {"S": iso_millis(now)},
+                            ":lease": {"S": iso_millis(lease_until)},
+                            ":origin": {"S": origin},
+                            ":one": {"N": "1"},
+                            ":claimed": {"S": str(RunStatus.CLAIMED)},
+                            ":seen": {"S": iso_millis(run.claimed_at)},
+                        },
+                    }
+                )
             )
         except ClientError as exc:
             if _code(exc) == "ConditionalCheckFailedException":
@@ -241,39 +307,54 @@ class DynamoDBClaimStore:
             raise self._fail("UpdateItem (take over)", exc) from exc
         return True
 
-    def mark_dispatched(self, firing: Firing, *, now: datetime, deadline: datetime,
-                        start: JobStart) -> None:
-        run = {
-            "TableName": self.table,
-            "Key": _run_key(firing),
-            "UpdateExpression": "SET #s = :dispatched, startedAt = :now, deadline = :deadline",
-            "ConditionExpression": "#s = :claimed",
-            "ExpressionAttributeNames": {"#s": "status"},
-            "ExpressionAttributeValues": {
-                ":dispatched": {"S": str(RunStatus.DISPATCHED)},
-                ":claimed": {"S": str(RunStatus.CLAIMED)},
-                ":now": {"S": iso_millis(now)},
-                ":deadline": {"S": iso_millis(deadline)},
-            },
-        }
+    def mark_dispatched(
+        self, firing: Firing, *, now: datetime, deadline: datetime, start: JobStart
+    ) -> None:
+        run = _named(
+            {
+                "TableName": self.table,
+                "Key": _run_key(firing),
+                "UpdateExpression": (
+                    "SET #status = :dispatched, #startedAt = :now, #deadline = :deadline"
+                ),
+                "ConditionExpression": "#status = :claimed",
+                "ExpressionAttributeValues": {
+                    ":dispatched": {"S": str(RunStatus.DISPATCHED)},
+                    ":claimed": {"S": str(RunStatus.CLAIMED)},
+                    ":now": {"S": iso_millis(now)},
+                    ":deadline": {"S": iso_millis(deadline)},
+                },
+            }
+        )
         state = self._start_update(firing, now, start)
         for attempt in range(_CONFLICT_ATTEMPTS):
             try:
                 self._client.transact_write_items(
-                    TransactItems=[{"Update": run}, {"Update": state}])
+                    TransactItems=[{"Update": run}, {"Update": state}]  # type: ignore[typeddict-item]
+                )
                 return
             except ClientError as exc:
                 reasons = _reasons(exc)
                 if _code(exc) == "TransactionCanceledException" and reasons[:1] == [
-                        "ConditionalCheckFailed"]:
+                    "ConditionalCheckFailed"
+                ]:
                     # The run closed (a very fast target) or was taken over before we marked
                     # it: leave the run as it is and record the start alone.
                     self._update(state, "UpdateItem (job start)")
                     return
                 if _code(exc) != "TransactionCanceledException" or (
-                        attempt + 1 == _CONFLICT_ATTEMPTS):
+                    attempt + 1 == _CONFLICT_ATTEMPTS
+                ):
                     # The dispatch happened: the run record must say so, or a takeover would
-                    # dispatch it again. Mark the run alone.
+                    # dispatch it again. Mark the run alone; the job's latest state misses
+                    # this start.
+                    log.warning(
+                        "Job %s - firing %s: the job's latest state was not updated "
+                        "(%s); marking the run alone",
+                        firing.job,
+                        firing.id,
+                        describe_aws_error(exc),
+                    )
                     self._update(run, "UpdateItem (mark dispatched)", tolerate_condition=True)
                     return
                 self._sleep(0.05 * 2**attempt)
@@ -281,27 +362,30 @@ class DynamoDBClaimStore:
                 raise self._fail("TransactWriteItems (mark dispatched)", exc) from exc
 
     def _start_update(self, firing: Firing, now: datetime, start: JobStart) -> dict[str, Any]:
-        return {
-            "TableName": self.table,
-            "Key": _job_key(firing.job),
-            "UpdateExpression": (
-                "SET job = :job, service = :service, schedule = :schedule, "
-                "parameters = :parameters, #start = :now, lastFiringId = :fid, "
-                "lastStatus = :dispatched REMOVE #end"),
-            "ExpressionAttributeNames": {"#start": "start", "#end": "end"},
-            "ExpressionAttributeValues": {
-                ":job": {"S": firing.job},
-                ":service": {"S": start.service},
-                ":schedule": {"S": start.schedule},
-                ":parameters": _value(dict(start.parameters)),
-                ":now": {"S": iso_millis(now)},
-                ":fid": {"S": firing.id},
-                ":dispatched": {"S": str(RunStatus.DISPATCHED)},
-            },
-        }
+        return _named(
+            {
+                "TableName": self.table,
+                "Key": _job_key(firing.job),
+                "UpdateExpression": (
+                    "SET #job = :job, #service = :service, #schedule = :schedule, "
+                    "#parameters = :parameters, #start = :now, #lastFiringId = :fid, "
+                    "#lastStatus = :dispatched REMOVE #end"
+                ),
+                "ExpressionAttributeValues": {
+                    ":job": {"S": firing.job},
+                    ":service": {"S": start.service},
+                    ":schedule": {"S": start.schedule},
+                    ":parameters": _value(dict(start.parameters)),
+                    ":now": {"S": iso_millis(now)},
+                    ":fid": {"S": firing.id},
+                    ":dispatched": {"S": str(RunStatus.DISPATCHED)},
+                },
+            }
+        )
 
-    def _update(self, request: Mapping[str, Any], operation: str, *,
-                tolerate_condition: bool = False) -> bool:
+    def _update(
+        self, request: Mapping[str, Any], operation: str, *, tolerate_condition: bool = False
+    ) -> bool:
         try:
             self._client.update_item(**request)
         except ClientError as exc:
@@ -314,21 +398,39 @@ class DynamoDBClaimStore:
 
     # -- ends ------------------------------------------------------------------------------
 
-    def _finish(self, firing: Firing, status: RunStatus, now: datetime, error: str | None,
-                condition: str, values: Mapping[str, Any]) -> RunRecord | None:
-        names = {"#s": "status"}
-        update = "SET #s = :status, endedAt = :now REMOVE openPk, deadline"
-        attribute_values: dict[str, Any] = {":status": {"S": str(status)},
-                                            ":now": {"S": iso_millis(now)}, **values}
+    def _finish(
+        self,
+        firing: Firing,
+        status: RunStatus,
+        now: datetime,
+        error: str | None,
+        condition: str,
+        values: Mapping[str, Any],
+    ) -> RunRecord | None:
+        update = "SET #status = :status, #endedAt = :now REMOVE #openPk, #deadline"
+        attribute_values: dict[str, Any] = {
+            ":status": {"S": str(status)},
+            ":now": {"S": iso_millis(now)},
+            **values,
+        }
         if error is not None:
-            update = "SET #s = :status, endedAt = :now, #e = :error REMOVE openPk, deadline"
-            names["#e"] = "error"
+            update = (
+                "SET #status = :status, #endedAt = :now, #error = :error REMOVE #openPk, #deadline"
+            )
             attribute_values[":error"] = {"S": error[:4000]}
         try:
             answer = self._client.update_item(
-                TableName=self.table, Key=_run_key(firing), UpdateExpression=update,
-                ConditionExpression=condition, ExpressionAttributeNames=names,
-                ExpressionAttributeValues=attribute_values, ReturnValues="ALL_OLD")
+                **_named(
+                    {
+                        "TableName": self.table,
+                        "Key": _run_key(firing),
+                        "UpdateExpression": update,
+                        "ConditionExpression": condition,
+                        "ExpressionAttributeValues": attribute_values,
+                        "ReturnValues": "ALL_OLD",
+                    }
+                )
+            )
         except ClientError as exc:
             if _code(exc) == "ConditionalCheckFailedException":
                 return None
@@ -336,54 +438,94 @@ class DynamoDBClaimStore:
         except BotoCoreError as exc:
             raise self._fail("UpdateItem (close run)", exc) from exc
         before = _record(answer["Attributes"])
-        self._update({
-            "TableName": self.table,
-            "Key": _job_key(firing.job),
-            "UpdateExpression": "SET #end = :now, lastStatus = :status",
-            "ConditionExpression": "lastFiringId = :fid",
-            "ExpressionAttributeNames": {"#end": "end"},
-            "ExpressionAttributeValues": {":now": {"S": iso_millis(now)},
-                                          ":status": {"S": str(status)},
-                                          ":fid": {"S": firing.id}},
-        }, "UpdateItem (job end)", tolerate_condition=True)
+        self._update(
+            _named(
+                {
+                    "TableName": self.table,
+                    "Key": _job_key(firing.job),
+                    "UpdateExpression": "SET #end = :now, #lastStatus = :status",
+                    "ConditionExpression": "#lastFiringId = :fid",
+                    "ExpressionAttributeValues": {
+                        ":now": {"S": iso_millis(now)},
+                        ":status": {"S": str(status)},
+                        ":fid": {"S": firing.id},
+                    },
+                }
+            ),
+            "UpdateItem (job end)",
+            tolerate_condition=True,
+        )
         if before.exclusive:
-            self._update({
-                "TableName": self.table,
-                "Key": _job_key(firing.job),
-                "UpdateExpression": "REMOVE openFiring",
-                "ConditionExpression": "openFiring = :fid",
-                "ExpressionAttributeValues": {":fid": {"S": firing.id}},
-            }, "UpdateItem (release job)", tolerate_condition=True)
+            self._update(
+                _named(
+                    {
+                        "TableName": self.table,
+                        "Key": _job_key(firing.job),
+                        "UpdateExpression": "REMOVE #openFiring",
+                        "ConditionExpression": "#openFiring = :fid",
+                        "ExpressionAttributeValues": {":fid": {"S": firing.id}},
+                    }
+                ),
+                "UpdateItem (release job)",
+                tolerate_condition=True,
+            )
         return before
 
     def fail(self, firing: Firing, *, now: datetime, error: str) -> None:
-        self._finish(firing, RunStatus.FAILED, now, error, "#s IN (:c, :d)",
-                     {":c": {"S": str(RunStatus.CLAIMED)}, ":d": {"S": str(RunStatus.DISPATCHED)}})
+        self._finish(
+            firing,
+            RunStatus.FAILED,
+            now,
+            error,
+            "#status IN (:c, :d)",
+            {":c": {"S": str(RunStatus.CLAIMED)}, ":d": {"S": str(RunStatus.DISPATCHED)}},
+        )
 
-    def close(self, firing_id: str, status: RunStatus, *, now: datetime,
-              error: str | None = None) -> RunRecord | None:
+    def close(
+        self, firing_id: str, status: RunStatus, *, now: datetime, error: str | None = None
+    ) -> RunRecord | None:
         firing = firing_from_id(firing_id)
         return self._finish(
-            firing, status, now, error, "#s IN (:c, :d, :t)",
-            {":c": {"S": str(RunStatus.CLAIMED)}, ":d": {"S": str(RunStatus.DISPATCHED)},
-             ":t": {"S": str(RunStatus.TIMED_OUT)}})
+            firing,
+            status,
+            now,
+            error,
+            "#status IN (:c, :d, :t)",
+            {
+                ":c": {"S": str(RunStatus.CLAIMED)},
+                ":d": {"S": str(RunStatus.DISPATCHED)},
+                ":t": {"S": str(RunStatus.TIMED_OUT)},
+            },
+        )
 
     def time_out(self, run: RunRecord, *, now: datetime) -> bool:
         firing = firing_from_id(run.firing_id)
         done = self._finish(
-            firing, RunStatus.TIMED_OUT, now, "no completion event before the job's timeout",
-            "#s = :d AND deadline <= :now", {":d": {"S": str(RunStatus.DISPATCHED)}})
+            firing,
+            RunStatus.TIMED_OUT,
+            now,
+            "no completion event before the job's timeout",
+            "#status = :d AND #deadline <= :now",
+            {":d": {"S": str(RunStatus.DISPATCHED)}},
+        )
         return done is not None
 
     # -- skips -----------------------------------------------------------------------------
 
-    def record_skipped(self, firing: Firing, *, now: datetime, reason: str,
-                       origin: str) -> bool:
-        item = self._run_item(firing, RunStatus.SKIPPED, now, origin, reason=reason,
-                              endedAt=iso_millis(now))
+    def record_skipped(self, firing: Firing, *, now: datetime, reason: str, origin: str) -> bool:
+        item = self._run_item(
+            firing, RunStatus.SKIPPED, now, origin, reason=reason, endedAt=iso_millis(now)
+        )
         try:
-            self._client.put_item(TableName=self.table, Item=item,
-                                  ConditionExpression="attribute_not_exists(pk)")
+            self._client.put_item(
+                **_named(
+                    {
+                        "TableName": self.table,
+                        "Item": item,
+                        "ConditionExpression": "attribute_not_exists(#pk)",
+                    }
+                )
+            )
         except ClientError as exc:
             if _code(exc) == "ConditionalCheckFailedException":
                 return False
@@ -392,15 +534,38 @@ class DynamoDBClaimStore:
             raise self._fail("PutItem (skip)", exc) from exc
         return True
 
-    def record_skipped_range(self, job: str, first: datetime, last: datetime, count: int, *,
-                             now: datetime, reason: str, origin: str) -> None:
+    def record_skipped_range(
+        self,
+        job: str,
+        first: datetime,
+        last: datetime,
+        count: int,
+        *,
+        now: datetime,
+        reason: str,
+        origin: str,
+    ) -> None:
         firing = Firing(job, first)
-        item = self._run_item(firing, RunStatus.SKIPPED, now, origin, reason=reason,
-                              endedAt=iso_millis(now), skippedUntil=iso_seconds(last),
-                              skippedCount=count)
+        item = self._run_item(
+            firing,
+            RunStatus.SKIPPED,
+            now,
+            origin,
+            reason=reason,
+            endedAt=iso_millis(now),
+            skippedUntil=iso_seconds(last),
+            skippedCount=count,
+        )
         try:
-            self._client.put_item(TableName=self.table, Item=item,
-                                  ConditionExpression="attribute_not_exists(pk)")
+            self._client.put_item(
+                **_named(
+                    {
+                        "TableName": self.table,
+                        "Item": item,
+                        "ConditionExpression": "attribute_not_exists(#pk)",
+                    }
+                )
+            )
         except ClientError as exc:
             if _code(exc) != "ConditionalCheckFailedException":
                 raise self._fail("PutItem (skipped range)", exc) from exc
@@ -412,7 +577,7 @@ class DynamoDBClaimStore:
     def _query(self, operation: str, **request: Any) -> Iterator[dict[str, Any]]:
         try:
             paginator = self._client.get_paginator("query")
-            for page in paginator.paginate(TableName=self.table, **request):
+            for page in paginator.paginate(**_named({"TableName": self.table, **request})):
                 yield from page.get("Items", [])
         except ClientError as exc:
             raise self._fail(operation, exc) from exc
@@ -422,10 +587,12 @@ class DynamoDBClaimStore:
     def due_runs(self, now: datetime, limit: int = 1000) -> Sequence[RunRecord]:
         found: list[RunRecord] = []
         for raw in self._query(
-                "Query (open runs)", IndexName=OPEN_INDEX,
-                KeyConditionExpression="openPk = :open AND deadline <= :now",
-                ExpressionAttributeValues={":open": {"S": _OPEN}, ":now": {"S": iso_millis(now)}},
-                PaginationConfig={"MaxItems": limit}):
+            "Query (open runs)",
+            IndexName=OPEN_INDEX,
+            KeyConditionExpression="#openPk = :open AND #deadline <= :now",
+            ExpressionAttributeValues={":open": {"S": _OPEN}, ":now": {"S": iso_millis(now)}},
+            PaginationConfig={"MaxItems": limit},
+        ):
             record = _record(raw)
             if record.status in _OPEN_STATUSES:
                 found.append(record)
@@ -434,8 +601,9 @@ class DynamoDBClaimStore:
     def run(self, firing_id: str) -> RunRecord | None:
         firing = firing_from_id(firing_id)
         try:
-            answer = self._client.get_item(TableName=self.table, Key=_run_key(firing),
-                                           ConsistentRead=True)
+            answer = self._client.get_item(
+                TableName=self.table, Key=_run_key(firing), ConsistentRead=True
+            )
         except ClientError as exc:
             raise self._fail("GetItem (run)", exc) from exc
         except BotoCoreError as exc:
@@ -444,15 +612,22 @@ class DynamoDBClaimStore:
         return _record(raw) if raw else None
 
     def history(self, job: str, limit: int = 20) -> Sequence[RunRecord]:
-        return [_record(raw) for raw in self._query(
-            "Query (history)", KeyConditionExpression="pk = :pk",
-            ExpressionAttributeValues={":pk": {"S": f"RUN#{job}"}}, ScanIndexForward=False,
-            PaginationConfig={"MaxItems": limit, "PageSize": min(limit, 100)})]
+        return [
+            _record(raw)
+            for raw in self._query(
+                "Query (history)",
+                KeyConditionExpression="#pk = :pk",
+                ExpressionAttributeValues={":pk": {"S": f"RUN#{job}"}},
+                ScanIndexForward=False,
+                PaginationConfig={"MaxItems": limit, "PageSize": min(limit, 100)},
+            )
+        ]
 
     def job_state(self, job: str) -> JobState | None:
         try:
-            answer = self._client.get_item(TableName=self.table, Key=_job_key(job),
-                                           ConsistentRead=True)
+            answer = self._client.get_item(
+                TableName=self.table, Key=_job_key(job), ConsistentRead=True
+            )
         except ClientError as exc:
             raise self._fail("GetItem (job state)", exc) from exc
         except BotoCoreError as exc:
@@ -463,45 +638,62 @@ class DynamoDBClaimStore:
         item = _item(raw)
         status = item.get("lastStatus")
         return JobState(
-            job=job, service=item.get("service"), schedule=item.get("schedule"),
-            parameters=item.get("parameters") or {}, start=_instant(item.get("start")),
-            end=_instant(item.get("end")), last_firing_id=item.get("lastFiringId"),
+            job=job,
+            service=item.get("service"),
+            schedule=item.get("schedule"),
+            parameters=item.get("parameters") or {},
+            start=_instant(item.get("start")),
+            end=_instant(item.get("end")),
+            last_firing_id=item.get("lastFiringId"),
             last_status=RunStatus(status) if status else None,
-            open_firing=item.get("openFiring"))
+            open_firing=item.get("openFiring"),
+        )
 
     # -- control ---------------------------------------------------------------------------
 
     def control(self, scope: str) -> Control:
         watermark: datetime | None = None
         paused: dict[str, Pause] = {}
-        for raw in self._query("Query (control)", KeyConditionExpression="pk = :pk",
-                               ExpressionAttributeValues={":pk": {"S": _CONTROL}},
-                               ConsistentRead=True):
+        for raw in self._query(
+            "Query (control)",
+            KeyConditionExpression="#pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": _CONTROL}},
+            ConsistentRead=True,
+        ):
             item = _item(raw)
             key = str(item["sk"])
             if key == f"WATERMARK#{scope}":
                 watermark = _instant(item.get("watermark"))
             elif key.startswith("PAUSE#"):
                 job = key.removeprefix("PAUSE#")
-                paused[job] = Pause(job, str(item.get("operator", "")),
-                                    _instant(item.get("at")) or datetime.min)
+                paused[job] = Pause(
+                    job, str(item.get("operator", "")), _instant(item.get("at")) or datetime.min
+                )
         return Control(watermark, paused)
 
     def advance_watermark(self, scope: str, to: datetime) -> None:
-        self._update({
-            "TableName": self.table,
-            "Key": {"pk": {"S": _CONTROL}, "sk": {"S": f"WATERMARK#{scope}"}},
-            "UpdateExpression": "SET watermark = :to",
-            "ConditionExpression": "attribute_not_exists(watermark) OR watermark < :to",
-            "ExpressionAttributeValues": {":to": {"S": iso_millis(to)}},
-        }, "UpdateItem (watermark)", tolerate_condition=True)
+        self._update(
+            _named(
+                {
+                    "TableName": self.table,
+                    "Key": {"pk": {"S": _CONTROL}, "sk": {"S": f"WATERMARK#{scope}"}},
+                    "UpdateExpression": "SET #watermark = :to",
+                    "ConditionExpression": "attribute_not_exists(#watermark) OR #watermark < :to",
+                    "ExpressionAttributeValues": {":to": {"S": iso_millis(to)}},
+                }
+            ),
+            "UpdateItem (watermark)",
+            tolerate_condition=True,
+        )
 
     def set_paused(self, job: str, paused: bool, *, operator: str, now: datetime) -> None:
         key = {"pk": {"S": _CONTROL}, "sk": {"S": f"PAUSE#{job}"}}
         try:
             if paused:
-                self._client.put_item(TableName=self.table, Item={
-                    **key, "operator": {"S": operator}, "at": {"S": iso_millis(now)}})
+                self._client.put_item(
+                    TableName=self.table,
+                    Item={**key, "operator": {"S": operator}, "at": {"S": iso_millis(now)}},
+                )
             else:
                 self._client.delete_item(TableName=self.table, Key=key)
         except ClientError as exc:
@@ -521,19 +713,25 @@ def create_state_table(client: DynamoDBClient, table: str) -> None:
             {"AttributeName": "openPk", "AttributeType": "S"},
             {"AttributeName": "deadline", "AttributeType": "S"},
         ],
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
-                   {"AttributeName": "sk", "KeyType": "RANGE"}],
-        GlobalSecondaryIndexes=[{
-            "IndexName": OPEN_INDEX,
-            "KeySchema": [{"AttributeName": "openPk", "KeyType": "HASH"},
-                          {"AttributeName": "deadline", "KeyType": "RANGE"}],
-            "Projection": {"ProjectionType": "ALL"},
-        }],
+        KeySchema=[
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": OPEN_INDEX,
+                "KeySchema": [
+                    {"AttributeName": "openPk", "KeyType": "HASH"},
+                    {"AttributeName": "deadline", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
     )
-    client.get_waiter("table_exists").wait(TableName=table,
-                                           WaiterConfig={"Delay": 1, "MaxAttempts": 60})
-    try:
-        client.update_time_to_live(TableName=table, TimeToLiveSpecification={
-            "Enabled": True, "AttributeName": "expiresAt"})
-    except ClientError:
-        pass  # some emulators lack TTL; the attribute is still written
+    client.get_waiter("table_exists").wait(
+        TableName=table, WaiterConfig={"Delay": 1, "MaxAttempts": 60}
+    )
+    with contextlib.suppress(ClientError):  # some emulators lack TTL; the attribute is written
+        client.update_time_to_live(
+            TableName=table, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expiresAt"}
+        )

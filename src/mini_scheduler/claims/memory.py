@@ -8,6 +8,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 from mini_scheduler.claims.base import ClaimResult, Control, JobStart, JobState, Pause, RunRecord
 from mini_scheduler.model import Firing, RunStatus, firing_from_id, iso_seconds
@@ -27,15 +28,28 @@ class MemoryClaimStore:
     def _key(firing: Firing) -> tuple[str, str]:
         return firing.job, firing.sort_key
 
-    def _new(self, firing: Firing, status: RunStatus, origin: str, **fields: object) -> RunRecord:
+    def _new(self, firing: Firing, status: RunStatus, origin: str, **fields: Any) -> RunRecord:
         return RunRecord(
-            firing_id=firing.id, job=firing.job, scheduled_time=firing.scheduled_time,
-            status=status, origin=origin, manual=firing.manual, operator=firing.operator,
+            firing_id=firing.id,
+            job=firing.job,
+            scheduled_time=firing.scheduled_time,
+            status=status,
+            origin=origin,
+            manual=firing.manual,
+            operator=firing.operator,
             parameters=dict(firing.parameters) if firing.manual else None,
-            **fields)  # type: ignore[arg-type]
+            **fields,
+        )
 
-    def claim(self, firing: Firing, *, now: datetime, lease_until: datetime, origin: str,
-              exclusive: bool = False) -> ClaimResult:
+    def claim(
+        self,
+        firing: Firing,
+        *,
+        now: datetime,
+        lease_until: datetime,
+        origin: str,
+        exclusive: bool = False,
+    ) -> ClaimResult:
         with self._lock:
             self.calls += 1
             key = self._key(firing)
@@ -45,48 +59,77 @@ class MemoryClaimStore:
                 state = self._jobs.get(firing.job)
                 if state is not None and state.open_firing not in (None, firing.id):
                     return ClaimResult.OVERLAP
-                self._jobs[firing.job] = replace(state or JobState(firing.job),
-                                                 open_firing=firing.id)
-            self._runs[key] = self._new(firing, RunStatus.CLAIMED, origin, claimed_at=now,
-                                        deadline=lease_until, exclusive=exclusive)
+                self._jobs[firing.job] = replace(
+                    state or JobState(firing.job), open_firing=firing.id
+                )
+            self._runs[key] = self._new(
+                firing,
+                RunStatus.CLAIMED,
+                origin,
+                claimed_at=now,
+                deadline=lease_until,
+                exclusive=exclusive,
+            )
             return ClaimResult.WON
 
-    def take_over(self, run: RunRecord, *, now: datetime, lease_until: datetime,
-                  origin: str) -> bool:
+    def take_over(
+        self, run: RunRecord, *, now: datetime, lease_until: datetime, origin: str
+    ) -> bool:
         with self._lock:
             self.calls += 1
             key = self._key(firing_from_id(run.firing_id))
             current = self._runs.get(key)
-            if (current is None or current.status != RunStatus.CLAIMED
-                    or current.claimed_at != run.claimed_at):
+            if (
+                current is None
+                or current.status != RunStatus.CLAIMED
+                or current.claimed_at != run.claimed_at
+            ):
                 return False
-            self._runs[key] = replace(current, claimed_at=now, deadline=lease_until,
-                                      origin=origin)
+            self._runs[key] = replace(current, claimed_at=now, deadline=lease_until, origin=origin)
             return True
 
-    def mark_dispatched(self, firing: Firing, *, now: datetime, deadline: datetime,
-                        start: JobStart) -> None:
+    def mark_dispatched(
+        self, firing: Firing, *, now: datetime, deadline: datetime, start: JobStart
+    ) -> None:
         with self._lock:
             self.calls += 1
             key = self._key(firing)
             current = self._runs.get(key)
             if current is not None and current.status == RunStatus.CLAIMED:
-                self._runs[key] = replace(current, status=RunStatus.DISPATCHED, started_at=now,
-                                          deadline=deadline)
+                self._runs[key] = replace(
+                    current, status=RunStatus.DISPATCHED, started_at=now, deadline=deadline
+                )
             state = self._jobs.get(firing.job) or JobState(firing.job)
             self._jobs[firing.job] = replace(
-                state, service=start.service, schedule=start.schedule,
-                parameters=copy.deepcopy(dict(start.parameters)), start=now, end=None,
-                last_firing_id=firing.id, last_status=RunStatus.DISPATCHED)
+                state,
+                service=start.service,
+                schedule=start.schedule,
+                parameters=copy.deepcopy(dict(start.parameters)),
+                start=now,
+                end=None,
+                last_firing_id=firing.id,
+                last_status=RunStatus.DISPATCHED,
+            )
 
-    def _finish(self, firing: Firing, status: RunStatus, now: datetime, error: str | None,
-                allowed: tuple[RunStatus, ...]) -> RunRecord | None:
+    def _finish(
+        self,
+        firing: Firing,
+        status: RunStatus,
+        now: datetime,
+        error: str | None,
+        allowed: tuple[RunStatus, ...],
+    ) -> RunRecord | None:
         key = self._key(firing)
         current = self._runs.get(key)
         if current is None or current.status not in allowed:
             return None
-        self._runs[key] = replace(current, status=status, ended_at=now, deadline=None,
-                                  error=error if error is not None else current.error)
+        self._runs[key] = replace(
+            current,
+            status=status,
+            ended_at=now,
+            deadline=None,
+            error=error if error is not None else current.error,
+        )
         state = self._jobs.get(firing.job)
         if state is not None:
             if state.last_firing_id == firing.id:
@@ -99,15 +142,22 @@ class MemoryClaimStore:
     def fail(self, firing: Firing, *, now: datetime, error: str) -> None:
         with self._lock:
             self.calls += 1
-            self._finish(firing, RunStatus.FAILED, now, error,
-                         (RunStatus.CLAIMED, RunStatus.DISPATCHED))
+            self._finish(
+                firing, RunStatus.FAILED, now, error, (RunStatus.CLAIMED, RunStatus.DISPATCHED)
+            )
 
-    def close(self, firing_id: str, status: RunStatus, *, now: datetime,
-              error: str | None = None) -> RunRecord | None:
+    def close(
+        self, firing_id: str, status: RunStatus, *, now: datetime, error: str | None = None
+    ) -> RunRecord | None:
         with self._lock:
             self.calls += 1
-            return self._finish(firing_from_id(firing_id), status, now, error,
-                                (RunStatus.CLAIMED, RunStatus.DISPATCHED, RunStatus.TIMED_OUT))
+            return self._finish(
+                firing_from_id(firing_id),
+                status,
+                now,
+                error,
+                (RunStatus.CLAIMED, RunStatus.DISPATCHED, RunStatus.TIMED_OUT),
+            )
 
     def time_out(self, run: RunRecord, *, now: datetime) -> bool:
         with self._lock:
@@ -116,37 +166,62 @@ class MemoryClaimStore:
             current = self._runs.get(self._key(firing))
             if current is None or current.deadline is None or current.deadline > now:
                 return False
-            return self._finish(firing, RunStatus.TIMED_OUT, now,
-                                "no completion event before the job's timeout",
-                                (RunStatus.DISPATCHED,)) is not None
+            return (
+                self._finish(
+                    firing,
+                    RunStatus.TIMED_OUT,
+                    now,
+                    "no completion event before the job's timeout",
+                    (RunStatus.DISPATCHED,),
+                )
+                is not None
+            )
 
-    def record_skipped(self, firing: Firing, *, now: datetime, reason: str,
-                       origin: str) -> bool:
+    def record_skipped(self, firing: Firing, *, now: datetime, reason: str, origin: str) -> bool:
         with self._lock:
             self.calls += 1
             key = self._key(firing)
             if key in self._runs:
                 return False
-            self._runs[key] = self._new(firing, RunStatus.SKIPPED, origin, ended_at=now,
-                                        reason=reason)
+            self._runs[key] = self._new(
+                firing, RunStatus.SKIPPED, origin, ended_at=now, reason=reason
+            )
             return True
 
-    def record_skipped_range(self, job: str, first: datetime, last: datetime, count: int, *,
-                             now: datetime, reason: str, origin: str) -> None:
+    def record_skipped_range(
+        self,
+        job: str,
+        first: datetime,
+        last: datetime,
+        count: int,
+        *,
+        now: datetime,
+        reason: str,
+        origin: str,
+    ) -> None:
         with self._lock:
             self.calls += 1
             firing = Firing(job, first)
             key = self._key(firing)
             if key not in self._runs:
                 self._runs[key] = self._new(
-                    firing, RunStatus.SKIPPED, origin, ended_at=now, reason=reason,
-                    skipped_until=iso_seconds(last), skipped_count=count)
+                    firing,
+                    RunStatus.SKIPPED,
+                    origin,
+                    ended_at=now,
+                    reason=reason,
+                    skipped_until=iso_seconds(last),
+                    skipped_count=count,
+                )
 
     def due_runs(self, now: datetime, limit: int = 1000) -> Sequence[RunRecord]:
         with self._lock:
             self.calls += 1
-            due = [r for r in self._runs.values()
-                   if r.status.open and r.deadline is not None and r.deadline <= now]
+            due = [
+                r
+                for r in self._runs.values()
+                if r.status.open and r.deadline is not None and r.deadline <= now
+            ]
         due.sort(key=lambda r: r.deadline or now)
         return due[:limit]
 

@@ -22,11 +22,13 @@ class LambdaDispatcher:
     def dispatch(self, target: Target, firing_id: str, payload: Mapping[str, Any]) -> str:
         body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
         try:
-            answer = self._client.invoke(FunctionName=target.name, InvocationType="Event",
-                                         Payload=body)
+            answer = self._client.invoke(
+                FunctionName=target.name, InvocationType="Event", Payload=body
+            )
         except (ClientError, BotoCoreError) as exc:
             raise DispatchError(
-                f"Lambda Invoke {target.name} failed - {describe_aws_error(exc)}") from exc
+                f"Lambda Invoke {target.name} failed - {describe_aws_error(exc)}"
+            ) from exc
         status = answer.get("StatusCode")
         if status != 202:
             raise DispatchError(f"Lambda Invoke {target.name} answered status {status}, not 202")

@@ -25,8 +25,9 @@ class StepFunctionsDispatcher:
     """``account`` and ``region`` turn a state machine name into its ARN (the ticker knows its
     own account from the ARN it was invoked under, so no STS call is needed)."""
 
-    def __init__(self, client: SFNClient, *, region: str, account: str,
-                 partition: str = "aws") -> None:
+    def __init__(
+        self, client: SFNClient, *, region: str, account: str, partition: str = "aws"
+    ) -> None:
         self._client = client
         self._prefix = f"arn:{partition}:states:{region}:{account}:stateMachine:"
 

@@ -53,16 +53,25 @@ class ActiveEnvironment:
             if not valid_environment_name(active):
                 raise EnvironmentStoreError(
                     f"{self.store.name} holds {stored!r}, which is not an environment name "
-                    "(one word of letters, digits, '-' and '_')")
+                    "(one word of letters, digits, '-' and '_')"
+                )
         except EnvironmentStoreError as exc:
             with self._lock:
                 last = self._last
             if last is not None:
-                log.warning("Environment store %s unreadable - keeping the last value read, %s: %s",
-                            self.store.name, last, exc)
+                log.warning(
+                    "Environment store %s unreadable - keeping the last value read, %s: %s",
+                    self.store.name,
+                    last,
+                    exc,
+                )
                 return Reading(last, False, str(exc))
-            log.error("Environment store %s unreadable and no value read before - failing closed, "
-                      "no job runs this minute: %s", self.store.name, exc)
+            log.error(
+                "Environment store %s unreadable and no value read before - failing closed, "
+                "no job runs this minute: %s",
+                self.store.name,
+                exc,
+            )
             return Reading(None, False, str(exc))
         with self._lock:
             self._last = active
@@ -74,14 +83,17 @@ class ActiveEnvironment:
 
     def _announce(self, active: str, stored: bool) -> None:
         mode = "active" if self.is_active(active) else "on standby"
-        source = f"persisted by {self.store.name}" if stored else (
-            f"the default, nothing stored yet in {self.store.name}")
+        source = (
+            f"persisted by {self.store.name}"
+            if stored
+            else (f"the default, nothing stored yet in {self.store.name}")
+        )
         line = "Scheduler environment %s - active environment %s (%s) - this instance is %s"
         if self.store.persistent:
             log.info(line, self.environment_name, active, source, mode)
         else:
-            log.warning(line + " - the value lives in memory only", self.environment_name,
-                        active, source, mode)
+            memory_only = line + " - the value lives in memory only"
+            log.warning(memory_only, self.environment_name, active, source, mode)
 
     def status(self, active: str | None) -> dict[str, Any]:
         """Seed 000's status: environment, active, mode, persistent, store."""
@@ -97,13 +109,20 @@ class ActiveEnvironment:
         """Persist ``name`` as the active environment (before anything else), then answer the
         status. A refusal by the store raises and changes nothing."""
         if not isinstance(name, str) or not valid_environment_name(name.strip()):
-            raise EventError(f"environment.active {name!r} is not an environment name "
-                             "(one word of letters, digits, '-' and '_')")
+            raise EventError(
+                f"environment.active {name!r} is not an environment name "
+                "(one word of letters, digits, '-' and '_')"
+            )
         name = name.strip()
         self.store.set(name, operator=operator, now=now)
         with self._lock:
             self._last = name
         mode = "active" if self.is_active(name) else "on standby"
-        log.info("Active environment set to %s by %s - this instance (%s) is %s", name, operator,
-                 self.environment_name, mode)
+        log.info(
+            "Active environment set to %s by %s - this instance (%s) is %s",
+            name,
+            operator,
+            self.environment_name,
+            mode,
+        )
         return self.status(name)

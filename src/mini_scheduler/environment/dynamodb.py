@@ -38,9 +38,15 @@ class DynamoDBEnvironmentStore:
 
     def set(self, value: str, *, operator: str, now: datetime) -> None:
         try:
-            self._client.put_item(TableName=self.table, Item={
-                **_KEY, "active": {"S": value}, "operator": {"S": operator},
-                "at": {"S": iso_millis(now)}})
+            self._client.put_item(
+                TableName=self.table,
+                Item={
+                    **_KEY,
+                    "active": {"S": value},
+                    "operator": {"S": operator},
+                    "at": {"S": iso_millis(now)},
+                },
+            )
         except (ClientError, BotoCoreError) as exc:
             raise EnvironmentStoreError(
                 f"DynamoDB PutItem (environment) on {self.table} failed - {_describe(exc)}"

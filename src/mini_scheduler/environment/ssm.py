@@ -31,19 +31,25 @@ class SSMEnvironmentStore:
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ParameterNotFound":
                 return None
-            raise EnvironmentStoreError(f"SSM GetParameter {self.parameter} failed - "
-                                        f"{_describe(exc)}") from exc
+            raise EnvironmentStoreError(
+                f"SSM GetParameter {self.parameter} failed - {_describe(exc)}"
+            ) from exc
         except BotoCoreError as exc:
-            raise EnvironmentStoreError(f"SSM GetParameter {self.parameter} failed - "
-                                        f"{_describe(exc)}") from exc
+            raise EnvironmentStoreError(
+                f"SSM GetParameter {self.parameter} failed - {_describe(exc)}"
+            ) from exc
         return str(answer["Parameter"]["Value"])
 
     def set(self, value: str, *, operator: str, now: datetime) -> None:
         try:
             self._client.put_parameter(
-                Name=self.parameter, Value=value, Type="String", Overwrite=True,
-                Description=f"mini-scheduler active environment, set by {operator}"[:1024])
+                Name=self.parameter,
+                Value=value,
+                Type="String",
+                Overwrite=True,
+                Description=f"mini-scheduler active environment, set by {operator}"[:1024],
+            )
         except (ClientError, BotoCoreError) as exc:
-            raise EnvironmentStoreError(f"SSM PutParameter {self.parameter} failed - "
-                                        f"{_describe(exc)}") from exc
-
+            raise EnvironmentStoreError(
+                f"SSM PutParameter {self.parameter} failed - {_describe(exc)}"
+            ) from exc

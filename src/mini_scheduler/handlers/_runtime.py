@@ -15,8 +15,11 @@ logger = Logger(service="mini-scheduler")
 copy_config_to_registered_loggers(source_logger=logger, include={"mini_scheduler"})
 powertools_metrics = PowertoolsMetrics(namespace=NAMESPACE, service="mini-scheduler")
 
-_UNITS = {"Count": MetricUnit.Count, "Seconds": MetricUnit.Seconds,
-          "Milliseconds": MetricUnit.Milliseconds}
+_UNITS = {
+    "Count": MetricUnit.Count,
+    "Seconds": MetricUnit.Seconds,
+    "Milliseconds": MetricUnit.Milliseconds,
+}
 
 
 class EmfMetrics:
@@ -28,8 +31,9 @@ class EmfMetrics:
 
     def add(self, name: str, value: float = 1, unit: str = "Count") -> None:
         with self._lock:
-            powertools_metrics.add_metric(name=name, unit=_UNITS.get(unit, MetricUnit.Count),
-                                          value=value)
+            powertools_metrics.add_metric(
+                name=name, unit=_UNITS.get(unit, MetricUnit.Count), value=value
+            )
 
 
 def set_dimensions(**dimensions: str) -> None:

@@ -41,16 +41,23 @@ def parse_tick(event: Mapping[str, Any]) -> tuple[datetime, Shard | None] | None
     if "tick" in event:
         raw = event["tick"]
         if not isinstance(raw, str):
-            raise EventError("tick must be an ISO-8601 instant, e.g. \"2026-11-30T14:00:00Z\"")
+            raise EventError('tick must be an ISO-8601 instant, e.g. "2026-11-30T14:00:00Z"')
         try:
             at = parse_instant(raw)
         except ValueError as exc:
-            raise EventError(f"tick {raw[:60]!r} is not an ISO-8601 instant with a zone: {exc}")
+            raise EventError(
+                f"tick {raw[:60]!r} is not an ISO-8601 instant with a zone: {exc}"
+            ) from None
         shard = None
         if "shard" in event or "shards" in event:
             index, count = event.get("shard"), event.get("shards")
-            if (not isinstance(index, int) or not isinstance(count, int) or isinstance(index, bool)
-                    or isinstance(count, bool) or not 0 <= index < count <= 1024):
+            if (
+                not isinstance(index, int)
+                or not isinstance(count, int)
+                or isinstance(index, bool)
+                or isinstance(count, bool)
+                or not 0 <= index < count <= 1024
+            ):
                 raise EventError("shard and shards must be whole numbers, 0 <= shard < shards")
             shard = Shard(index, count)
         return at, shard
@@ -61,43 +68,55 @@ def parse_tick(event: Mapping[str, Any]) -> tuple[datetime, Shard | None] | None
         try:
             return parse_instant(raw), None
         except ValueError as exc:
-            raise EventError(f"Scheduled Event time {raw[:60]!r} is not an instant: {exc}")
+            raise EventError(
+                f"Scheduled Event time {raw[:60]!r} is not an instant: {exc}"
+            ) from None
     return None
 
 
 def route(ticker: Ticker, event: Any) -> dict[str, Any]:
     """Act on one event; EventError for an event that cannot be acted on (nothing written)."""
     if not isinstance(event, Mapping):
-        raise EventError("the ticker takes a JSON object: a tick, a manual run, an environment, "
-                         "pause or resume event")
+        raise EventError(
+            "the ticker takes a JSON object: a tick, a manual run, an environment, "
+            "pause or resume event"
+        )
     tick = parse_tick(event)
     if tick is not None:
         return ticker.tick(*tick).to_json()
     if "environment" in event:
         change = event["environment"]
         if not isinstance(change, Mapping):
-            raise EventError("environment must be an object: {} to read, "
-                             "{\"active\": \"DR\", \"operator\": \"jane.doe\"} to set")
+            raise EventError(
+                "environment must be an object: {} to read, "
+                '{"active": "DR", "operator": "jane.doe"} to set'
+            )
         if not change:
             return ticker.environment_status()
         unknown = set(change) - {"active", "operator"}
         if unknown or "active" not in change:
-            raise EventError("environment takes \"active\" and \"operator\" only, "
-                             f"got {sorted(map(str, change))}")
+            raise EventError(
+                f'environment takes "active" and "operator" only, got {sorted(map(str, change))}'
+            )
         return ticker.set_environment(change["active"], change.get("operator"))
     if "pause" in event or "resume" in event:
         paused = "pause" in event
-        return ticker.set_paused(event["pause" if paused else "resume"], paused,
-                                 event.get("operator"))
+        return ticker.set_paused(
+            event["pause" if paused else "resume"], paused, event.get("operator")
+        )
     if "job" in event:
         unknown = set(event) - {"job", "operator", "parameters"}
         if unknown:
-            raise EventError(f"a manual run takes job, operator and parameters; unknown: "
-                             f"{sorted(map(str, unknown))}")
+            raise EventError(
+                f"a manual run takes job, operator and parameters; unknown: "
+                f"{sorted(map(str, unknown))}"
+            )
         return ticker.run_manual(event["job"], event.get("operator"), event.get("parameters"))
-    raise EventError("unknown event: expected {\"tick\": ...}, a Scheduled Event, "
-                     "{\"job\": ..., \"operator\": ...}, {\"environment\": {...}}, "
-                     "{\"pause\": ...} or {\"resume\": ...}")
+    raise EventError(
+        'unknown event: expected {"tick": ...}, a Scheduled Event, '
+        '{"job": ..., "operator": ...}, {"environment": {...}}, '
+        '{"pause": ...} or {"resume": ...}'
+    )
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -1,0 +1,209 @@
+"""The ClaimStore contract (claims/base.py), held against every backend."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from mini_scheduler.claims.base import ClaimResult, ClaimStore, JobStart
+from mini_scheduler.model import Firing, RunStatus
+
+T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
+ORIGIN = "us-east-1/prod"
+START = JobStart("report-fn", "0 0 * * * ? @UTC", {"region": "east", "_origin": ORIGIN})
+
+
+def _claim(
+    store: ClaimStore,
+    firing: Firing,
+    *,
+    now: datetime = T0,
+    lease: int = 120,
+    exclusive: bool = False,
+) -> ClaimResult:
+    return store.claim(
+        firing,
+        now=now,
+        lease_until=now + timedelta(seconds=lease),
+        origin=ORIGIN,
+        exclusive=exclusive,
+    )
+
+
+def test_the_first_claim_wins_and_every_later_one_loses(claim_store: ClaimStore) -> None:
+    firing = Firing("report", T0)
+    assert _claim(claim_store, firing) is ClaimResult.WON
+    assert _claim(claim_store, firing) is ClaimResult.LOST
+    assert _claim(claim_store, firing, exclusive=True) is ClaimResult.LOST
+    run = claim_store.run(firing.id)
+    assert run is not None and run.status is RunStatus.CLAIMED
+    assert run.firing_id == "report@2026-11-30T14:00:00Z" and run.origin == ORIGIN
+    assert run.claimed_at == T0 and run.deadline == T0 + timedelta(seconds=120)
+
+
+def test_distinct_firings_are_claimed_independently(claim_store: ClaimStore) -> None:
+    assert _claim(claim_store, Firing("report", T0)) is ClaimResult.WON
+    assert _claim(claim_store, Firing("report", T0 + timedelta(seconds=1))) is ClaimResult.WON
+    assert _claim(claim_store, Firing("other", T0)) is ClaimResult.WON
+
+
+def test_a_skipped_firing_cannot_be_claimed_and_a_claimed_one_cannot_be_skipped(
+    claim_store: ClaimStore,
+) -> None:
+    skipped, claimed = Firing("report", T0), Firing("report", T0 + timedelta(minutes=1))
+    assert claim_store.record_skipped(skipped, now=T0, reason="misfire", origin=ORIGIN)
+    assert not claim_store.record_skipped(skipped, now=T0, reason="misfire", origin=ORIGIN)
+    assert _claim(claim_store, skipped) is ClaimResult.LOST
+    assert _claim(claim_store, claimed) is ClaimResult.WON
+    assert not claim_store.record_skipped(claimed, now=T0, reason="misfire", origin=ORIGIN)
+    run = claim_store.run(skipped.id)
+    assert run is not None and run.status is RunStatus.SKIPPED and run.reason == "misfire"
+    assert claim_store.run(claimed.id).status is RunStatus.CLAIMED  # type: ignore[union-attr]
+
+
+def test_a_run_moves_from_claimed_to_dispatched_to_its_end(claim_store: ClaimStore) -> None:
+    firing = Firing("report", T0)
+    _claim(claim_store, firing)
+    started = T0 + timedelta(seconds=1)
+    claim_store.mark_dispatched(
+        firing, now=started, deadline=started + timedelta(seconds=900), start=START
+    )
+    run = claim_store.run(firing.id)
+    assert run is not None and run.status is RunStatus.DISPATCHED and run.started_at == started
+    state = claim_store.job_state("report")
+    assert state is not None and state.start == started and state.end is None
+    assert state.parameters == {"region": "east", "_origin": ORIGIN}
+    assert state.schedule == "0 0 * * * ? @UTC" and state.service == "report-fn"
+    assert state.last_status is RunStatus.DISPATCHED
+    ended = T0 + timedelta(seconds=5)
+    before = claim_store.close(firing.id, RunStatus.SUCCEEDED, now=ended)
+    assert before is not None and before.status is RunStatus.DISPATCHED
+    run = claim_store.run(firing.id)
+    assert run is not None and run.status is RunStatus.SUCCEEDED and run.ended_at == ended
+    state = claim_store.job_state("report")
+    assert state is not None and state.end == ended and state.last_status is RunStatus.SUCCEEDED
+
+
+def test_closing_twice_or_an_unknown_firing_answers_none(claim_store: ClaimStore) -> None:
+    firing = Firing("report", T0)
+    _claim(claim_store, firing)
+    assert claim_store.close(firing.id, RunStatus.FAILED, now=T0, error="boom") is not None
+    assert claim_store.close(firing.id, RunStatus.SUCCEEDED, now=T0) is None
+    run = claim_store.run(firing.id)
+    assert run is not None and run.status is RunStatus.FAILED and run.error == "boom"
+    assert claim_store.close("ghost@2026-11-30T14:00:00Z", RunStatus.SUCCEEDED, now=T0) is None
+
+
+def test_a_timed_out_run_can_still_be_closed_by_its_late_completion(
+    claim_store: ClaimStore,
+) -> None:
+    firing = Firing("report", T0)
+    _claim(claim_store, firing)
+    claim_store.mark_dispatched(firing, now=T0, deadline=T0 + timedelta(seconds=60), start=START)
+    later = T0 + timedelta(minutes=2)
+    due = claim_store.due_runs(later)
+    assert [r.firing_id for r in due] == [firing.id]
+    assert claim_store.time_out(due[0], now=later)
+    assert not claim_store.time_out(due[0], now=later)
+    assert claim_store.due_runs(later) == []
+    assert claim_store.close(firing.id, RunStatus.SUCCEEDED, now=later) is not None
+    assert claim_store.run(firing.id).status is RunStatus.SUCCEEDED  # type: ignore[union-attr]
+
+
+def test_due_runs_lists_open_runs_past_their_deadline_only(claim_store: ClaimStore) -> None:
+    early, late = Firing("a", T0), Firing("b", T0)
+    _claim(claim_store, early, lease=60)
+    _claim(claim_store, late, lease=600)
+    assert claim_store.due_runs(T0 + timedelta(seconds=30)) == []
+    assert [r.firing_id for r in claim_store.due_runs(T0 + timedelta(seconds=61))] == [early.id]
+
+
+def test_one_takeover_wins_per_expired_claim(claim_store: ClaimStore) -> None:
+    firing = Firing("report", T0)
+    _claim(claim_store, firing, lease=60)
+    later = T0 + timedelta(seconds=90)
+    (run,) = claim_store.due_runs(later)
+    lease = later + timedelta(seconds=120)
+    assert claim_store.take_over(run, now=later, lease_until=lease, origin="us-west-2/DR")
+    assert not claim_store.take_over(run, now=later, lease_until=lease, origin="us-west-2/DR")
+    taken = claim_store.run(firing.id)
+    assert taken is not None and taken.claimed_at == later and taken.origin == "us-west-2/DR"
+    assert claim_store.due_runs(later) == []
+
+
+def test_an_exclusive_claim_holds_the_job_until_its_run_ends(claim_store: ClaimStore) -> None:
+    first, second = Firing("solo", T0), Firing("solo", T0 + timedelta(seconds=15))
+    assert _claim(claim_store, first, exclusive=True) is ClaimResult.WON
+    assert _claim(claim_store, second, exclusive=True) is ClaimResult.OVERLAP
+    assert claim_store.run(second.id) is None  # nothing written for a refused claim
+    claim_store.mark_dispatched(first, now=T0, deadline=T0 + timedelta(seconds=60), start=START)
+    claim_store.close(first.id, RunStatus.SUCCEEDED, now=T0 + timedelta(seconds=20))
+    assert _claim(claim_store, second, exclusive=True) is ClaimResult.WON
+
+
+@pytest.mark.parametrize("end", ["fail", "time_out"])
+def test_a_failed_or_timed_out_run_releases_the_job(claim_store: ClaimStore, end: str) -> None:
+    first, second = Firing("solo", T0), Firing("solo", T0 + timedelta(minutes=5))
+    _claim(claim_store, first, exclusive=True)
+    if end == "fail":
+        claim_store.fail(first, now=T0, error="Lambda Invoke solo-fn failed")
+    else:
+        claim_store.mark_dispatched(first, now=T0, deadline=T0 + timedelta(seconds=60), start=START)
+        (run,) = claim_store.due_runs(T0 + timedelta(minutes=2))
+        assert claim_store.time_out(run, now=T0 + timedelta(minutes=2))
+    assert _claim(claim_store, second, exclusive=True) is ClaimResult.WON
+
+
+def test_history_is_newest_first_with_manual_runs_in_time_order(claim_store: ClaimStore) -> None:
+    for minute in range(3):
+        _claim(claim_store, Firing("report", T0 + timedelta(minutes=minute)))
+    manual = Firing.manual_run(
+        "report", T0 + timedelta(seconds=90), "jane.doe", {"x": 1.5}, nonce="0a1b2c3d"
+    )
+    _claim(claim_store, manual)
+    claim_store.record_skipped_range(
+        "report",
+        T0 - timedelta(hours=2),
+        T0 - timedelta(hours=1),
+        61,
+        now=T0,
+        reason="misfire_grace",
+        origin=ORIGIN,
+    )
+    history = claim_store.history("report", limit=10)
+    assert [r.scheduled_time for r in history] == [
+        "2026-11-30T14:02:00Z",
+        "2026-11-30T14:01:30.000Z",
+        "2026-11-30T14:01:00Z",
+        "2026-11-30T14:00:00Z",
+        "2026-11-30T12:00:00Z",
+    ]
+    assert history[1].manual and history[1].operator == "jane.doe"
+    assert history[1].parameters == {"x": 1.5}
+    assert history[1].firing_id == "report@manual-2026-11-30T14:01:30.000Z-0a1b2c3d"
+    assert history[-1].skipped_count == 61 and history[-1].skipped_until == "2026-11-30T13:00:00Z"
+    assert [r.scheduled_time for r in claim_store.history("report", limit=2)] == [
+        "2026-11-30T14:02:00Z",
+        "2026-11-30T14:01:30.000Z",
+    ]
+    assert claim_store.history("nobody") == []
+
+
+def test_the_watermark_only_moves_forward(claim_store: ClaimStore) -> None:
+    scope = "us-east-1/prod"
+    assert claim_store.control(scope).watermark is None
+    claim_store.advance_watermark(scope, T0)
+    claim_store.advance_watermark(scope, T0 - timedelta(minutes=5))
+    assert claim_store.control(scope).watermark == T0
+    claim_store.advance_watermark(scope, T0 + timedelta(minutes=1))
+    assert claim_store.control(scope).watermark == T0 + timedelta(minutes=1)
+    assert claim_store.control("us-west-2/DR").watermark is None
+
+
+def test_pauses_are_listed_by_control_until_resumed(claim_store: ClaimStore) -> None:
+    claim_store.set_paused("report", True, operator="jane.doe", now=T0)
+    paused = claim_store.control("us-east-1/prod").paused
+    assert list(paused) == ["report"] and paused["report"].operator == "jane.doe"
+    claim_store.set_paused("report", False, operator="jane.doe", now=T0)
+    assert claim_store.control("us-east-1/prod").paused == {}
