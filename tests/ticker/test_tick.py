@@ -263,7 +263,8 @@ def test_a_90_minute_outage_with_fire_all_runs_every_missed_firing_in_grace_olde
     answer, r = _outage("fire_all")
     ids = r.dispatcher.firing_ids  # type: ignore[attr-defined]
     assert len(ids) == 1 + 60 + 1
-    misfires = ids[1:-1]
+    misfires = [i for i in ids if i not in ("minutely@2026-11-30T14:00:00Z",
+                                            "minutely@2026-11-30T15:31:00Z")]
     assert misfires[0] == "minutely@2026-11-30T14:31:00Z"
     assert misfires == sorted(misfires)
     assert answer["counts"]["skipped"] == {"misfire_grace": 30}  # type: ignore[index]
@@ -273,7 +274,8 @@ def test_fire_all_is_bounded_by_misfire_max() -> None:
     answer, r = _outage("fire_all", "misfire.max: 10")
     assert answer["counts"]["dispatched"] == 11  # type: ignore[index]
     assert answer["counts"]["skipped"] == {"misfire_max": 50, "misfire_grace": 30}  # type: ignore[index]
-    assert r.dispatcher.firing_ids[1] == "minutely@2026-11-30T14:31:00Z"  # type: ignore[attr-defined]
+    assert "minutely@2026-11-30T14:31:00Z" in r.dispatcher.firing_ids  # type: ignore[attr-defined]
+    assert "minutely@2026-11-30T14:41:00Z" not in r.dispatcher.firing_ids  # type: ignore[attr-defined]
 
 
 def test_skip_records_every_missed_firing_skipped() -> None:

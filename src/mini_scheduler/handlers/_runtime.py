@@ -41,7 +41,9 @@ def set_dimensions(**dimensions: str) -> None:
 
 
 def flush() -> None:
-    powertools_metrics.flush_metrics(raise_on_empty_metrics=False)
+    """Write the invocation's metrics (an invocation that added none writes nothing)."""
+    if powertools_metrics.metric_set:
+        powertools_metrics.flush_metrics()
 
 
 def error_answer(message: str, **extra: Any) -> dict[str, Any]:

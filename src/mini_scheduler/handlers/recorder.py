@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from mini_scheduler.clock import Clock, SystemClock
 from mini_scheduler.config import Settings
 from mini_scheduler.errors import EventError
 from mini_scheduler.handlers._runtime import EmfMetrics, error_answer, flush, logger, set_dimensions
@@ -13,6 +14,7 @@ from mini_scheduler.wiring import build_recorder
 
 _lock = threading.Lock()
 _recorder: Recorder | None = None
+CLOCK: Clock = SystemClock()  # tests replace it with a FixedClock
 
 
 def _get_recorder() -> Recorder:
@@ -21,7 +23,7 @@ def _get_recorder() -> Recorder:
         if _recorder is None:
             settings = Settings.from_environment()
             set_dimensions(Environment=settings.environment_name, Region=settings.region)
-            _recorder = build_recorder(settings, metrics=EmfMetrics())
+            _recorder = build_recorder(settings, metrics=EmfMetrics(), clock=CLOCK)
         return _recorder
 
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from mini_scheduler.clock import Clock, SystemClock
 from mini_scheduler.config import Settings
 from mini_scheduler.errors import EventError
 from mini_scheduler.handlers._runtime import EmfMetrics, error_answer, flush, logger, set_dimensions
@@ -16,6 +17,7 @@ from mini_scheduler.wiring import account_from_arn, build_ticker
 
 _lock = threading.Lock()
 _ticker: Ticker | None = None
+CLOCK: Clock = SystemClock()  # tests replace it with a FixedClock
 
 
 def _get_ticker(context: Any) -> Ticker:
@@ -25,7 +27,7 @@ def _get_ticker(context: Any) -> Ticker:
             settings = Settings.from_environment()
             set_dimensions(Environment=settings.environment_name, Region=settings.region)
             account = account_from_arn(getattr(context, "invoked_function_arn", None))
-            _ticker = build_ticker(settings, metrics=EmfMetrics(), account=account)
+            _ticker = build_ticker(settings, metrics=EmfMetrics(), account=account, clock=CLOCK)
         return _ticker
 
 
