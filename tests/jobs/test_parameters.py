@@ -1,0 +1,132 @@
+"""Parameters must be JSON and fit their target's dispatch: found when the file loads, and by
+check_parameters_fit for a manual run's overrides."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+
+from mini_scheduler.jobs import (
+    DISPATCH_RESERVE,
+    DYNAMODB_ITEM_LIMIT,
+    LAMBDA_ASYNC_PAYLOAD_LIMIT,
+    STEP_FUNCTIONS_INPUT_LIMIT,
+    Target,
+    check_parameters_fit,
+    parameters_limit,
+)
+from tests.jobs.helpers import errors, invalid, one
+
+LAMBDA = Target("lambda", "report-fn")
+FLOW = Target("flow", "cleanup")
+FLOW_REASON = (
+    "more than the 253952 a flow target allows (a Step Functions input of 262144 bytes, less "
+    "8192 kept for the rest of the dispatch)"
+)
+LAMBDA_REASON = (
+    "more than the 401408 a Lambda target allows (the 409600-byte DynamoDB item that records "
+    "the job's state, less 8192 kept for the rest of the dispatch)"
+)
+
+
+def test_limits() -> None:
+    assert (LAMBDA_ASYNC_PAYLOAD_LIMIT, STEP_FUNCTIONS_INPUT_LIMIT, DYNAMODB_ITEM_LIMIT) == (
+        1_048_576,
+        262_144,
+        409_600,
+    )
+    assert DISPATCH_RESERVE == 8192
+    assert parameters_limit("flow") == 262_144 - 8192
+    assert parameters_limit("lambda") == 409_600 - 8192  # the state record binds, not the invoke
+
+
+def blob(size: int) -> dict[str, str]:
+    """Parameters whose compact JSON takes exactly ``size`` bytes."""
+    return {"b": "x" * (size - len('{"b":""}'))}
+
+
+@pytest.mark.parametrize("target", [LAMBDA, FLOW])
+def test_exactly_at_the_limit_fits(target: Target) -> None:
+    limit = parameters_limit(target.kind)
+    assert check_parameters_fit(target, blob(limit)) is None
+    reason = check_parameters_fit(target, blob(limit + 1))
+    assert reason == f"parameters take {limit + 1} bytes as JSON, " + (
+        FLOW_REASON if target is FLOW else LAMBDA_REASON
+    )
+
+
+def test_a_size_that_fits_lambda_but_not_step_functions() -> None:
+    parameters = blob(300_000)
+    assert check_parameters_fit(LAMBDA, parameters) is None
+    assert check_parameters_fit(FLOW, parameters) == (
+        f"parameters take 300000 bytes as JSON, {FLOW_REASON}"
+    )
+    assert one(parameters=parameters).ok
+    cron_file = one(parameters=parameters, service="flow://cleanup")
+    assert cron_file.jobs == ()
+    assert errors(cron_file) == [invalid(f"parameters take 300000 bytes as JSON, {FLOW_REASON}")]
+
+
+def test_too_large_for_lambda_too() -> None:
+    cron_file = one(parameters=blob(420_000))
+    assert errors(cron_file) == [invalid(f"parameters take 420000 bytes as JSON, {LAMBDA_REASON}")]
+
+
+def test_bytes_are_measured_not_characters() -> None:
+    parameters = {"text": "é" * 130_000}  # 130,000 characters, 260,000 UTF-8 bytes
+    reason = check_parameters_fit(FLOW, parameters)
+    assert reason == f"parameters take 260011 bytes as JSON, {FLOW_REASON}"
+
+
+def test_dropped_keys_do_not_count() -> None:
+    cron_file = one(parameters={"_big": "x" * 300_000, "small": 1}, service="flow://cleanup")
+    assert cron_file.ok and cron_file.jobs[0].parameters == {"small": 1}
+
+
+def test_any_mapping_is_measured() -> None:
+    assert check_parameters_fit(FLOW, MappingProxyType({"a": 1})) is None
+
+
+def circular() -> dict[str, Any]:
+    loop: dict[str, Any] = {}
+    loop["self"] = loop
+    return loop
+
+
+@pytest.mark.parametrize(
+    ("parameters", "reason"),
+    [
+        (
+            {"at": datetime(2026, 1, 1)},
+            "parameter at holds a datetime value, which JSON cannot carry: write it as text",
+        ),
+        (
+            {"day": date(2026, 1, 1)},
+            "parameter day holds a date value, which JSON cannot carry: write it as text",
+        ),
+        (
+            {"tags": {"a", "b"}},
+            "parameter tags holds a set value, which JSON cannot carry: write it as text",
+        ),
+        (
+            {"raw": b"x"},
+            "parameter raw holds a bytes value, which JSON cannot carry: write it as text",
+        ),
+        ({"n": float("nan")}, "parameter n is nan, which JSON cannot carry"),
+        ({"n": [1, {"m": -float("inf")}]}, "parameter n[1].m is -inf, which JSON cannot carry"),
+        ({"deep": {1: "a"}}, "parameter deep has a key 1 that is not text: quote it"),
+        ({1: "a"}, "parameters have a key 1 that is not text: quote it"),
+        ({"loop": circular()}, "parameter loop" + ".self" * 31 + " nests deeper than 32 levels"),
+        ("a=1", "parameters must be a mapping of keys to values, not 'a=1'"),
+    ],
+)
+def test_what_json_cannot_carry(parameters: Any, reason: str) -> None:
+    assert check_parameters_fit(LAMBDA, parameters) == reason
+
+
+def test_json_values_fit() -> None:
+    parameters = {"s": "é", "i": 10**30, "f": 1.5, "b": True, "n": None, "l": [1, [2]], "m": {}}
+    assert check_parameters_fit(FLOW, parameters) is None
