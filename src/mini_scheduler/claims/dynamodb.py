@@ -21,6 +21,7 @@ import json
 import logging
 import re
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -207,6 +208,7 @@ class DynamoDBClaimStore:
         origin: str,
         exclusive: bool = False,
     ) -> ClaimResult:
+        token = uuid.uuid4().hex
         item = self._run_item(
             firing,
             RunStatus.CLAIMED,
@@ -216,6 +218,7 @@ class DynamoDBClaimStore:
             deadline=iso_millis(lease_until),
             openPk=_OPEN,
             exclusive=exclusive or None,
+            claimToken=token,
         )
         if not exclusive:
             try:
@@ -225,12 +228,16 @@ class DynamoDBClaimStore:
                             "TableName": self.table,
                             "Item": item,
                             "ConditionExpression": "attribute_not_exists(#pk)",
+                            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                         }
                     )
                 )
             except ClientError as exc:
                 if _code(exc) == "ConditionalCheckFailedException":
-                    return ClaimResult.LOST
+                    # The SDK retries a put whose answer was lost; the retry then meets our
+                    # own first write. The token tells our claim from a peer's.
+                    holder = exc.response.get("Item", {}).get("claimToken", {}).get("S")
+                    return ClaimResult.WON if holder == token else ClaimResult.LOST
                 raise self._fail("PutItem (claim)", exc) from exc
             except BotoCoreError as exc:
                 raise self._fail("PutItem (claim)", exc) from exc

@@ -1,0 +1,34 @@
+"""What only the DynamoDB claim store has to show (the shared contract is test_contract.py)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from mini_scheduler.claims.base import ClaimResult
+from mini_scheduler.claims.dynamodb import DynamoDBClaimStore, create_state_table
+from mini_scheduler.model import Firing
+from tests.claims.conftest import new_table_name
+
+T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
+
+
+@pytest.mark.dynamodb_local
+def test_a_claim_retried_after_its_answer_was_lost_still_wins(
+        dynamodb_local: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SDK retries a PutItem whose answer timed out; the retry meets the item its own first
+    attempt wrote. The claim token tells that from a peer's claim."""
+    table = new_table_name()
+    create_state_table(dynamodb_local, table)  # type: ignore[arg-type]
+    store = DynamoDBClaimStore(table, dynamodb_local)  # type: ignore[arg-type]
+    firing = Firing("report", T0)
+    fixed = uuid.UUID(int=7)
+    monkeypatch.setattr(uuid, "uuid4", lambda: fixed)
+    lease = T0 + timedelta(seconds=120)
+    assert store.claim(firing, now=T0, lease_until=lease, origin="a") is ClaimResult.WON
+    # the same attempt again (same token): our own claim
+    assert store.claim(firing, now=T0, lease_until=lease, origin="a") is ClaimResult.WON
+    monkeypatch.setattr(uuid, "uuid4", lambda: uuid.UUID(int=8))
+    assert store.claim(firing, now=T0, lease_until=lease, origin="b") is ClaimResult.LOST
