@@ -32,3 +32,17 @@ def test_a_claim_retried_after_its_answer_was_lost_still_wins(
     assert store.claim(firing, now=T0, lease_until=lease, origin="a") is ClaimResult.WON
     monkeypatch.setattr(uuid, "uuid4", lambda: uuid.UUID(int=8))
     assert store.claim(firing, now=T0, lease_until=lease, origin="b") is ClaimResult.LOST
+
+
+@pytest.mark.dynamodb_local
+def test_run_records_expire_by_ttl(dynamodb_local: object) -> None:
+    table = new_table_name()
+    create_state_table(dynamodb_local, table)  # type: ignore[arg-type]
+    store = DynamoDBClaimStore(table, dynamodb_local, run_ttl_days=30)  # type: ignore[arg-type]
+    firing = Firing("report", T0)
+    store.claim(firing, now=T0, lease_until=T0 + timedelta(seconds=120), origin="a")
+    item = dynamodb_local.get_item(  # type: ignore[attr-defined]
+        TableName=table, Key={"pk": {"S": "RUN#report"}, "sk": {"S": firing.sort_key}})["Item"]
+    assert int(item["expiresAt"]["N"]) == int((T0 + timedelta(days=30)).timestamp())
+    ttl = dynamodb_local.describe_time_to_live(TableName=table)  # type: ignore[attr-defined]
+    assert ttl["TimeToLiveDescription"]["AttributeName"] == "expiresAt"
