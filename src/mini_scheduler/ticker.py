@@ -176,6 +176,11 @@ class Ticker:
     def cron_file(self) -> CronFile:
         """The current cron file; its load report is logged once per version."""
         cron_file = self._cron()
+        if self._reported_version is None:
+            log.info(
+                "Scheduler instance %s - the job state receives it as _origin",
+                self.settings.origin,
+            )
         if cron_file.version != self._reported_version:
             cron_file.log(log)
             self._reported_version = cron_file.version

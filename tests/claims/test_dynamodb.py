@@ -17,7 +17,8 @@ T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
 
 @pytest.mark.dynamodb_local
 def test_a_claim_retried_after_its_answer_was_lost_still_wins(
-        dynamodb_local: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    dynamodb_local: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The SDK retries a PutItem whose answer timed out; the retry meets the item its own first
     attempt wrote. The claim token tells that from a peer's claim."""
     table = new_table_name()
@@ -42,7 +43,32 @@ def test_run_records_expire_by_ttl(dynamodb_local: object) -> None:
     firing = Firing("report", T0)
     store.claim(firing, now=T0, lease_until=T0 + timedelta(seconds=120), origin="a")
     item = dynamodb_local.get_item(  # type: ignore[attr-defined]
-        TableName=table, Key={"pk": {"S": "RUN#report"}, "sk": {"S": firing.sort_key}})["Item"]
+        TableName=table, Key={"pk": {"S": "RUN#report"}, "sk": {"S": firing.sort_key}}
+    )["Item"]
     assert int(item["expiresAt"]["N"]) == int((T0 + timedelta(days=30)).timestamp())
     ttl = dynamodb_local.describe_time_to_live(TableName=table)  # type: ignore[attr-defined]
     assert ttl["TimeToLiveDescription"]["AttributeName"] == "expiresAt"
+
+
+def test_a_replicated_write_conflict_is_retried_not_read_as_a_lost_claim() -> None:
+    """In a multi-Region strongly consistent global table a concurrent write in another region
+    answers ReplicatedWriteConflictException: the claim's outcome is not known yet."""
+    from botocore.exceptions import ClientError
+
+    class Conflicted:
+        def __init__(self) -> None:
+            self.calls = 0
+
+        def put_item(self, **request: object) -> dict[str, object]:
+            self.calls += 1
+            if self.calls < 3:
+                raise ClientError({"Error": {"Code": "ReplicatedWriteConflictException",
+                                             "Message": "conflict"}}, "PutItem")
+            return {}
+
+    client = Conflicted()
+    slept: list[float] = []
+    store = DynamoDBClaimStore("t", client, sleep=slept.append)  # type: ignore[arg-type]
+    result = store.claim(Firing("report", T0), now=T0, lease_until=T0 + timedelta(seconds=60),
+                         origin="a")
+    assert result is ClaimResult.WON and client.calls == 3 and len(slept) == 2

@@ -167,6 +167,24 @@ class DynamoDBClaimStore:
 
     # -- helpers ---------------------------------------------------------------------------
 
+    def _write(self, operation: str, **request: Any) -> Any:
+        """A write, retried when a multi-Region strongly consistent global table answers
+        ReplicatedWriteConflictException (a concurrent write to the same item in another region:
+        the outcome is not known yet, so it must not be read as a lost claim). Other errors are
+        the SDK's to retry."""
+        call = getattr(self._client, operation)
+        for attempt in range(_CONFLICT_ATTEMPTS):
+            try:
+                return call(**request)
+            except ClientError as exc:
+                if (
+                    _code(exc) != "ReplicatedWriteConflictException"
+                    or attempt + 1 == _CONFLICT_ATTEMPTS
+                ):
+                    raise
+                self._sleep(0.05 * 2**attempt)
+        raise AssertionError("unreachable")
+
     def _fail(self, operation: str, exc: Exception) -> StoreError:
         return StoreError(
             f"DynamoDB {operation} on table {self.table} failed - {describe_aws_error(exc)}"
@@ -222,7 +240,8 @@ class DynamoDBClaimStore:
         )
         if not exclusive:
             try:
-                self._client.put_item(
+                self._write(
+                    "put_item",
                     **_named(
                         {
                             "TableName": self.table,
@@ -230,13 +249,14 @@ class DynamoDBClaimStore:
                             "ConditionExpression": "attribute_not_exists(#pk)",
                             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                         }
-                    )
+                    ),
                 )
             except ClientError as exc:
                 if _code(exc) == "ConditionalCheckFailedException":
                     # The SDK retries a put whose answer was lost; the retry then meets our
                     # own first write. The token tells our claim from a peer's.
-                    holder = exc.response.get("Item", {}).get("claimToken", {}).get("S")
+                    old: dict[str, Any] = dict(exc.response.get("Item") or {})  # type: ignore[call-overload]
+                    holder = old.get("claimToken", {}).get("S")
                     return ClaimResult.WON if holder == token else ClaimResult.LOST
                 raise self._fail("PutItem (claim)", exc) from exc
             except BotoCoreError as exc:
@@ -260,7 +280,7 @@ class DynamoDBClaimStore:
         )
         for attempt in range(_CONFLICT_ATTEMPTS):
             try:
-                self._client.transact_write_items(TransactItems=[{"Put": put}, {"Update": slot}])  # type: ignore[typeddict-item]
+                self._write("transact_write_items", TransactItems=[{"Put": put}, {"Update": slot}])
             except ClientError as exc:
                 reasons = _reasons(exc)
                 if _code(exc) != "TransactionCanceledException" or len(reasons) != 2:
@@ -285,7 +305,8 @@ class DynamoDBClaimStore:
             return False
         firing = firing_from_id(run.firing_id)
         try:
-            self._client.update_item(
+            self._write(
+                "update_item",
                 **_named(
                     {
                         "TableName": self.table,
@@ -304,7 +325,7 @@ class DynamoDBClaimStore:
                             ":seen": {"S": iso_millis(run.claimed_at)},
                         },
                     }
-                )
+                ),
             )
         except ClientError as exc:
             if _code(exc) == "ConditionalCheckFailedException":
@@ -336,8 +357,9 @@ class DynamoDBClaimStore:
         state = self._start_update(firing, now, start)
         for attempt in range(_CONFLICT_ATTEMPTS):
             try:
-                self._client.transact_write_items(
-                    TransactItems=[{"Update": run}, {"Update": state}]  # type: ignore[typeddict-item]
+                self._write(
+                    "transact_write_items",
+                    TransactItems=[{"Update": run}, {"Update": state}],
                 )
                 return
             except ClientError as exc:
@@ -394,7 +416,7 @@ class DynamoDBClaimStore:
         self, request: Mapping[str, Any], operation: str, *, tolerate_condition: bool = False
     ) -> bool:
         try:
-            self._client.update_item(**request)
+            self._write("update_item", **request)
         except ClientError as exc:
             if tolerate_condition and _code(exc) == "ConditionalCheckFailedException":
                 return False
@@ -426,7 +448,8 @@ class DynamoDBClaimStore:
             )
             attribute_values[":error"] = {"S": error[:4000]}
         try:
-            answer = self._client.update_item(
+            answer = self._write(
+                "update_item",
                 **_named(
                     {
                         "TableName": self.table,
@@ -436,7 +459,7 @@ class DynamoDBClaimStore:
                         "ExpressionAttributeValues": attribute_values,
                         "ReturnValues": "ALL_OLD",
                     }
-                )
+                ),
             )
         except ClientError as exc:
             if _code(exc) == "ConditionalCheckFailedException":
@@ -524,14 +547,15 @@ class DynamoDBClaimStore:
             firing, RunStatus.SKIPPED, now, origin, reason=reason, endedAt=iso_millis(now)
         )
         try:
-            self._client.put_item(
+            self._write(
+                "put_item",
                 **_named(
                     {
                         "TableName": self.table,
                         "Item": item,
                         "ConditionExpression": "attribute_not_exists(#pk)",
                     }
-                )
+                ),
             )
         except ClientError as exc:
             if _code(exc) == "ConditionalCheckFailedException":
@@ -564,14 +588,15 @@ class DynamoDBClaimStore:
             skippedCount=count,
         )
         try:
-            self._client.put_item(
+            self._write(
+                "put_item",
                 **_named(
                     {
                         "TableName": self.table,
                         "Item": item,
                         "ConditionExpression": "attribute_not_exists(#pk)",
                     }
-                )
+                ),
             )
         except ClientError as exc:
             if _code(exc) != "ConditionalCheckFailedException":
@@ -697,12 +722,13 @@ class DynamoDBClaimStore:
         key = {"pk": {"S": _CONTROL}, "sk": {"S": f"PAUSE#{job}"}}
         try:
             if paused:
-                self._client.put_item(
+                self._write(
+                    "put_item",
                     TableName=self.table,
                     Item={**key, "operator": {"S": operator}, "at": {"S": iso_millis(now)}},
                 )
             else:
-                self._client.delete_item(TableName=self.table, Key=key)
+                self._write("delete_item", TableName=self.table, Key=key)
         except ClientError as exc:
             raise self._fail("PutItem (pause)" if paused else "DeleteItem (resume)", exc) from exc
         except BotoCoreError as exc:
