@@ -30,6 +30,7 @@ class Settings:
     claim_lease_seconds: int = 120
     run_ttl_days: int = 30
     fanout_threshold: int = 2000
+    fanout_shards: int = 8
     region: str = "us-east-1"
     function_name: str | None = None
     dispatch_workers: int = 64
@@ -70,6 +71,7 @@ class Settings:
             claim_lease_seconds=_int(env, "CLAIM_LEASE_SECONDS", 120, 10, 3600),
             run_ttl_days=_int(env, "RUN_TTL_DAYS", 30, 1, 3650),
             fanout_threshold=_int(env, "FANOUT_THRESHOLD", 2000, 1, 1_000_000),
+            fanout_shards=_int(env, "FANOUT_SHARDS", 8, 1, 256),
             region=region,
             function_name=env.get("AWS_LAMBDA_FUNCTION_NAME") or None,
             dispatch_workers=_int(env, "DISPATCH_WORKERS", 64, 1, 512),

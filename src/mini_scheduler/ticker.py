@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from mini_scheduler import metrics as m
-from mini_scheduler.claims.base import ClaimResult, ClaimStore, JobStart, RunRecord
+from mini_scheduler.claims.base import ClaimResult, ClaimStore, Control, JobStart, RunRecord
 from mini_scheduler.clock import Clock
 from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers
@@ -47,6 +47,10 @@ log = logging.getLogger("mini_scheduler.ticker")
 _OPERATOR = re.compile(r"[A-Za-z0-9._@-]{1,128}")
 _STANDBY_DETAIL_LIMIT = 20  # more standby lines than this in one tick: one summary line
 _RANGE_CAP = 100_000  # firings counted in one skipped range (a bound on the work, not a limit)
+
+
+def _latest(*moments: datetime | None) -> datetime | None:
+    return max((m for m in moments if m is not None), default=None)
 
 
 def check_operator(operator: Any) -> str:
@@ -160,6 +164,7 @@ class Ticker:
         clock: Clock,
         metrics: Metrics | None = None,
         rng: random.Random | None = None,
+        fanout: Callable[[dict[str, Any]], None] | None = None,
     ) -> None:
         self.settings = settings
         self._cron = cron
@@ -170,6 +175,7 @@ class Ticker:
         self.metrics: Metrics = metrics if metrics is not None else RecordingMetrics()
         self._rng = rng or random.Random()
         self._reported_version: str | None = None
+        self._fanout = fanout
 
     # -- the cron file ---------------------------------------------------------------------
 
@@ -222,7 +228,8 @@ class Ticker:
                 error,
             )
 
-        watermark = control.watermark if control.watermark is not None else start
+        handled = self._handled_until(control, shard)
+        watermark = handled if handled is not None else start
         if reading.active is None:
             tally.errors += 1
             return summary(
@@ -240,9 +247,22 @@ class Ticker:
         begin = max(watermark, start)
         if not active:
             self._standby(jobs, control.paused, begin, end, reading.active, tally)
-            self._sweep(now, cron_file, tally, active=False)
+            if shard is None:
+                self._sweep(now, cron_file, tally, active=False)
             self.claims.advance_watermark(scope, end)
             return summary("standby")
+
+        if shard is None and self._fanout is not None:
+            due_count = sum(
+                1
+                for job in jobs
+                if job.name not in control.paused
+                for _ in job.expression.firings(begin, end, job.tz)
+            )
+            if due_count > self.settings.fanout_threshold:
+                shards = self._fan_out(minute, due_count, tally)
+                self._sweep(now, cron_file, tally, active=True)
+                return summary("active", f"{due_count} firings due: fanned out to {shards} shards")
 
         plans: list[_Plan] = []
         misfire_runs: list[list[_Plan]] = []
@@ -267,12 +287,54 @@ class Ticker:
                         due = at + timedelta(seconds=delay)
                 plans.append(_Plan(job, Firing(job.name, at), due))
 
-        self._execute(plans, misfire_runs, skips, ranges, cron_file, now, tally)
+        self._execute(
+            plans, misfire_runs, skips, ranges, cron_file, now, tally, sweep=shard is None
+        )
         held = min(tally.held_at, default=None)
         target = end if held is None else min(end, held)
         if target > watermark:
             self.claims.advance_watermark(scope, target)
         return summary("active")
+
+    def _handled_until(self, control: Control, shard: Shard | None) -> datetime | None:
+        """Where this tick's window starts being new. The region's own watermark, and each
+        shard's: a shard also counts what unsharded ticks handled, and an unsharded tick what
+        every shard handled, so crossing FANOUT_THRESHOLD either way replays nothing."""
+        base = self.settings.origin
+        if shard is not None:
+            return _latest(control.watermark, control.watermarks.get(base))
+        count = self.settings.fanout_shards
+        marks = [control.watermarks.get(base + Shard(i, count).suffix) for i in range(count)]
+        if all(mark is not None for mark in marks):
+            return _latest(control.watermark, min(mark for mark in marks if mark is not None))
+        return control.watermark
+
+    def _fan_out(self, minute: datetime, due: int, tally: _Tally) -> int:
+        """Invoke one shard worker (this function, asynchronously) per shard. A shard whose
+        invocation fails keeps its watermark: Lambda retries it, or the next tick's shard takes
+        its minute as misfires. Nothing is lost."""
+        assert self._fanout is not None
+        count = self.settings.fanout_shards
+        log.info(
+            "%d firings due in minute %s - fanning out to %d shards",
+            due,
+            iso_seconds(minute),
+            count,
+        )
+        for index in range(count):
+            event = {"tick": iso_seconds(minute), "shard": index, "shards": count}
+            try:
+                self._fanout(event)
+            except DispatchError as exc:
+                tally.add("errors")
+                log.error(
+                    "Shard %d of %d for minute %s not invoked: %s",
+                    index,
+                    count,
+                    iso_seconds(minute),
+                    exc,
+                )
+        return count
 
     def _standby(
         self,
@@ -365,6 +427,8 @@ class Ticker:
         cron_file: CronFile,
         now: datetime,
         tally: _Tally,
+        *,
+        sweep: bool = True,
     ) -> None:
         plans.sort(key=lambda p: p.due)
         workers = max(
@@ -376,7 +440,8 @@ class Ticker:
         )
         futures: list[Future[None]] = []
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dispatch") as pool:
-            futures.append(pool.submit(self._sweep, now, cron_file, tally, active=True))
+            if sweep:  # shards leave the sweep to the tick that fanned out
+                futures.append(pool.submit(self._sweep, now, cron_file, tally, active=True))
             futures.extend(pool.submit(self._skip_range, *r, tally) for r in ranges)
             futures.extend(pool.submit(self._skip, *s, tally) for s in skips)
             futures.extend(pool.submit(self._fire_in_order, g, tally) for g in misfire_runs)

@@ -118,10 +118,12 @@ class Pause:
 
 @dataclass(frozen=True, slots=True)
 class Control:
-    """What a tick reads once: its watermark and the paused jobs."""
+    """What a tick reads once: its watermark, every watermark of the table (scope -> end of
+    the last window handled; shards and regions), and the paused jobs."""
 
     watermark: datetime | None
     paused: Mapping[str, Pause]
+    watermarks: Mapping[str, datetime] = field(default_factory=dict)
 
 
 class ClaimStore(Protocol):

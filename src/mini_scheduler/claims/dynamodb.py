@@ -684,7 +684,7 @@ class DynamoDBClaimStore:
     # -- control ---------------------------------------------------------------------------
 
     def control(self, scope: str) -> Control:
-        watermark: datetime | None = None
+        watermarks: dict[str, datetime] = {}
         paused: dict[str, Pause] = {}
         for raw in self._query(
             "Query (control)",
@@ -694,14 +694,16 @@ class DynamoDBClaimStore:
         ):
             item = _item(raw)
             key = str(item["sk"])
-            if key == f"WATERMARK#{scope}":
-                watermark = _instant(item.get("watermark"))
+            if key.startswith("WATERMARK#"):
+                mark = _instant(item.get("watermark"))
+                if mark is not None:
+                    watermarks[key.removeprefix("WATERMARK#")] = mark
             elif key.startswith("PAUSE#"):
                 job = key.removeprefix("PAUSE#")
                 paused[job] = Pause(
                     job, str(item.get("operator", "")), _instant(item.get("at")) or datetime.min
                 )
-        return Control(watermark, paused)
+        return Control(watermarks.get(scope), paused, watermarks)
 
     def advance_watermark(self, scope: str, to: datetime) -> None:
         self._update(

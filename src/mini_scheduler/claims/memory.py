@@ -244,7 +244,7 @@ class MemoryClaimStore:
     def control(self, scope: str) -> Control:
         with self._lock:
             self.calls += 1
-            return Control(self._watermarks.get(scope), dict(self._paused))
+            return Control(self._watermarks.get(scope), dict(self._paused), dict(self._watermarks))
 
     def advance_watermark(self, scope: str, to: datetime) -> None:
         with self._lock:
