@@ -71,12 +71,16 @@ CONTEXT = _Context()
 
 
 @pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch, dynamodb_local_endpoint: str,
-        tmp_path: Path) -> Iterator[Aws]:
+def aws(
+    monkeypatch: pytest.MonkeyPatch, dynamodb_local_endpoint: str, tmp_path: Path
+) -> Iterator[Aws]:
     for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_REGION": "us-east-1", "AWS_ENDPOINT_URL_DYNAMODB": dynamodb_local_endpoint,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL_DYNAMODB": dynamodb_local_endpoint,
         "POWERTOOLS_METRICS_NAMESPACE": "MiniSchedulerTest",
     }.items():
         monkeypatch.setenv(key, value)
@@ -88,16 +92,24 @@ def aws(monkeypatch: pytest.MonkeyPatch, dynamodb_local_endpoint: str,
         dynamodb = boto3.client("dynamodb", config=Config(max_pool_connections=64))
         create_state_table(dynamodb, table)
         role = boto3.client("iam").create_role(
-            RoleName="mini-scheduler-test", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+            RoleName="mini-scheduler-test", AssumeRolePolicyDocument="{}"
+        )["Role"]["Arn"]
         lambda_client = boto3.client("lambda")
         for name in FUNCTIONS:
-            lambda_client.create_function(FunctionName=name, Runtime="python3.12", Role=role,
-                                          Handler="app.handler", Code={"ZipFile": _zip()})
+            lambda_client.create_function(
+                FunctionName=name,
+                Runtime="python3.12",
+                Role=role,
+                Handler="app.handler",
+                Code={"ZipFile": _zip()},
+            )
         sfn = boto3.client("stepfunctions")
         flow_arn = sfn.create_state_machine(
-            name=FLOW, roleArn=role,
-            definition=json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pass",
-                                                                          "End": True}}}),
+            name=FLOW,
+            roleArn=role,
+            definition=json.dumps(
+                {"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}}
+            ),
         )["stateMachineArn"]
         monkeypatch.setenv("STATE_TABLE", table)
         monkeypatch.setenv("CRON_FILE", f"file:{cron_path}")
@@ -109,8 +121,16 @@ def aws(monkeypatch: pytest.MonkeyPatch, dynamodb_local_endpoint: str,
         ticker_handler.reset()
         recorder_handler.reset()
         try:
-            yield Aws(table, clock, dynamodb, boto3.client("ssm"), sfn, boto3.client("s3"),
-                      cron_path, flow_arn)
+            yield Aws(
+                table,
+                clock,
+                dynamodb,
+                boto3.client("ssm"),
+                sfn,
+                boto3.client("s3"),
+                cron_path,
+                flow_arn,
+            )
         finally:
             ticker_handler.reset()
             recorder_handler.reset()

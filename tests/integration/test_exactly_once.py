@@ -40,8 +40,12 @@ def _cron(jobs: int, *, overlap_skips: bool = False) -> str:
     for i in range(jobs):
         statement = "*/15 * * * * ?" if i % 2 else "0 * * * * ?"
         overlap = "skip" if overlap_skips and i % 5 == 0 else "allow"
-        lines += [f'  - name: "job-{i:03d}"', f'    cron: "{statement}"',
-                  f'    service: "target-{i % 7}"', f'    overlap: "{overlap}"']
+        lines += [
+            f'  - name: "job-{i:03d}"',
+            f'    cron: "{statement}"',
+            f'    service: "target-{i % 7}"',
+            f'    overlap: "{overlap}"',
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -51,16 +55,25 @@ class Region:
     store: MemoryEnvironmentStore
     dispatcher: FakeDispatcher
 
-    def ticker(self, cron: str, *, name: str = "prod", region: str = "us-east-1",
-               clock: FixedClock | None = None) -> Ticker:
+    def ticker(
+        self,
+        cron: str,
+        *,
+        name: str = "prod",
+        region: str = "us-east-1",
+        clock: FixedClock | None = None,
+    ) -> Ticker:
         parsed = load(cron, source="race.yaml")
         return Ticker(
-            settings=Settings(state_table="t", environment_name=name, region=region,
-                              dispatch_workers=16),
-            cron=lambda: parsed, claims=self.claims,
+            settings=Settings(
+                state_table="t", environment_name=name, region=region, dispatch_workers=16
+            ),
+            cron=lambda: parsed,
+            claims=self.claims,
             environment=ActiveEnvironment(self.store, name),
             dispatchers=Dispatchers({"lambda": self.dispatcher, "flow": self.dispatcher}),
-            clock=clock or FixedClock(T0))
+            clock=clock or FixedClock(T0),
+        )
 
 
 @pytest.fixture
@@ -68,8 +81,7 @@ def region(dynamodb_local_endpoint: str) -> Iterator[Region]:
     client = make_client(dynamodb_local_endpoint)
     table = f"race-{uuid.uuid4().hex[:12]}"
     create_state_table(client, table)
-    yield Region(DynamoDBClaimStore(table, client), MemoryEnvironmentStore(),
-                 FakeDispatcher())
+    yield Region(DynamoDBClaimStore(table, client), MemoryEnvironmentStore(), FakeDispatcher())
 
 
 def _expected(cron: str, start: datetime, minutes: int) -> Counter[str]:
@@ -82,7 +94,8 @@ def _expected(cron: str, start: datetime, minutes: int) -> Counter[str]:
 
 
 def test_eight_tickers_racing_the_same_minutes_dispatch_each_firing_once(
-        region: Region, capsys: pytest.CaptureFixture[str]) -> None:
+    region: Region, capsys: pytest.CaptureFixture[str]
+) -> None:
     cron = _cron(40, overlap_skips=True)
     region.ticker(cron).tick(T0 - timedelta(minutes=1))  # the region's first tick
     first = Counter(region.dispatcher.firing_ids)
@@ -112,9 +125,11 @@ def test_eight_tickers_racing_the_same_minutes_dispatch_each_firing_once(
     lost = sum(a["counts"]["skipped"].get("lost_claim", 0) for a in answers)
     overlap = sum(a["counts"]["skipped"].get("overlap", 0) for a in answers)
     with capsys.disabled():
-        print(f"\nexactly once: {len(answers)} ticks, {sum(expected.values())} firings, "
-              f"{sum(dispatched.values())} dispatches, {duplicates} duplicates, "
-              f"{claimed} claims won, {lost} claims lost, {overlap} overlap skips")
+        print(
+            f"\nexactly once: {len(answers)} ticks, {sum(expected.values())} firings, "
+            f"{sum(dispatched.values())} dispatches, {duplicates} duplicates, "
+            f"{claimed} claims won, {lost} claims lost, {overlap} overlap skips"
+        )
     assert duplicates == 0
     assert set(dispatched) <= set(expected)
     # every firing is claimed once: dispatched, or (overlap: skip) recorded SKIPPED
@@ -143,7 +158,8 @@ def test_a_duplicate_tick_and_a_retried_tick_dispatch_nothing_twice(region: Regi
     region.claims.advance_watermark = broken  # type: ignore[method-assign]
     with pytest.raises(StoreError):
         region.ticker(cron, clock=FixedClock(T0 + timedelta(minutes=1))).tick(
-            T0 + timedelta(minutes=1))
+            T0 + timedelta(minutes=1)
+        )
     region.claims.advance_watermark = real  # type: ignore[method-assign]
     retry = region.ticker(cron, clock=FixedClock(T0 + timedelta(minutes=1)))
     answer = retry.tick(T0 + timedelta(minutes=1)).to_json()
@@ -156,8 +172,7 @@ class _Crash(Exception):
     """The ticker's container dies (a timeout, an out-of-memory kill)."""
 
 
-def test_a_ticker_that_dies_between_claim_and_dispatch_is_taken_over_once(
-        region: Region) -> None:
+def test_a_ticker_that_dies_between_claim_and_dispatch_is_taken_over_once(region: Region) -> None:
     cron = """
 jobs:
   - name: "nightly"
@@ -185,15 +200,17 @@ class _Dying:
 
 
 def test_a_failover_between_two_regions_runs_every_firing_once_where_it_was_active(
-        dynamodb_local_endpoint: str) -> None:
+    dynamodb_local_endpoint: str,
+) -> None:
     cron = _cron(6)
     client = make_client(dynamodb_local_endpoint)
     regions = {}
     for name in ("us-east-1", "us-west-2"):  # a stack (and a state table) per region
         table = f"region-{name}-{uuid.uuid4().hex[:8]}"
         create_state_table(client, table)
-        regions[name] = Region(DynamoDBClaimStore(table, client), MemoryEnvironmentStore(),
-                               FakeDispatcher())
+        regions[name] = Region(
+            DynamoDBClaimStore(table, client), MemoryEnvironmentStore(), FakeDispatcher()
+        )
     east, west = regions["us-east-1"], regions["us-west-2"]
 
     def tick_both(at: datetime) -> None:
@@ -213,8 +230,11 @@ def test_a_failover_between_two_regions_runs_every_firing_once_where_it_was_acti
     expected = _expected(cron, T0, 6)
     assert ran_east + ran_west == expected  # each firing exactly once, none lost
     failover = T0 + timedelta(minutes=3)
-    assert all(datetime.fromisoformat(f.partition("@")[2].replace("Z", "+00:00")) < failover
-               for f in ran_east)
-    assert all(datetime.fromisoformat(f.partition("@")[2].replace("Z", "+00:00")) >= failover
-               for f in ran_west)
-
+    assert all(
+        datetime.fromisoformat(f.partition("@")[2].replace("Z", "+00:00")) < failover
+        for f in ran_east
+    )
+    assert all(
+        datetime.fromisoformat(f.partition("@")[2].replace("Z", "+00:00")) >= failover
+        for f in ran_west
+    )

@@ -58,8 +58,9 @@ def test_a_manual_run_is_recorded_with_its_operator(aws: Aws, invoke_ticker: Inv
     _first_ticks(aws, invoke_ticker)
     answer = invoke_ticker(load_event("manual-run.json"))
     assert answer["status"] == "DISPATCHED" and answer["manual"] is True
-    assert re.fullmatch(r"morning-report@manual-2026-11-30T14:00:\d\d\.\d{3}Z-[0-9a-f]{8}",
-                        answer["firingId"])
+    assert re.fullmatch(
+        r"morning-report@manual-2026-11-30T14:00:\d\d\.\d{3}Z-[0-9a-f]{8}", answer["firingId"]
+    )
     assert answer["parameters"] == {"region": "west", "recipients": ["ops@example.com"]}
     history = aws.store().history("morning-report")
     assert history[0].firing_id == answer["firingId"]
@@ -75,12 +76,15 @@ def test_a_manual_run_goes_ahead_on_standby(aws: Aws, invoke_ticker: Invoke) -> 
 
 def test_the_environment_event_reads_the_status(aws: Aws, invoke_ticker: Invoke) -> None:
     assert invoke_ticker(load_event("environment-get.json")) == {
-        "environment": "prod", "active": "prod", "mode": "active", "persistent": True,
-        "store": "ssm:/mini-scheduler/active-environment"}
+        "environment": "prod",
+        "active": "prod",
+        "mode": "active",
+        "persistent": True,
+        "store": "ssm:/mini-scheduler/active-environment",
+    }
 
 
-def test_the_environment_event_persists_first_then_answers(aws: Aws,
-                                                           invoke_ticker: Invoke) -> None:
+def test_the_environment_event_persists_first_then_answers(aws: Aws, invoke_ticker: Invoke) -> None:
     answer = invoke_ticker(load_event("environment-set.json"))
     assert answer["active"] == "DR" and answer["mode"] == "standby"
     stored = aws.ssm.get_parameter(Name="/mini-scheduler/active-environment")["Parameter"]
@@ -93,7 +97,10 @@ def test_the_environment_event_persists_first_then_answers(aws: Aws,
 
 def test_pause_and_resume_events(aws: Aws, invoke_ticker: Invoke) -> None:
     assert invoke_ticker(load_event("pause.json")) == {
-        "job": "morning-report", "paused": True, "operator": "jane.doe"}
+        "job": "morning-report",
+        "paused": True,
+        "operator": "jane.doe",
+    }
     answer = _first_ticks(aws, invoke_ticker)
     assert answer["counts"]["skipped"]["paused"] == 1
     assert aws.store().run("morning-report@2026-11-30T14:00:00Z") is None
@@ -101,13 +108,25 @@ def test_pause_and_resume_events(aws: Aws, invoke_ticker: Invoke) -> None:
     assert aws.store().control("us-east-1/prod").paused == {}
 
 
-@pytest.mark.parametrize(("event", "status", "error"), [
-    ("lambda-destination-success.json", RunStatus.SUCCEEDED, None),
-    ("lambda-destination-failure.json", RunStatus.FAILED,
-     "ConnectionError: report database unreachable"),
-])
-def test_the_recorder_closes_a_lambda_run(aws: Aws, invoke_ticker: Invoke, invoke_recorder: Invoke,
-                                          event: str, status: RunStatus, error: str | None) -> None:
+@pytest.mark.parametrize(
+    ("event", "status", "error"),
+    [
+        ("lambda-destination-success.json", RunStatus.SUCCEEDED, None),
+        (
+            "lambda-destination-failure.json",
+            RunStatus.FAILED,
+            "ConnectionError: report database unreachable",
+        ),
+    ],
+)
+def test_the_recorder_closes_a_lambda_run(
+    aws: Aws,
+    invoke_ticker: Invoke,
+    invoke_recorder: Invoke,
+    event: str,
+    status: RunStatus,
+    error: str | None,
+) -> None:
     _first_ticks(aws, invoke_ticker)
     answer = invoke_recorder(load_event(event))
     assert answer["recorded"] is True and answer["status"] == status
@@ -119,13 +138,25 @@ def test_the_recorder_closes_a_lambda_run(aws: Aws, invoke_ticker: Invoke, invok
     assert again["recorded"] is False and "already ended" in again["reason"]
 
 
-@pytest.mark.parametrize(("event", "status", "error"), [
-    ("sfn-status-succeeded.json", RunStatus.SUCCEEDED, None),
-    ("sfn-status-failed.json", RunStatus.FAILED,
-     "States.TaskFailed: cleanup task: bucket mini-scheduler-scratch not found"),
-])
-def test_the_recorder_closes_a_flow_run(aws: Aws, invoke_ticker: Invoke, invoke_recorder: Invoke,
-                                        event: str, status: RunStatus, error: str | None) -> None:
+@pytest.mark.parametrize(
+    ("event", "status", "error"),
+    [
+        ("sfn-status-succeeded.json", RunStatus.SUCCEEDED, None),
+        (
+            "sfn-status-failed.json",
+            RunStatus.FAILED,
+            "States.TaskFailed: cleanup task: bucket mini-scheduler-scratch not found",
+        ),
+    ],
+)
+def test_the_recorder_closes_a_flow_run(
+    aws: Aws,
+    invoke_ticker: Invoke,
+    invoke_recorder: Invoke,
+    event: str,
+    status: RunStatus,
+    error: str | None,
+) -> None:
     _first_ticks(aws, invoke_ticker)
     aws.clock.set(aws.clock.now().replace(minute=15))
     invoke_ticker({"tick": "2026-11-30T14:15:00Z"})
@@ -139,42 +170,64 @@ def test_the_recorder_closes_a_flow_run(aws: Aws, invoke_ticker: Invoke, invoke_
 
 def test_the_recorder_ignores_an_unknown_firing(aws: Aws, invoke_recorder: Invoke) -> None:
     answer = invoke_recorder(load_event("lambda-destination-success.json"))
-    assert answer == {"recorded": False, "firingId": "morning-report@2026-11-30T14:00:00Z",
-                      "reason": "unknown firing"}
+    assert answer == {
+        "recorded": False,
+        "firingId": "morning-report@2026-11-30T14:00:00Z",
+        "reason": "unknown firing",
+    }
     assert aws.item_count() == 0
 
 
-@pytest.mark.parametrize("event", [
-    [], "tick", {}, {"tick": 5}, {"tick": "yesterday"}, {"tick": "2026-11-30T14:00:00"},
-    {"tick": "2026-11-30T14:00:00Z", "shard": 3, "shards": 2},
-    {"job": "morning-report"}, {"job": "morning-report", "operator": "jane doe"},
-    {"job": "morning-report", "operator": "x" * 129},
-    {"job": "no-such-job", "operator": "jane.doe"},
-    {"job": "morning-report", "operator": "jane.doe", "parameters": ["a"]},
-    {"job": "morning-report", "operator": "jane.doe", "parameters": {"blob": "x" * 500_000}},
-    {"job": "morning-report", "operator": "jane.doe", "extra": 1},
-    {"environment": "DR"}, {"environment": {"active": "D R", "operator": "jane.doe"}},
-    {"environment": {"active": "DR"}}, {"environment": {"active": "DR", "who": "x"}},
-    {"pause": "no-such-job", "operator": "jane.doe"}, {"resume": "morning-report"},
-    {"detail-type": "Scheduled Event"},
-])
-def test_a_malformed_event_is_rejected_and_writes_nothing(aws: Aws, invoke_ticker: Invoke,
-                                                         event: Any) -> None:
+@pytest.mark.parametrize(
+    "event",
+    [
+        [],
+        "tick",
+        {},
+        {"tick": 5},
+        {"tick": "yesterday"},
+        {"tick": "2026-11-30T14:00:00"},
+        {"tick": "2026-11-30T14:00:00Z", "shard": 3, "shards": 2},
+        {"job": "morning-report"},
+        {"job": "morning-report", "operator": "jane doe"},
+        {"job": "morning-report", "operator": "x" * 129},
+        {"job": "no-such-job", "operator": "jane.doe"},
+        {"job": "morning-report", "operator": "jane.doe", "parameters": ["a"]},
+        {"job": "morning-report", "operator": "jane.doe", "parameters": {"blob": "x" * 500_000}},
+        {"job": "morning-report", "operator": "jane.doe", "extra": 1},
+        {"environment": "DR"},
+        {"environment": {"active": "D R", "operator": "jane.doe"}},
+        {"environment": {"active": "DR"}},
+        {"environment": {"active": "DR", "who": "x"}},
+        {"pause": "no-such-job", "operator": "jane.doe"},
+        {"resume": "morning-report"},
+        {"detail-type": "Scheduled Event"},
+    ],
+)
+def test_a_malformed_event_is_rejected_and_writes_nothing(
+    aws: Aws, invoke_ticker: Invoke, event: Any
+) -> None:
     answer = invoke_ticker(event)
     assert answer["status"] == "rejected" and answer["error"]
     assert aws.item_count() == 0
     assert aws.ssm.describe_parameters()["Parameters"] == []
 
 
-@pytest.mark.parametrize("event", [
-    [], {}, {"requestContext": {"condition": "Maybe"}},
-    {"requestContext": {"condition": "Success"}},
-    {"requestContext": {"condition": "Success"}, "requestPayload": {"firingId": "nonsense"}},
-    {"source": "aws.states", "detail": {"status": "EXPLODED"}},
-    {"source": "aws.states", "detail": {"status": "SUCCEEDED", "input": "{}", "name": "x"}},
-])
-def test_the_recorder_rejects_malformed_events(aws: Aws, invoke_recorder: Invoke,
-                                               event: Any) -> None:
+@pytest.mark.parametrize(
+    "event",
+    [
+        [],
+        {},
+        {"requestContext": {"condition": "Maybe"}},
+        {"requestContext": {"condition": "Success"}},
+        {"requestContext": {"condition": "Success"}, "requestPayload": {"firingId": "nonsense"}},
+        {"source": "aws.states", "detail": {"status": "EXPLODED"}},
+        {"source": "aws.states", "detail": {"status": "SUCCEEDED", "input": "{}", "name": "x"}},
+    ],
+)
+def test_the_recorder_rejects_malformed_events(
+    aws: Aws, invoke_recorder: Invoke, event: Any
+) -> None:
     answer = invoke_recorder(event)
     assert answer["status"] == "rejected" and answer["error"]
     assert aws.item_count() == 0

@@ -42,8 +42,13 @@ def test_an_expired_event_is_a_failure_with_its_reason() -> None:
     assert done.error is not None and done.error.startswith("EventAgeExceeded")
 
 
-@pytest.mark.parametrize(("name", "status"), [("sfn-status-succeeded.json", RunStatus.SUCCEEDED),
-                                              ("sfn-status-failed.json", RunStatus.FAILED)])
+@pytest.mark.parametrize(
+    ("name", "status"),
+    [
+        ("sfn-status-succeeded.json", RunStatus.SUCCEEDED),
+        ("sfn-status-failed.json", RunStatus.FAILED),
+    ],
+)
 def test_step_functions_status_events(name: str, status: RunStatus) -> None:
     done = completion_from_event(load_event(name))
     assert done is not None and done.status is status
@@ -51,9 +56,13 @@ def test_step_functions_status_events(name: str, status: RunStatus) -> None:
     assert done.ended_at is not None and done.ended_at.year == 2026
 
 
-@pytest.mark.parametrize("firing", [Firing("hourly-cleanup", T0),
-                                    Firing.manual_run("hourly-cleanup", T0, "jane", {},
-                                                      nonce="00ff00ff")])
+@pytest.mark.parametrize(
+    "firing",
+    [
+        Firing("hourly-cleanup", T0),
+        Firing.manual_run("hourly-cleanup", T0, "jane", {}, nonce="00ff00ff"),
+    ],
+)
 def test_without_its_input_the_execution_name_names_the_firing(firing: Firing) -> None:
     event = load_event("sfn-status-succeeded.json")
     event["detail"]["input"] = None
@@ -79,12 +88,15 @@ def test_a_running_execution_is_not_an_end() -> None:
     assert completion_from_event(event) is None
 
 
-@pytest.mark.parametrize("mutate", [
-    lambda e: e.pop("requestPayload"),
-    lambda e: e["requestPayload"].pop("firingId"),
-    lambda e: e["requestPayload"].update(firingId="not a firing"),
-    lambda e: e["requestContext"].update(condition="Later"),
-])
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda e: e.pop("requestPayload"),
+        lambda e: e["requestPayload"].pop("firingId"),
+        lambda e: e["requestPayload"].update(firingId="not a firing"),
+        lambda e: e["requestContext"].update(condition="Later"),
+    ],
+)
 def test_malformed_lambda_records_are_refused(mutate: Any) -> None:
     event = copy.deepcopy(load_event("lambda-destination-success.json"))
     mutate(event)
@@ -96,16 +108,26 @@ def test_the_recorder_logs_the_end_with_its_duration(caplog: pytest.LogCaptureFi
     claims = MemoryClaimStore()
     firing = Firing("morning-report", T0)
     claims.claim(firing, now=T0, lease_until=T0 + timedelta(seconds=120), origin="us-east-1/prod")
-    claims.mark_dispatched(firing, now=T0 + timedelta(seconds=1),
-                           deadline=T0 + timedelta(seconds=900),
-                           start=JobStart("fn", "0 0 9 * * ? @America/New_York", {}))
+    claims.mark_dispatched(
+        firing,
+        now=T0 + timedelta(seconds=1),
+        deadline=T0 + timedelta(seconds=900),
+        start=JobStart("fn", "0 0 9 * * ? @America/New_York", {}),
+    )
     recorder = Recorder(claims, FixedClock(T0))
     with caplog.at_level("INFO"):
         answer = recorder.record(load_event("lambda-destination-success.json"))
-    assert answer == {"recorded": True, "firingId": firing.id, "status": "SUCCEEDED",
-                      "endedAt": "2026-11-30T14:00:03Z", "durationMs": 2512}
-    assert ("Job morning-report ended SUCCEEDED after 2512 ms - firing "
-            "morning-report@2026-11-30T14:00:00Z") in caplog.messages
+    assert answer == {
+        "recorded": True,
+        "firingId": firing.id,
+        "status": "SUCCEEDED",
+        "endedAt": "2026-11-30T14:00:03Z",
+        "durationMs": 2512,
+    }
+    assert (
+        "Job morning-report ended SUCCEEDED after 2512 ms - firing "
+        "morning-report@2026-11-30T14:00:00Z"
+    ) in caplog.messages
     assert recorder.metrics.totals["RunsSucceeded"] == 1  # type: ignore[attr-defined]
 
 

@@ -263,8 +263,11 @@ def test_a_90_minute_outage_with_fire_all_runs_every_missed_firing_in_grace_olde
     answer, r = _outage("fire_all")
     ids = r.dispatcher.firing_ids  # type: ignore[attr-defined]
     assert len(ids) == 1 + 60 + 1
-    misfires = [i for i in ids if i not in ("minutely@2026-11-30T14:00:00Z",
-                                            "minutely@2026-11-30T15:31:00Z")]
+    misfires = [
+        i
+        for i in ids
+        if i not in ("minutely@2026-11-30T14:00:00Z", "minutely@2026-11-30T15:31:00Z")
+    ]
     assert misfires[0] == "minutely@2026-11-30T14:31:00Z"
     assert misfires == sorted(misfires)
     assert answer["counts"]["skipped"] == {"misfire_grace": 30}  # type: ignore[index]
