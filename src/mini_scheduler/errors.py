@@ -41,6 +41,11 @@ class CronFileError(SchedulerError):
     """The cron file cannot be read as a whole: missing, not YAML, or not a mapping with jobs."""
 
 
+class CronFileUnreadableError(CronFileError):
+    """The cron file's location exists but could not be read just now (network, permissions,
+    throttling): a warm container keeps the last good file it read."""
+
+
 class ConfigurationError(SchedulerError):
     """A setting (an environment variable) is missing or wrong."""
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from mini_scheduler.errors import CronFileError
+from mini_scheduler.errors import CronFileError, CronFileUnreadableError
 from mini_scheduler.jobs import DEFAULT_TIMEZONE, MAX_FILE_BYTES, CronFile, load
 
 if TYPE_CHECKING:
@@ -214,11 +214,13 @@ class CronFileSource:
             if code in _MISSING_CODES or status == 404:
                 return None
             message = error.get("Message") or str(exc)
-            raise CronFileError(
+            raise CronFileUnreadableError(
                 f"Cron file {location.text} cannot be read: {code or status} {message}"
             ) from exc
         except BotoCoreError as exc:
-            raise CronFileError(f"Cron file {location.text} cannot be read: {exc}") from exc
+            raise CronFileUnreadableError(
+                f"Cron file {location.text} cannot be read: {exc}"
+            ) from exc
         body = answer["Body"]
         try:
             size = answer.get("ContentLength", 0)
@@ -241,7 +243,7 @@ class CronFileSource:
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as exc:
-            raise CronFileError(
+            raise CronFileUnreadableError(
                 f"Cron file {location.text} cannot be read: {exc.strerror or exc}"
             ) from exc
         if path.is_dir():
@@ -262,7 +264,7 @@ class CronFileSource:
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise CronFileError(
+            raise CronFileUnreadableError(
                 f"Cron file {location.text} cannot be read: {exc.strerror or exc}"
             ) from exc
         if len(raw) > MAX_FILE_BYTES:

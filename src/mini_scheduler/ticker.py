@@ -15,6 +15,7 @@ import logging
 import random
 import re
 import threading
+import time
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -29,7 +30,7 @@ from mini_scheduler.clock import Clock
 from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers
 from mini_scheduler.environment.active import ActiveEnvironment
-from mini_scheduler.errors import DispatchError, EventError, StoreError
+from mini_scheduler.errors import CronFileUnreadableError, DispatchError, EventError, StoreError
 from mini_scheduler.jobs import CronFile, Job, check_parameters_fit
 from mini_scheduler.metrics import Metrics, RecordingMetrics
 from mini_scheduler.model import (
@@ -46,7 +47,8 @@ log = logging.getLogger("mini_scheduler.ticker")
 
 _OPERATOR = re.compile(r"[A-Za-z0-9._@-]{1,128}")
 _STANDBY_DETAIL_LIMIT = 20  # more standby lines than this in one tick: one summary line
-_RANGE_CAP = 100_000  # firings counted in one skipped range (a bound on the work, not a limit)
+_RANGE_CAP = 100_000
+_MARK_ATTEMPTS = 3  # firings counted in one skipped range (a bound on the work, not a limit)
 
 
 def _latest(*moments: datetime | None) -> datetime | None:
@@ -165,6 +167,7 @@ class Ticker:
         metrics: Metrics | None = None,
         rng: random.Random | None = None,
         fanout: Callable[[dict[str, Any]], None] | None = None,
+        retry_sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.settings = settings
         self._cron = cron
@@ -175,13 +178,27 @@ class Ticker:
         self.metrics: Metrics = metrics if metrics is not None else RecordingMetrics()
         self._rng = rng or random.Random()
         self._reported_version: str | None = None
+        self._last_good: CronFile | None = None
         self._fanout = fanout
+        self._retry_sleep = retry_sleep  # worker threads back off on it, not on the clock
 
     # -- the cron file ---------------------------------------------------------------------
 
     def cron_file(self) -> CronFile:
         """The current cron file; its load report is logged once per version."""
-        cron_file = self._cron()
+        try:
+            cron_file = self._cron()
+        except CronFileUnreadableError as exc:
+            if self._last_good is None:
+                raise
+            log.warning(
+                "Cron file unreadable - keeping the last good file read (%s, version %s): %s",
+                self._last_good.source,
+                self._last_good.version[:12],
+                exc,
+            )
+            return self._last_good
+        self._last_good = cron_file
         if self._reported_version is None:
             log.info(
                 "Scheduler instance %s - the job state receives it as _origin",
@@ -525,18 +542,28 @@ class Ticker:
         self.metrics.add(m.FIRINGS_DISPATCHED)
         now = self.clock.now()
         start = JobStart(job.service, job.schedule, {**parameters, "_origin": self.settings.origin})
-        try:
-            self.claims.mark_dispatched(
-                firing, now=now, deadline=now + timedelta(seconds=job.timeout), start=start
-            )
-        except StoreError as exc:
+        error: StoreError | None = None
+        # Once dispatched, the run must say so, or a takeover would dispatch it again: the mark
+        # gets attempts of its own on top of the SDK's retries.
+        for attempt in range(_MARK_ATTEMPTS):
+            try:
+                self.claims.mark_dispatched(
+                    firing, now=now, deadline=now + timedelta(seconds=job.timeout), start=start
+                )
+                return
+            except StoreError as exc:
+                if attempt + 1 < _MARK_ATTEMPTS:
+                    self._retry_sleep(0.2 * 2**attempt)
+                    continue
+                error = exc
+        if error is not None:
             tally.add("errors")
             log.error(
                 "Job %s dispatched but not marked - firing %s may be dispatched again after "
                 "its lease: %s",
                 job.name,
                 firing.id,
-                exc,
+                error,
             )
 
     def _skip(self, job: Job, firing: Firing, reason: str, tally: _Tally) -> None:
