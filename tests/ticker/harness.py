@@ -88,9 +88,13 @@ def rig(
     config = Settings(state_table="state", environment_name=environment, region=region, **settings)
     metrics = RecordingMetrics()
     texts = [cron_yaml]
+    parsed: dict[str, CronFile] = {}
 
-    def cron() -> CronFile:
-        return load(texts[0], source="test.yaml")
+    def cron() -> CronFile:  # parsed once per text, as CronFileSource caches by version
+        text = texts[0]
+        if text not in parsed:
+            parsed[text] = load(text, source="test.yaml")
+        return parsed[text]
 
     ticker = Ticker(
         settings=config,
