@@ -7,6 +7,7 @@ which is how tests and the local run reach emulators: there is no code path of t
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
 
 from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.clock import Clock, SystemClock
@@ -22,7 +24,7 @@ from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatcher, Dispatchers
 from mini_scheduler.environment.active import ActiveEnvironment
 from mini_scheduler.environment.base import EnvironmentStore
-from mini_scheduler.errors import ConfigurationError
+from mini_scheduler.errors import ConfigurationError, DispatchError, describe_aws_error
 from mini_scheduler.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -80,6 +82,15 @@ def claim_store(settings: Settings, clients: Clients) -> ClaimStore:
         return DynamoDBClaimStore(
             settings.state_table, clients("dynamodb"), run_ttl_days=settings.run_ttl_days
         )
+    if settings.claim_store == "mongodb":
+        # pymongo is imported here only: a DynamoDB deployment never loads it.
+        from mini_scheduler.claims.mongodb import MongoDBClaimStore
+        from mini_scheduler.mongo import database
+
+        return MongoDBClaimStore(
+            database(secrets=lambda: clients("secretsmanager")),
+            run_ttl_days=settings.run_ttl_days,
+        )
     raise ConfigurationError(f"CLAIM_STORE {settings.claim_store!r} is not available in this build")
 
 
@@ -93,6 +104,11 @@ def environment_store(settings: Settings, clients: Clients) -> EnvironmentStore:
         from mini_scheduler.environment.dynamodb import DynamoDBEnvironmentStore
 
         return DynamoDBEnvironmentStore(settings.state_table, clients("dynamodb"))
+    if kind == "mongodb":
+        from mini_scheduler.environment.mongodb import MongoDBEnvironmentStore
+        from mini_scheduler.mongo import database
+
+        return MongoDBEnvironmentStore(database(secrets=lambda: clients("secretsmanager")))
     raise ConfigurationError(f"ACTIVE_ENVIRONMENT_STORE {kind!r} is not available in this build")
 
 
@@ -134,6 +150,25 @@ def cron_source(settings: Settings, clients: Clients) -> Callable[[], CronFile]:
     return source.load
 
 
+def fanout(settings: Settings, clients: Clients) -> Callable[[dict[str, Any]], None] | None:
+    """Invoke this ticker function asynchronously with a shard's tick (None outside Lambda)."""
+    function = settings.function_name
+    if not function:
+        return None
+
+    def invoke(event: dict[str, Any]) -> None:
+        try:
+            clients("lambda").invoke(
+                FunctionName=function, InvocationType="Event", Payload=json.dumps(event).encode()
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise DispatchError(
+                f"Lambda Invoke {function} (shard) failed - {describe_aws_error(exc)}"
+            ) from exc
+
+    return invoke
+
+
 def build_ticker(
     settings: Settings,
     *,
@@ -157,6 +192,7 @@ def build_ticker(
         dispatchers=dispatch or dispatchers(settings, clients, account),
         clock=clock or SystemClock(),
         metrics=metrics,
+        fanout=fanout(settings, clients),
     )
 
 

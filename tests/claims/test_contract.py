@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from mini_scheduler.claims.base import ClaimResult, ClaimStore, JobStart
+from mini_scheduler.errors import StoreError
 from mini_scheduler.model import Firing, RunStatus
 
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
@@ -207,3 +210,128 @@ def test_pauses_are_listed_by_control_until_resumed(claim_store: ClaimStore) -> 
     assert list(paused) == ["report"] and paused["report"].operator == "jane.doe"
     claim_store.set_paused("report", False, operator="jane.doe", now=T0)
     assert claim_store.control("us-east-1/prod").paused == {}
+
+
+def test_a_lost_exclusive_claim_leaves_the_winners_slot(claim_store: ClaimStore) -> None:
+    """A peer that loses the same exclusive firing must not free the slot the winner holds."""
+    first, second = Firing("solo", T0), Firing("solo", T0 + timedelta(minutes=1))
+    assert _claim(claim_store, first, exclusive=True) is ClaimResult.WON
+    assert _claim(claim_store, first, exclusive=True) is ClaimResult.LOST
+    assert _claim(claim_store, second, exclusive=True) is ClaimResult.OVERLAP
+    state = claim_store.job_state("solo")
+    assert state is not None and state.open_firing == first.id
+
+
+def test_an_exclusive_claim_of_a_recorded_firing_loses_and_frees_nothing(
+    claim_store: ClaimStore,
+) -> None:
+    skipped, later = Firing("solo", T0), Firing("solo", T0 + timedelta(minutes=1))
+    assert claim_store.record_skipped(skipped, now=T0, reason="misfire", origin=ORIGIN)
+    assert _claim(claim_store, skipped, exclusive=True) is ClaimResult.LOST
+    assert _claim(claim_store, later, exclusive=True) is ClaimResult.WON
+    # the earlier firing is recorded: LOST, not OVERLAP, even while the slot is held
+    assert _claim(claim_store, skipped, exclusive=True) is ClaimResult.LOST
+    assert claim_store.run(skipped.id).status is RunStatus.SKIPPED  # type: ignore[union-attr]
+
+
+def test_a_run_closed_before_it_was_marked_dispatched_stays_closed(
+    claim_store: ClaimStore,
+) -> None:
+    """A very fast target's completion can arrive before the ticker marks the dispatch."""
+    firing = Firing("report", T0)
+    _claim(claim_store, firing)
+    assert claim_store.close(firing.id, RunStatus.SUCCEEDED, now=T0) is not None
+    claim_store.mark_dispatched(firing, now=T0, deadline=T0 + timedelta(seconds=60), start=START)
+    run = claim_store.run(firing.id)
+    assert run is not None and run.status is RunStatus.SUCCEEDED
+    assert claim_store.due_runs(T0 + timedelta(hours=1)) == []
+
+
+def test_a_dispatched_run_cannot_be_taken_over(claim_store: ClaimStore) -> None:
+    firing = Firing("report", T0)
+    _claim(claim_store, firing, lease=60)
+    (claimed,) = claim_store.due_runs(T0 + timedelta(seconds=61))
+    claim_store.mark_dispatched(firing, now=T0, deadline=T0 + timedelta(seconds=900), start=START)
+    later = T0 + timedelta(seconds=90)
+    assert not claim_store.take_over(
+        claimed, now=later, lease_until=later + timedelta(seconds=120), origin="us-west-2/DR"
+    )
+    assert claim_store.run(firing.id).status is RunStatus.DISPATCHED  # type: ignore[union-attr]
+
+
+def test_due_runs_come_oldest_deadline_first_up_to_the_limit(claim_store: ClaimStore) -> None:
+    for job, lease in (("c", 90), ("a", 30), ("b", 60)):
+        _claim(claim_store, Firing(job, T0), lease=lease)
+    later = T0 + timedelta(minutes=5)
+    assert [r.job for r in claim_store.due_runs(later)] == ["a", "b", "c"]
+    assert [r.job for r in claim_store.due_runs(later, limit=2)] == ["a", "b"]
+
+
+def test_a_skipped_range_is_recorded_once(claim_store: ClaimStore) -> None:
+    first, last = T0 - timedelta(hours=2), T0 - timedelta(hours=1)
+    for count in (61, 99):
+        claim_store.record_skipped_range(
+            "report", first, last, count, now=T0, reason="misfire_grace", origin=ORIGIN
+        )
+    (run,) = claim_store.history("report")
+    assert run.status is RunStatus.SKIPPED and run.skipped_count == 61
+    assert run.reason == "misfire_grace" and run.ended_at == T0
+
+
+# -- races (on the backends whose conditional writes are atomic: see conftest) ---------------
+
+RACERS = 8
+ROUNDS = 25
+
+
+def _race(store: ClaimStore, firings: list[Firing], *, exclusive: bool) -> list[ClaimResult]:
+    barrier = threading.Barrier(len(firings))
+
+    def one(firing: Firing) -> ClaimResult:
+        barrier.wait()
+        return _claim(store, firing, exclusive=exclusive)
+
+    with ThreadPoolExecutor(max_workers=len(firings)) as pool:
+        return list(pool.map(one, firings))
+
+
+def test_racing_claimers_of_one_firing_have_exactly_one_winner(
+    racing_claim_store: ClaimStore,
+) -> None:
+    for round_ in range(ROUNDS):
+        firing = Firing("race", T0 + timedelta(minutes=round_))
+        results = _race(racing_claim_store, [firing] * RACERS, exclusive=False)
+        assert results.count(ClaimResult.WON) == 1, results
+        assert results.count(ClaimResult.LOST) == RACERS - 1, results
+
+
+def test_racing_exclusive_claimers_of_one_firing_have_exactly_one_winner(
+    racing_claim_store: ClaimStore,
+) -> None:
+    for round_ in range(ROUNDS):
+        firing = Firing(f"solo-{round_}", T0)
+        results = _race(racing_claim_store, [firing] * RACERS, exclusive=True)
+        assert results.count(ClaimResult.WON) == 1, results
+        assert results.count(ClaimResult.LOST) == RACERS - 1, results
+        # the losers left the winner's slot in place
+        later = Firing(firing.job, T0 + timedelta(minutes=1))
+        assert _claim(racing_claim_store, later, exclusive=True) is ClaimResult.OVERLAP
+
+
+# -- a store that cannot be reached ----------------------------------------------------------
+
+
+def test_a_store_that_cannot_be_reached_raises_store_error(
+    unreachable_claim_store: ClaimStore,
+) -> None:
+    firing = Firing("report", T0)
+    with pytest.raises(StoreError):
+        _claim(unreachable_claim_store, firing)
+    with pytest.raises(StoreError):
+        _claim(unreachable_claim_store, firing, exclusive=True)
+    with pytest.raises(StoreError):
+        unreachable_claim_store.run(firing.id)
+    with pytest.raises(StoreError):
+        unreachable_claim_store.control("us-east-1/prod")
+    with pytest.raises(StoreError):
+        unreachable_claim_store.due_runs(T0)

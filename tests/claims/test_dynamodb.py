@@ -62,13 +62,16 @@ def test_a_replicated_write_conflict_is_retried_not_read_as_a_lost_claim() -> No
         def put_item(self, **request: object) -> dict[str, object]:
             self.calls += 1
             if self.calls < 3:
-                raise ClientError({"Error": {"Code": "ReplicatedWriteConflictException",
-                                             "Message": "conflict"}}, "PutItem")
+                raise ClientError(
+                    {"Error": {"Code": "ReplicatedWriteConflictException", "Message": "conflict"}},
+                    "PutItem",
+                )
             return {}
 
     client = Conflicted()
     slept: list[float] = []
     store = DynamoDBClaimStore("t", client, sleep=slept.append)  # type: ignore[arg-type]
-    result = store.claim(Firing("report", T0), now=T0, lease_until=T0 + timedelta(seconds=60),
-                         origin="a")
+    result = store.claim(
+        Firing("report", T0), now=T0, lease_until=T0 + timedelta(seconds=60), origin="a"
+    )
     assert result is ClaimResult.WON and client.calls == 3 and len(slept) == 2
