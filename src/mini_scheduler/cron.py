@@ -12,6 +12,16 @@ Firings follow the wall clock of the zone, with the DST rules of DESIGN.md:
 * a wall time the clocks repeat fires once, at its first occurrence, unless the hour field selects
   every hour: such a statement is a rhythm and fires in both passes of the repeated hour.
 
+Firings fall in the local years 1970 to 2999, the years Quartz's ``*`` covers and searches (so a
+year written before 1970, which Quartz would also try, never fires here). A question about an
+instant outside them answers from the nearest end: the first firing after 1900 is in 1970, and
+nothing fires after 2999.
+
+A window of up to an hour, the ticker's question, is answered from the precompiled fields and the
+wall clock the zone's timeline keeps for the window: a job that cannot fire in it is ruled out by
+a few bit tests. Longer windows and ``next_after`` search, one segment of constant UTC offset at a
+time, leaping over segments that cannot hold the next selected wall time.
+
 The evaluator never reads the clock: every question names the instant it starts from.
 """
 
@@ -25,7 +35,7 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 from typing import Final
 
 from mini_scheduler.errors import CronSyntaxError
-from mini_scheduler.zones import EPOCH, resolve_zone, timeline
+from mini_scheduler.zones import EPOCH, ZoneTimeline, resolve_zone, timeline
 
 __all__ = ["CronExpression", "CronSyntaxError", "parse"]
 
@@ -33,16 +43,24 @@ SECOND, MINUTE, HOUR, DAY_OF_MONTH, MONTH, DAY_OF_WEEK, YEAR = range(7)
 FIELD_NAMES: Final = ("second", "minute", "hour", "day-of-month", "month", "day-of-week", "year")
 _ALL_SPEC: Final = 99  # Quartz's marker for '*'
 _NO_SPEC: Final = 98  # Quartz's marker for '?'
+_QUARTZ_MIN_YEAR: Final = 1970  # Quartz's '*' in the year field starts here; so do firings
 _QUARTZ_MAX_YEAR: Final = 2999  # Quartz stops looking past this year; so do we
 _MAX_STATEMENT: Final = 1024
-_MONTHS: Final = {name: i + 1 for i, name in enumerate(
-    ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"))}
-_DAYS: Final = {name: i + 1 for i, name in enumerate(
-    ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"))}
+_MONTHS: Final = {
+    name: i + 1
+    for i, name in enumerate(
+        ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
+    )
+}
+_DAYS: Final = {
+    name: i + 1 for i, name in enumerate(("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"))
+}
 _LAST_DAY_TOKEN: Final = re.compile(r"L-[0-9]*W?")
 _EPOCH_ORDINAL: Final = date(1970, 1, 1).toordinal()
 _DAY: Final = 86400
-_SECOND: Final = timedelta(seconds=1)
+_FIRST_INSTANT: Final = -3 * 86400  # 1969-12-29T00:00Z: before any wall time of 1970
+_LAST_INSTANT: Final = (date(_QUARTZ_MAX_YEAR + 1, 1, 1).toordinal() - _EPOCH_ORDINAL + 2) * 86400
+_JUMP_GUARD: Final = 3 * 86400  # more than any two UTC offsets differ (26 hours) plus a margin
 
 
 class _Refused(Exception):
@@ -97,6 +115,7 @@ class _QuartzParser:
         self.last_day_of_month = False
         self.nearest_weekday = False
         self.last_day_offset = 0
+        self.every_year = False  # '*' (or '*/1') in the year field, kept as a flag, not a set
         self.field = 0
 
     def build(self, expression: str) -> None:
@@ -127,7 +146,7 @@ class _QuartzParser:
             self.field = DAY_OF_WEEK
             raise _Refused("give a day-of-month or a day-of-week, and '?' in the other")
 
-    def store(self, s: str, kind: int) -> None:  # noqa: C901 - a faithful port reads best whole
+    def store(self, s: str, kind: int) -> None:
         i = 0
         while i < len(s) and s[i] in " \t":
             i += 1
@@ -248,7 +267,7 @@ class _QuartzParser:
         if limit is not None and increment > limit:
             raise _Refused(f"increment {increment} is larger than {limit}")
 
-    def _check_next(self, i: int, s: str, value: int, kind: int) -> None:  # noqa: C901
+    def _check_next(self, i: int, s: str, value: int, kind: int) -> None:
         if i >= len(s):
             self.add(value, -1, -1, kind)
             return
@@ -328,7 +347,7 @@ class _QuartzParser:
             c = s[i]
         return _parse_int(text), (i if i < len(s) else i + 1)
 
-    def add(self, value: int, end: int, increment: int, kind: int) -> None:  # noqa: C901
+    def add(self, value: int, end: int, increment: int, kind: int) -> None:
         target = self.sets[kind]
         if kind in (SECOND, MINUTE):
             if (value < 0 or value > 59 or end > 59) and value != _ALL_SPEC:
@@ -352,12 +371,24 @@ class _QuartzParser:
         if increment in (0, -1) and value != _ALL_SPEC:
             target.add(value if value != -1 else _NO_SPEC)
             return
+        if kind == YEAR and value == _ALL_SPEC and increment <= 1:
+            # Every year Quartz searches (1970-2999): a flag rather than 1,030 set members.
+            target.add(_ALL_SPEC)
+            self.every_year = True
+            return
         start, stop = value, end
         if value == _ALL_SPEC and increment <= 0:
             increment = 1
             target.add(_ALL_SPEC)
-        low, high = {SECOND: (0, 59), MINUTE: (0, 59), HOUR: (0, 23), DAY_OF_MONTH: (1, 31),
-                     MONTH: (1, 12), DAY_OF_WEEK: (1, 7), YEAR: (1970, _QUARTZ_MAX_YEAR)}[kind]
+        low, high = {
+            SECOND: (0, 59),
+            MINUTE: (0, 59),
+            HOUR: (0, 23),
+            DAY_OF_MONTH: (1, 31),
+            MONTH: (1, 12),
+            DAY_OF_WEEK: (1, 7),
+            YEAR: (1970, _QUARTZ_MAX_YEAR),
+        }[kind]
         if stop == -1:
             stop = high
         if start in (-1, _ALL_SPEC):
@@ -366,8 +397,9 @@ class _QuartzParser:
         if stop < start:
             if kind == YEAR:
                 raise _JavaError("start year must be less than stop year")
-            wrap = {SECOND: 60, MINUTE: 60, HOUR: 24, MONTH: 12, DAY_OF_WEEK: 7,
-                    DAY_OF_MONTH: 31}[kind]
+            wrap = {SECOND: 60, MINUTE: 60, HOUR: 24, MONTH: 12, DAY_OF_WEEK: 7, DAY_OF_MONTH: 31}[
+                kind
+            ]
             stop += wrap
         for v in range(start, stop + 1, increment):
             if wrap == -1:
@@ -432,6 +464,7 @@ class CronExpression:
         "_nearest_weekday",
         "_nth_day_of_week",
         "_second_mask",
+        "_year_set",
         "_years",
         "every_hour",
         "statement",
@@ -446,8 +479,15 @@ class CronExpression:
         self._month_mask = _mask(sets[MONTH])
         self.every_hour = self._hour_mask == (1 << 24) - 1
         years = sorted(parser.sets[YEAR] - {_ALL_SPEC})
-        everything = list(range(1970, _QUARTZ_MAX_YEAR + 1))
-        self._years: tuple[int, ...] | None = None if years == everything else tuple(years)
+        everything = (
+            len(years) == _QUARTZ_MAX_YEAR - _QUARTZ_MIN_YEAR + 1
+            and years[0] == _QUARTZ_MIN_YEAR
+            and years[-1] == _QUARTZ_MAX_YEAR
+        )
+        self._years: tuple[int, ...] | None = (
+            None if parser.every_year or everything else tuple(years)
+        )
+        self._year_set = None if self._years is None else frozenset(self._years)
         self._dom_rule = _NO_SPEC not in parser.sets[DAY_OF_MONTH]
         self._dom_values = sorted(sets[DAY_OF_MONTH] - {_NO_SPEC})
         self._dow_values = sorted(sets[DAY_OF_WEEK] - {_NO_SPEC})
@@ -455,9 +495,13 @@ class CronExpression:
         self._nth_day_of_week = parser.nth_day_of_week
         self._nearest_weekday = parser.nearest_weekday
         self._last_day_offset = parser.last_day_offset if parser.last_day_of_month else None
-        self._day_cache: dict[tuple[int, int], int] = {}
-        for kind, name in ((SECOND, "second"), (MINUTE, "minute"), (HOUR, "hour"),
-                           (MONTH, "month")):
+        self._day_cache: dict[int, int] = {}
+        for kind, name in (
+            (SECOND, "second"),
+            (MINUTE, "minute"),
+            (HOUR, "hour"),
+            (MONTH, "month"),
+        ):
             if not sets[kind]:
                 raise CronSyntaxError(name, "no value", statement)
         if self._dom_rule and self._last_day_offset is None and not self._dom_values:
@@ -479,7 +523,7 @@ class CronExpression:
 
     def _days_of(self, year: int, month: int) -> int:
         """A bit mask of the days of ``month`` the statement's day fields select."""
-        key = (year, month)
+        key = year * 16 + month
         found = self._day_cache.get(key)
         if found is not None:
             return found
@@ -556,7 +600,7 @@ class CronExpression:
 
     def _next_wall(self, wall: int, limit_year: int) -> int | None:
         """The first selected wall time (local seconds since 1970) at or after ``wall``."""
-        days, time_of_day = divmod(wall, _DAY)
+        days, time_of_day = divmod(max(wall, 0), _DAY)  # no firing before 1970, as in Quartz
         day_date = date.fromordinal(_EPOCH_ORDINAL + days)
         year, month, day = day_date.year, day_date.month, day_date.day
         while True:
@@ -596,8 +640,9 @@ class CronExpression:
         """The first firing at or after ``instant`` (UTC epoch seconds), or None.
 
         With ``before``, the search stops at that instant (exclusive) and answers None."""
-        if not self._feasible:
+        if not self._feasible or instant >= _LAST_INSTANT:
             return None
+        instant = max(instant, _FIRST_INSTANT)
         line = timeline(zone)
         start_year = (EPOCH + timedelta(seconds=instant)).year
         limit_year = _QUARTZ_MAX_YEAR if self._years is not None else start_year + 401
@@ -613,29 +658,66 @@ class CronExpression:
             utc = found - segment.offset
             if utc < segment.end:
                 return None if before is not None and utc >= before else utc
-            instant = segment.end
+            following = segment.end
+            if following - instant >= _JUMP_GUARD:
+                # Nothing fires in [instant, segment.end). Past instant + _JUMP_GUARD every wall
+                # time is at or after ``wall`` whatever the offsets, and before
+                # found - _JUMP_GUARD every wall time is before ``found``: no wall time in
+                # between is selected, so the segments in between need not be visited.
+                following = max(following, found - _JUMP_GUARD)
+            instant = following
             if before is not None and instant >= before:
                 return None
 
-    def _maybe_in_window(self, start: int, end: int, zone: tzinfo) -> bool:
-        """False when no firing can fall in ``[start, end)`` (a window within one local hour),
-        decided from the precompiled fields without a search."""
-        segment = timeline(zone).segment(start)
-        if end > segment.end:
-            return True
-        first, last = start + segment.offset, end - 1 + segment.offset
-        if first // 3600 != last // 3600:
-            return True
-        hour = first // 3600 % 24
-        if not self._hour_mask >> hour & 1:
-            return False
-        low, high = first // 60 % 60, last // 60 % 60
-        if not (self._minute_mask >> low) & ((1 << (high - low + 1)) - 1):
-            return False
-        day_date = date.fromordinal(_EPOCH_ORDINAL + first // _DAY)
-        if not self._month_mask >> day_date.month & 1:
-            return False
-        return bool(self._days_of(day_date.year, day_date.month) >> day_date.day & 1)
+    def _in_window(self, first: int, stop: int, line: ZoneTimeline) -> list[datetime]:
+        """The firings in ``[first, stop)``, a window of at most an hour, read straight from the
+        precompiled fields, one local hour of one segment at a time."""
+        found: list[datetime] = []
+        while first < stop:
+            piece = line.hour_piece(first, stop)
+            if self._hour_mask >> piece.hour & 1:
+                low, high = piece.wall, piece.wall + (piece.stop - first) - 1
+                if not self.every_hour and low < piece.repeat_until:
+                    low = piece.repeat_until  # the second pass of a repeated hour
+                if low <= high:
+                    low_minute, high_minute = low // 60 % 60, high // 60 % 60
+                    minutes = (self._minute_mask >> low_minute) & (
+                        (1 << (high_minute - low_minute + 1)) - 1
+                    )
+                    if (
+                        minutes
+                        and self._month_mask >> piece.month & 1
+                        and (
+                            _QUARTZ_MIN_YEAR <= piece.year <= _QUARTZ_MAX_YEAR
+                            if self._year_set is None
+                            else piece.year in self._year_set
+                        )
+                        and self._days_of(piece.year, piece.month) >> piece.day & 1
+                    ):
+                        self._collect(low, high, low_minute, minutes, piece.offset, found)
+            first = piece.stop
+        return found
+
+    def _collect(
+        self, low: int, high: int, low_minute: int, minutes: int, offset: int, found: list[datetime]
+    ) -> None:
+        """Append the firings at the wall times ``[low, high]`` (one local hour, one offset)
+        whose minute is a bit of ``minutes`` (shifted by ``low_minute``)."""
+        hour_start = low - low % 3600
+        while minutes:
+            bit = minutes & -minutes
+            minutes ^= bit
+            minute_start = hour_start + (low_minute + bit.bit_length() - 1) * 60
+            first_second = low - minute_start if low > minute_start else 0
+            last_second = min(high - minute_start, 59)
+            seconds = (self._second_mask >> first_second) & (
+                (1 << (last_second - first_second + 1)) - 1
+            )
+            base = minute_start + first_second - offset
+            while seconds:
+                bit = seconds & -seconds
+                seconds ^= bit
+                found.append(_to_datetime(base + bit.bit_length() - 1))
 
     # -- public API -------------------------------------------------------------------------
 
@@ -643,25 +725,39 @@ class CronExpression:
         """The first firing strictly after ``after`` (an aware datetime), as an aware UTC
         datetime, or None when the statement never fires again."""
         zone = resolve_zone(tz)
-        found = self._first_from(_whole_seconds(after, "after") + 1, zone)
+        found = self._first_from(_whole_seconds(after, "after")[0] + 1, zone)
         return None if found is None else _to_datetime(found)
 
     def firings(self, start: datetime, end: datetime, tz: tzinfo | str) -> Iterator[datetime]:
         """The firings in ``[start, end)``, in order, as aware UTC datetimes."""
-        zone = resolve_zone(tz)
-        first = _whole_seconds(start, "start")
-        if first * _SECOND + EPOCH < start:
-            first += 1
-        stop = _whole_seconds(end, "end")
-        if stop * _SECOND + EPOCH < end:
-            stop += 1
-        return self._firings(first, stop, zone)
+        global _WINDOW
+        zone = tz if isinstance(tz, tzinfo) else resolve_zone(tz)
+        window = _WINDOW
+        if window[0] is start and window[1] is end:
+            first, stop = window[2], window[3]
+        else:
+            first = max(_ceil_seconds(start, "start"), _FIRST_INSTANT)
+            stop = min(_ceil_seconds(end, "end"), _LAST_INSTANT)
+            _WINDOW = (start, end, first, stop)
+        if first >= stop or not self._feasible:
+            return iter(())
+        if stop - first > 3600:
+            return self._firings(first, stop, zone)
+        # The tick's question, for every job, every minute: answered from the fields. Ruling a
+        # job out is a bit test against the wall clock the zone's timeline keeps for the window.
+        line = timeline(zone)
+        piece = line.hour_piece(first, stop)
+        if piece.stop >= stop:
+            if not self._hour_mask >> piece.hour & 1:
+                return iter(())
+            minute = piece.wall // 60
+            if minute == (piece.wall + stop - first - 1) // 60 and not (
+                self._minute_mask >> minute % 60 & 1
+            ):
+                return iter(())
+        return iter(self._in_window(first, stop, line))
 
     def _firings(self, first: int, stop: int, zone: tzinfo) -> Iterator[datetime]:
-        if first >= stop:
-            return
-        if stop - first <= 3600 and not self._maybe_in_window(first, stop, zone):
-            return
         while True:
             found = self._first_from(first, zone, before=stop)
             if found is None:
@@ -670,16 +766,31 @@ class CronExpression:
             first = found + 1
 
 
-def _whole_seconds(moment: datetime, name: str) -> int:
+# A tick asks every job about the same window, with the same two datetime objects: the last
+# window's whole seconds are kept (a tuple, replaced at once, so threads may share it).
+_WINDOW: tuple[object, object, int, int] = (None, None, 0, 0)
+
+
+def _whole_seconds(moment: datetime, name: str) -> tuple[int, bool]:
+    """``moment`` as whole seconds since 1970 (rounded down), and whether it had a fraction."""
     if not isinstance(moment, datetime):
         raise TypeError(f"{name} must be a datetime, not {type(moment).__name__}")
     if moment.tzinfo is None or moment.utcoffset() is None:
         raise ValueError(f"{name} must be an aware datetime (with a tzinfo), got {moment!r}")
-    return (moment - EPOCH) // _SECOND
+    delta = moment - EPOCH
+    return delta.days * _DAY + delta.seconds, delta.microseconds != 0
+
+
+def _ceil_seconds(moment: datetime, name: str) -> int:
+    whole, fraction = _whole_seconds(moment, name)
+    return whole + 1 if fraction else whole
 
 
 def _to_datetime(instant: int) -> datetime:
-    return EPOCH + timedelta(seconds=instant)
+    return _FROM_TIMESTAMP(instant, UTC)  # exact for an int, and twice as fast as EPOCH + delta
+
+
+_FROM_TIMESTAMP: Final = datetime.fromtimestamp
 
 
 def parse(statement: str) -> CronExpression:
@@ -696,7 +807,8 @@ def parse(statement: str) -> CronExpression:
         raise CronSyntaxError(_field_name(parser.field), str(exc), statement) from None
     except (_JavaError, IndexError, ValueError) as exc:
         raise CronSyntaxError(
-            _field_name(parser.field), f"illegal format ({exc})", statement) from None
+            _field_name(parser.field), f"illegal format ({exc})", statement
+        ) from None
     return CronExpression(statement, parser)
 
 

@@ -11,8 +11,8 @@ import bisect
 import re
 import struct
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, tzinfo
-from functools import lru_cache
+from datetime import UTC, date, datetime, timedelta, tzinfo
+from functools import cache
 from importlib import resources
 from typing import NamedTuple
 from zoneinfo import ZoneInfo
@@ -21,10 +21,28 @@ from mini_scheduler.errors import UnknownTimeZoneError
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ZONE_NAME = re.compile(r"[A-Za-z0-9_+\-]+(?:/[A-Za-z0-9_+\-]+)*")
-_ZERO_OFFSET_NAMES = frozenset({"UTC", "Etc/UTC", "Etc/UCT", "UCT", "Etc/Universal", "Universal",
-                                "Zulu", "Etc/Zulu", "GMT", "Etc/GMT", "Etc/GMT0", "Etc/GMT+0",
-                                "Etc/GMT-0", "GMT0", "GMT+0", "GMT-0", "Etc/Greenwich",
-                                "Greenwich"})
+_ZERO_OFFSET_NAMES = frozenset(
+    {
+        "UTC",
+        "Etc/UTC",
+        "Etc/UCT",
+        "UCT",
+        "Etc/Universal",
+        "Universal",
+        "Zulu",
+        "Etc/Zulu",
+        "GMT",
+        "Etc/GMT",
+        "Etc/GMT0",
+        "Etc/GMT+0",
+        "Etc/GMT-0",
+        "GMT0",
+        "GMT+0",
+        "GMT-0",
+        "Etc/Greenwich",
+        "Greenwich",
+    }
+)
 
 
 def _zone_file(name: str) -> bytes:
@@ -42,7 +60,7 @@ def _zone_file(name: str) -> bytes:
     return data
 
 
-@lru_cache(maxsize=None)
+@cache
 def get_zone(name: str) -> ZoneInfo:
     """The zone ``name`` (an IANA id such as ``America/New_York``) from the pinned tzdata."""
     data = _zone_file(name)
@@ -53,14 +71,14 @@ def get_zone(name: str) -> ZoneInfo:
 
 def resolve_zone(zone: tzinfo | str) -> tzinfo:
     """A ``tzinfo`` for an IANA name or an existing ``tzinfo`` (returned as it is)."""
-    if isinstance(zone, str):
-        return get_zone(zone)
     if isinstance(zone, tzinfo):
         return zone
+    if isinstance(zone, str):
+        return get_zone(zone)
     raise TypeError(f"tz must be a ZoneInfo or an IANA name, not {type(zone).__name__}")
 
 
-@lru_cache(maxsize=None)
+@cache
 def is_fixed_offset(name: str) -> bool:
     """True for a zone whose offset never changes and is not UTC (``EST``, ``Etc/GMT+5``)."""
     if name in _ZERO_OFFSET_NAMES:
@@ -101,12 +119,32 @@ class Segment:
     repeat_until: int
 
 
-_PROBE = 6 * 3600
-_YEAR_SECONDS = 366 * 86400
+# Offsets are probed once a day, then the change is pinned to the second by bisection. The
+# closest two transitions of any zone in the pinned tzdata (1900-2100) are 166 hours apart
+# (America/Cambridge_Bay 2000, Asia/Gaza 2040), so a daily probe sees every one of them.
+_PROBE = 86400
+_FIRST_YEAR = 2  # datetime's range, less a year of margin on each side
+_LAST_YEAR = 9997
 
 
 def _year_start(year: int) -> int:
     return (datetime(year, 1, 1, tzinfo=UTC) - EPOCH) // timedelta(seconds=1)
+
+
+class HourPiece(NamedTuple):
+    """The part of a window ``[first, stop)`` that lies in one segment and one local hour."""
+
+    stop: int  # exclusive end: the window's end, the local hour's end or the segment's end
+    offset: int
+    repeat_until: int  # as in Segment
+    wall: int  # local wall seconds since 1970 of ``first``
+    year: int
+    month: int
+    day: int
+    hour: int
+
+
+_EPOCH_ORDINAL = EPOCH.toordinal()
 
 
 class ZoneTimeline:
@@ -116,18 +154,21 @@ class ZoneTimeline:
         self.zone = zone
         self._years: dict[int, list[Transition]] = {}
         self._last: Segment | None = None
+        self._piece: tuple[int, int, HourPiece] | None = None
 
     def offset_at(self, instant: int) -> int:
-        moment = (EPOCH + timedelta(seconds=instant)).astimezone(self.zone)
-        offset = moment.utcoffset()
+        offset = datetime.fromtimestamp(instant, self.zone).utcoffset()
         assert offset is not None
-        return offset // timedelta(seconds=1)
+        return offset.days * 86400 + offset.seconds
 
     def _transitions(self, year: int) -> list[Transition]:
         found = self._years.get(year)
         if found is not None:
             return found
         found = []
+        if not _FIRST_YEAR <= year <= _LAST_YEAR:
+            self._years[year] = found
+            return found
         start, end = _year_start(year), _year_start(year + 1)
         previous = self.offset_at(start)
         probe = start
@@ -153,9 +194,12 @@ class ZoneTimeline:
         last = self._last
         if last is not None and last.start <= instant < last.end:
             return last
-        year = (EPOCH + timedelta(seconds=instant)).year
-        nearby = [*self._transitions(year - 1), *self._transitions(year),
-                  *self._transitions(year + 1)]
+        year = min(max((EPOCH + timedelta(seconds=instant)).year, _FIRST_YEAR), _LAST_YEAR)
+        nearby = [
+            *self._transitions(year - 1),
+            *self._transitions(year),
+            *self._transitions(year + 1),
+        ]
         index = bisect.bisect_right([t.at for t in nearby], instant)
         offset = self.offset_at(instant)
         if index > 0:
@@ -169,6 +213,29 @@ class ZoneTimeline:
         segment = Segment(start, end, offset, repeat_until)
         self._last = segment
         return segment
+
+    def hour_piece(self, first: int, stop: int) -> HourPiece:
+        """The start of ``[first, stop)`` that shares ``first``'s segment and local hour, with
+        its wall clock. The last answer is kept: a tick asks the same of every job in a zone."""
+        cached = self._piece
+        if cached is not None and cached[0] == first and cached[1] == stop:
+            return cached[2]
+        segment = self.segment(first)
+        wall = first + segment.offset
+        days, time_of_day = divmod(wall, 86400)
+        day = date.fromordinal(_EPOCH_ORDINAL + days)
+        piece = HourPiece(
+            min(stop, segment.end, first + 3600 - time_of_day % 3600),
+            segment.offset,
+            segment.repeat_until,
+            wall,
+            day.year,
+            day.month,
+            day.day,
+            time_of_day // 3600,
+        )
+        self._piece = (first, stop, piece)
+        return piece
 
 
 _TIMELINES: dict[tzinfo, ZoneTimeline] = {}

@@ -42,12 +42,10 @@ def _rows() -> list[Row]:
         columns += [""] * (7 - len(columns))
         statement, zone, start, count, quartz, note, spec = columns[:7]
         chosen = spec if note else quartz
-        if quartz.startswith("ERROR:"):
-            answer = None
-        else:
-            answer = [t for t in chosen.split(",") if t]
-        rows.append(Row(number, statement, zone, datetime.fromisoformat(start), int(count),
-                        answer, note))
+        answer = None if quartz.startswith("ERROR:") else [t for t in chosen.split(",") if t]
+        rows.append(
+            Row(number, statement, zone, datetime.fromisoformat(start), int(count), answer, note)
+        )
     return rows
 
 
