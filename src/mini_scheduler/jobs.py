@@ -616,10 +616,6 @@ _LIKELY: Final = {
     "payload": "parameters",
     "disabled": "enabled",
 }
-_NO_DST_LINKS: Final = frozenset({"EST", "MST", "HST"})
-"""Legacy abbreviation zones that are links to regions without daylight saving (America/Panama,
-America/Phoenix, Pacific/Honolulu) since tzdata 2024b, so their history is not a fixed offset;
-they are still what someone writes who means New York, Denver or Honolulu time."""
 _INVALID_ENTRY: Final = "Invalid job entry#{n} - check name, schedule and service: {reason}"
 
 
@@ -771,7 +767,7 @@ def _read_entry(
         except UnknownTimeZoneError:
             reasons.append(f"unknown time zone {zone!r}")
         else:
-            if zone in _NO_DST_LINKS or is_fixed_offset(zone):
+            if is_fixed_offset(zone):
                 entry.warnings.append(
                     f"{label} time zone {zone} never follows daylight saving - name a region "
                     "such as America/New_York"

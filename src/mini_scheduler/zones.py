@@ -80,23 +80,27 @@ def resolve_zone(zone: tzinfo | str) -> tzinfo:
 
 @cache
 def is_fixed_offset(name: str) -> bool:
-    """True for a zone whose offset never changes and is not UTC (``EST``, ``Etc/GMT+5``)."""
-    if name in _ZERO_OFFSET_NAMES:
+    """True for a zone id that is not a region and whose offset has not changed since 1970 and
+    follows no daylight saving: an abbreviation or a fixed offset (``EST``, ``MST``, ``HST``,
+    ``Etc/GMT+5``), UTC excepted. Since tzdata 2024b ``EST`` is a link to America/Panama, whose
+    last change was in 1908, so "no transition ever" would miss it."""
+    if name in _ZERO_OFFSET_NAMES or ("/" in name and not name.startswith("Etc/")):
         return False
     data = _zone_file(name)
-    version = data[4:5]
     counts = struct.unpack(">6l", data[20:44])
-    if version >= b"2":
-        # Skip the version 1 block (32-bit times) to the version 2 header.
+    times: tuple[int, ...] = ()
+    footer = b""
+    if data[4:5] >= b"2":
+        # Skip the version 1 block (32-bit times) to the version 2 header and its 64-bit times.
         isut, isstd, leap, time_count, type_count, char_count = counts
-        v1_size = time_count * 5 + type_count * 6 + char_count + leap * 8 + isstd + isut
-        header2 = 44 + v1_size
-        counts = struct.unpack(">6l", data[header2 + 20 : header2 + 44])
+        header2 = 44 + time_count * 5 + type_count * 6 + char_count + leap * 8 + isstd + isut
+        time_count = struct.unpack(">6l", data[header2 + 20 : header2 + 44])[3]
+        times = struct.unpack(f">{time_count}q", data[header2 + 44 : header2 + 44 + 8 * time_count])
         footer = data.rstrip(b"\n").rsplit(b"\n", 1)[-1]
     else:
-        footer = b""
-    time_count, type_count = counts[3], counts[4]
-    if time_count != 0 or type_count != 1 or b"," in footer:
+        time_count = counts[3]
+        times = struct.unpack(f">{time_count}l", data[44 : 44 + 4 * time_count])
+    if any(t >= 0 for t in times) or b"," in footer:
         return False
     offset = get_zone(name).utcoffset(datetime(2000, 1, 1))
     return offset != timedelta(0)

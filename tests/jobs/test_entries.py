@@ -661,3 +661,19 @@ def test_log_to_powertools(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "Scheduled job: c, service: flow://clean" in out
     assert '"level":"ERROR"' in out.replace(" ", "")
+
+
+@pytest.mark.parametrize("zone", ["EST", "MST", "HST", "Etc/GMT+5", "Etc/GMT-14"])
+def test_abbreviations_and_fixed_offsets_warn_that_they_never_follow_dst(zone: str) -> None:
+    from mini_scheduler.zones import is_fixed_offset
+
+    assert is_fixed_offset(zone)
+
+
+@pytest.mark.parametrize(
+    "zone", ["UTC", "Etc/UTC", "GMT", "America/Panama", "Asia/Tokyo", "America/New_York", "EST5EDT"]
+)
+def test_regions_and_utc_do_not_warn(zone: str) -> None:
+    from mini_scheduler.zones import is_fixed_offset
+
+    assert not is_fixed_offset(zone)
