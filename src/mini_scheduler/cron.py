@@ -117,6 +117,7 @@ class _QuartzParser:
         self.last_day_offset = 0
         self.every_year = False  # '*' (or '*/1') in the year field, kept as a flag, not a set
         self.field = 0
+        self.token = ""
 
     def build(self, expression: str) -> None:
         tokens = [t for t in re.split(r"[ \t]+", expression) if t]
@@ -132,6 +133,7 @@ class _QuartzParser:
                 raise _Refused("'L' cannot be listed with other days of the week")
             if expr_on == DAY_OF_WEEK and expr.count("#") > 1:
                 raise _Refused("only one '#' day is supported")
+            self.token = expr
             for value in (v for v in expr.split(",") if v):
                 self.store(value, expr_on)
         if len(tokens) <= DAY_OF_WEEK:
@@ -366,7 +368,7 @@ class _QuartzParser:
             and (value == 0 or value > 7 or end > 7)
             and value not in (_ALL_SPEC, _NO_SPEC)
         ):
-            raise _Refused("values are 1 to 7 (SUN to SAT) or SUN to SAT")
+            raise _Refused("values are 1-7 (1 = SUN) or SUN-SAT")
 
         if increment in (0, -1) and value != _ALL_SPEC:
             target.add(value if value != -1 else _NO_SPEC)
@@ -806,8 +808,15 @@ def parse(statement: str) -> CronExpression:
     except _Refused as exc:
         raise CronSyntaxError(_field_name(parser.field), str(exc), statement) from None
     except (_JavaError, IndexError, ValueError) as exc:
+        # Quartz reports these as "Illegal cron expression format (java.lang....)": say which
+        # value is malformed and how, in words.
+        detail = str(exc)
+        if "out of range" in detail or detail == "no element":
+            detail = "it ends too early, or is not a number, a name, a range or a list"
+        elif detail.startswith("for input string"):
+            detail = f"{detail.removeprefix('for input string: ')} is not a number"
         raise CronSyntaxError(
-            _field_name(parser.field), f"illegal format ({exc})", statement
+            _field_name(parser.field), f"{parser.token!r} is malformed: {detail}", statement
         ) from None
     return CronExpression(statement, parser)
 
