@@ -1,0 +1,260 @@
+"""Least privilege: no IAM statement broader than needed, in template.yaml and in what the SAM
+transform makes of it (the roles it generates for the schedule and the flow included)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.template import cfn
+
+Template = dict[str, Any]
+
+# A wildcard in a resource is allowed only where the name is a prefix by design (the targets), or
+# as the qualifier (version or alias) of one named function.
+_ALLOWED_WILDCARD = re.compile(
+    r"(\$\{TargetFunctionPrefix\}|\$\{TargetStateMachinePrefix\})\*$|^<[A-Za-z]+\.Arn>:\*$"
+)
+
+
+def _render(resource: Any) -> str:
+    """A resource as text: ``<X.Arn>`` for a GetAtt, ``<Ref X>`` for a Ref, a Sub's text."""
+    if isinstance(resource, str):
+        return resource
+    if "Fn::GetAtt" in resource:
+        logical, attribute = resource["Fn::GetAtt"]
+        return f"<{logical}.{attribute}>"
+    if "Ref" in resource:
+        return f"<Ref {resource['Ref']}>"
+    if "Fn::Sub" in resource:
+        value = resource["Fn::Sub"]
+        text, variables = (value, {}) if isinstance(value, str) else value
+        for name, inner in variables.items():
+            text = text.replace("${" + name + "}", f"<{name}:{_render(inner)}>")
+        return re.sub(r"\$\{([A-Za-z]+)\.Arn\}", r"<\1.Arn>", text)
+    if "Fn::Select" in resource or "Fn::Join" in resource:
+        return str(resource)
+    raise AssertionError(f"unexpected resource form {resource!r}")
+
+
+def _identity_policies(template: Template) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(role or policy, statement) of every identity policy in the template."""
+    for name, resource in template["Resources"].items():
+        properties = resource.get("Properties", {})
+        if resource["Type"] == "AWS::IAM::Role":
+            for policy in properties.get("Policies", []):
+                for statement in cfn.statements(policy["PolicyDocument"]):
+                    yield name, statement
+        elif resource["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):
+            for statement in cfn.statements(properties["PolicyDocument"]):
+                yield name, statement
+        elif resource["Type"] == "AWS::Serverless::Function":
+            for policy in properties.get("Policies", []):
+                assert isinstance(policy, dict) and "Statement" in policy, (
+                    f"{name}: name a role with its statements (policy templates and managed "
+                    f"policies are broader than a scheduler needs): {policy!r}"
+                )
+                for statement in cfn.statements(policy):
+                    yield name, statement
+        elif resource["Type"] == "AWS::Serverless::StateMachine":
+            for policy in properties.get("Policies", []):
+                assert isinstance(policy, dict) and "Statement" in policy, f"{name}: {policy!r}"
+                for statement in cfn.statements(policy):
+                    yield name, statement
+
+
+def _check(template: Template) -> list[str]:
+    problems = []
+    for name, statement in _identity_policies(template):
+        where = f"{name} {statement.get('Sid', '')}".strip()
+        problems += [
+            f"{where}: {key} grants everything else"
+            for key in ("NotAction", "NotResource", "NotPrincipal")
+            if key in statement
+        ]
+        if statement.get("Effect") != "Allow":
+            continue
+        problems += [
+            f"{where}: action wildcard {action}"
+            for action in cfn.as_list(statement.get("Action", []))
+            if "*" in action
+        ]
+        for resource in cfn.as_list(statement.get("Resource", [])):
+            text = _render(resource)
+            if text == "*":
+                problems.append(f"{where}: Resource * for {statement.get('Action')}")
+            elif "*" in text and not _ALLOWED_WILDCARD.search(text):
+                problems.append(f"{where}: wildcard resource {text}")
+    for name, resource in template["Resources"].items():
+        if resource["Type"] == "AWS::IAM::Role":
+            managed = resource["Properties"].get("ManagedPolicyArns", [])
+            if managed:
+                problems.append(f"{name}: managed policies {managed} (their resources are *)")
+    return problems
+
+
+def test_the_template_grants_nothing_broader_than_needed(template: Template) -> None:
+    assert _check(template) == []
+
+
+def test_the_transformed_template_grants_nothing_broader_than_needed(translated: Template) -> None:
+    """The SAM transform's own roles (the schedule's, the flow's) are held to the same rules."""
+    roles = [k for k, r in translated["Resources"].items() if r["Type"] == "AWS::IAM::Role"]
+    assert {"TickerFunctionTickRole", "SampleCleanupFlowRole"} <= set(roles)
+    assert _check(translated) == []
+
+
+def test_the_check_finds_broad_statements(template: Template) -> None:
+    """The check above is not vacuous: each kind of broad statement is caught."""
+    import copy
+
+    broad = copy.deepcopy(template)
+    document = broad["Resources"]["RecorderRole"]["Properties"]["Policies"][0]["PolicyDocument"]
+    document["Statement"] += [
+        {
+            "Effect": "Allow",
+            "Action": "dynamodb:*",
+            "Resource": {"Fn::GetAtt": ["StateTable", "Arn"]},
+        },
+        {"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": "*"},
+        {"Effect": "Allow", "Action": "s3:GetObject", "Resource": "arn:aws:s3:::bucket/*"},
+        {"Effect": "Allow", "NotAction": "iam:*", "Resource": "arn:aws:s3:::bucket"},
+    ]
+    broad["Resources"]["TickerRole"]["Properties"]["ManagedPolicyArns"] = [
+        "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
+    ]
+    problems = _check(broad)
+    assert len(problems) == 5, problems
+
+
+def _grants(template: Template, role: str) -> dict[str, tuple[list[str], list[str]]]:
+    document = template["Resources"][role]["Properties"]["Policies"][0]["PolicyDocument"]
+    return {
+        s["Sid"]: (
+            sorted(cfn.as_list(s["Action"])),
+            [_render(r) for r in cfn.as_list(s["Resource"])],
+        )
+        for s in cfn.statements(document)
+    }
+
+
+FUNCTION_PREFIX = (
+    "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}"
+    ":function:${TargetFunctionPrefix}*"
+)
+FLOW_PREFIX = (
+    "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}"
+    ":stateMachine:${TargetStateMachinePrefix}*"
+)
+
+
+def test_the_ticker_role_is_exactly_what_the_ticker_calls(template: Template) -> None:
+    """Every call the ticker makes (claims/dynamodb.py, environment/, dispatch/, locations.py,
+    mongo.py) and nothing else. DynamoDB authorises TransactWriteItems per item: there is no
+    dynamodb:TransactWriteItems action, its Put and Update need PutItem and UpdateItem."""
+    assert _grants(template, "TickerRole") == {
+        "Logs": (["logs:CreateLogStream", "logs:PutLogEvents"], ["<TickerLogGroup.Arn>"]),
+        "StateTable": (
+            [
+                "dynamodb:DeleteItem",
+                "dynamodb:GetItem",
+                "dynamodb:PutItem",
+                "dynamodb:Query",
+                "dynamodb:UpdateItem",
+            ],
+            ["<StateTable.Arn>", "<StateTable.Arn>/index/open-runs"],
+        ),
+        "DispatchToFunctions": (["lambda:InvokeFunction"], [FUNCTION_PREFIX]),
+        "DispatchToFlows": (["states:StartExecution"], [FLOW_PREFIX]),
+        "FanOut": (
+            ["lambda:InvokeFunction"],
+            [
+                "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}"
+                ":function:${AWS::StackName}-ticker"
+            ],
+        ),
+        "ActiveEnvironment": (
+            ["ssm:GetParameter", "ssm:PutParameter"],
+            [
+                "arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter"
+                "<Name:{'Fn::Select': [1, {'Fn::Split': [':', "
+                "{'Fn::Sub': '${ActiveEnvironmentStore}:'}]}]}>"
+            ],
+        ),
+        "CronFile": (
+            ["s3:GetObject"],
+            [
+                "arn:${AWS::Partition}:s3:::<Object:{'Fn::Select': [1, {'Fn::Split': "
+                "['s3://', {'Fn::Sub': '${CronFile}s3://'}]}]}>"
+            ],
+        ),
+        "CronFileBucket": (
+            ["s3:ListBucket"],
+            [
+                "arn:${AWS::Partition}:s3:::<Bucket:{'Fn::Select': [2, {'Fn::Split': "
+                "['/', {'Fn::Sub': '${CronFile}///'}]}]}>"
+            ],
+        ),
+        "MongoUri": (["secretsmanager:GetSecretValue"], ["<Ref MongoUriSecretArn>"]),
+    }
+
+
+def test_the_recorder_role_only_closes_runs(template: Template) -> None:
+    assert _grants(template, "RecorderRole") == {
+        "Logs": (["logs:CreateLogStream", "logs:PutLogEvents"], ["<RecorderLogGroup.Arn>"]),
+        "StateTable": (["dynamodb:GetItem", "dynamodb:UpdateItem"], ["<StateTable.Arn>"]),
+        "FailedEvents": (["sqs:SendMessage"], ["<DeadLetterQueue.Arn>"]),
+        "MongoUri": (["secretsmanager:GetSecretValue"], ["<Ref MongoUriSecretArn>"]),
+    }
+
+
+@pytest.mark.parametrize(
+    ("sid", "condition"),
+    [
+        ("ActiveEnvironment", "UsesSsmStore"),
+        ("CronFile", "HasS3CronFile"),
+        ("CronFileBucket", "HasS3CronFile"),
+        ("MongoUri", "HasMongoSecret"),
+    ],
+)
+def test_optional_grants_exist_only_when_needed(
+    template: Template, sid: str, condition: str
+) -> None:
+    document = template["Resources"]["TickerRole"]["Properties"]["Policies"][0]["PolicyDocument"]
+    (conditional,) = [
+        s["Fn::If"] for s in document["Statement"] if "Fn::If" in s and s["Fn::If"][1]["Sid"] == sid
+    ]
+    assert conditional[0] == condition
+    assert conditional[2] == {"Ref": "AWS::NoValue"}
+
+
+def test_the_alarm_key_admits_only_the_account_and_cloudwatch(template: Template) -> None:
+    """A key policy's Resource "*" means the key itself; who may use it is what matters."""
+    policy = template["Resources"]["AlarmKey"]["Properties"]["KeyPolicy"]
+    principals = [s["Principal"] for s in policy["Statement"]]
+    assert principals == [
+        {"AWS": {"Fn::Sub": "arn:${AWS::Partition}:iam::${AWS::AccountId}:root"}},
+        {"Service": "cloudwatch.amazonaws.com"},
+    ]
+    cloudwatch = policy["Statement"][1]
+    assert sorted(cloudwatch["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey*"]
+    assert cloudwatch["Condition"] == {
+        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+    }
+
+
+def test_resource_policies_name_their_callers(translated: Template) -> None:
+    """Each permission on a function names one caller: a role, or a service with its source."""
+    for name, resource in translated["Resources"].items():
+        if resource["Type"] != "AWS::Lambda::Permission":
+            continue
+        properties = resource["Properties"]
+        principal = properties["Principal"]
+        if isinstance(principal, str) and principal.endswith(".amazonaws.com"):
+            assert "SourceArn" in properties, name
+        else:
+            assert principal.get("Fn::GetAtt", [""])[0].endswith("Role"), name
+        assert properties["Action"] == "lambda:InvokeFunction", name

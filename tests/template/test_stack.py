@@ -1,0 +1,500 @@
+"""The translated template as a stack in moto's CloudFormation: the functions' settings point at
+the resources the stack created, and the handlers, run with those settings, tick, dispatch to
+the sample targets and record their ends there.
+
+moto does not model AWS::Scheduler::Schedule, AWS::Lambda::EventInvokeConfig, CloudWatch alarms
+or SNS subscriptions: they (and what refers to them) are left out of the stack and checked in the
+translated template instead. moto's claims are not atomic: nothing here is about exclusivity."""
+
+from __future__ import annotations
+
+import ast
+import copy
+import io
+import json
+import shutil
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+import boto3
+import pytest
+from botocore.client import BaseClient
+from moto import mock_aws
+
+from mini_scheduler.claims.dynamodb import DynamoDBClaimStore
+from mini_scheduler.clock import FixedClock
+from mini_scheduler.handlers import recorder as recorder_handler
+from mini_scheduler.handlers import ticker as ticker_handler
+from mini_scheduler.model import RunStatus
+from tests.conftest import ROOT, load_event
+from tests.template import cfn
+
+Template = dict[str, Any]
+
+NOT_IN_MOTO = {
+    "AWS::Scheduler::Schedule",
+    "AWS::Lambda::EventInvokeConfig",
+    "AWS::CloudWatch::Alarm",
+    "AWS::SNS::Subscription",
+}
+ARTIFACTS = "mini-scheduler-artifacts"  # translate.py's stand-in for sam package's bucket
+ACCOUNT = "123456789012"
+
+
+def for_moto(translated: Template) -> tuple[Template, set[str]]:
+    """The template without what moto cannot create, and the logical ids left out."""
+    template = copy.deepcopy(translated)
+    resources = template["Resources"]
+    left_out = {name for name, r in resources.items() if r["Type"] in NOT_IN_MOTO}
+    while True:
+        dependent = {
+            name
+            for name, resource in resources.items()
+            if name not in left_out and set(cfn.references(resource)) & left_out
+        }
+        if not dependent:
+            break
+        left_out |= dependent
+    for name in left_out:
+        del resources[name]
+    template["Outputs"] = {
+        key: output
+        for key, output in template["Outputs"].items()
+        if not set(cfn.references(output)) & left_out
+    }
+    return template, left_out
+
+
+@dataclass
+class Stack:
+    region: str
+    resources: dict[str, str]  # logical id -> physical id
+    outputs: dict[str, str]
+
+    def client(self, service: str) -> Any:
+        return boto3.client(service, region_name=self.region)  # type: ignore[call-overload]
+
+    def function(self, logical: str) -> dict[str, Any]:
+        configuration: dict[str, Any] = self.client("lambda").get_function(
+            FunctionName=self.resources[logical]
+        )["Configuration"]
+        return configuration
+
+    def role_policy(self, logical: str) -> list[dict[str, Any]]:
+        """A role's inline statements as moto resolved them (moto keeps an AWS::NoValue in a
+        list as None; CloudFormation drops it)."""
+        iam = self.client("iam")
+        role = self.resources[logical]
+        statements = []
+        for name in iam.list_role_policies(RoleName=role)["PolicyNames"]:
+            document = iam.get_role_policy(RoleName=role, PolicyName=name)["PolicyDocument"]
+            if isinstance(document, str):
+                document = ast.literal_eval(document)
+            statements += [s for s in document["Statement"] if s is not None]
+        return statements
+
+
+def _zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("app.py", "def handler(event, context):\n    return event\n")
+    return buffer.getvalue()
+
+
+def create_stack(template: Template, region: str = "us-east-1", **parameters: str) -> Stack:
+    """Upload stand-in code, as `sam package` would, and create the stack (inside mock_aws)."""
+    s3 = boto3.client("s3", region_name=region)
+    if region == "us-east-1":
+        s3.create_bucket(Bucket=ARTIFACTS)
+    else:
+        s3.create_bucket(Bucket=ARTIFACTS, CreateBucketConfiguration={"LocationConstraint": region})  # type: ignore[typeddict-item]
+    for name, resource in template["Resources"].items():
+        if resource["Type"] == "AWS::Lambda::Function":
+            s3.put_object(Bucket=ARTIFACTS, Key=f"{name}.zip", Body=_zip())
+    cloudformation = boto3.client("cloudformation", region_name=region)
+    cloudformation.create_stack(
+        StackName="mini-scheduler",
+        TemplateBody=json.dumps(template),
+        Parameters=[{"ParameterKey": k, "ParameterValue": v} for k, v in parameters.items()],
+        Capabilities=["CAPABILITY_IAM"],
+    )
+    described = cloudformation.describe_stacks(StackName="mini-scheduler")["Stacks"][0]
+    assert described["StackStatus"] == "CREATE_COMPLETE", described.get("StackStatusReason")
+    summaries = cloudformation.list_stack_resources(StackName="mini-scheduler")
+    return Stack(
+        region,
+        {
+            r["LogicalResourceId"]: r["PhysicalResourceId"]
+            for r in summaries["StackResourceSummaries"]
+        },
+        {o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])},
+    )
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(key, value)
+    for key in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_PROFILE"):
+        monkeypatch.delenv(key, raising=False)
+    with mock_aws(config={"lambda": {"use_docker": False}}):
+        yield
+
+
+@pytest.fixture
+def moto_template(translated: Template) -> Template:
+    return for_moto(translated)[0]
+
+
+# -- what moto leaves out, checked in the translated template ------------------------------------
+
+
+def test_moto_leaves_out_only_what_it_cannot_model(translated: Template) -> None:
+    _, left_out = for_moto(translated)
+    kinds = {translated["Resources"][name]["Type"] for name in left_out}
+    assert kinds <= NOT_IN_MOTO | {"AWS::CloudWatch::Dashboard"}
+    assert "StateTable" not in left_out and "TickerFunction" not in left_out
+
+
+def test_the_schedule_invokes_the_ticker(translated: Template) -> None:
+    (schedule,) = [
+        r["Properties"]
+        for r in translated["Resources"].values()
+        if r["Type"] == "AWS::Scheduler::Schedule"
+    ]
+    assert schedule["ScheduleExpression"] == "cron(* * * * ? *)"
+    target = schedule["Target"]
+    assert target["Arn"] == {"Fn::GetAtt": ["TickerFunction", "Arn"]}
+    assert json.loads(target["Input"]) == {"tick": "<aws.scheduler.scheduled-time>"}
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] >= 1
+    assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}}
+    role = translated["Resources"][target["RoleArn"]["Fn::GetAtt"][0]]["Properties"]
+    granted = [s for p in role["Policies"] for s in cfn.statements(p["PolicyDocument"])]
+    assert {(s["Action"], json.dumps(s["Resource"])) for s in granted} == {
+        ("lambda:InvokeFunction", json.dumps({"Fn::GetAtt": ["TickerFunction", "Arn"]})),
+        ("sqs:SendMessage", json.dumps({"Fn::GetAtt": ["DeadLetterQueue", "Arn"]})),
+    }
+
+
+def test_event_invoke_configs(translated: Template) -> None:
+    configs = {
+        r["Properties"]["FunctionName"]["Ref"]: r["Properties"]
+        for r in translated["Resources"].values()
+        if r["Type"] == "AWS::Lambda::EventInvokeConfig"
+    }
+    recorder = {"Destination": {"Fn::GetAtt": ["RecorderFunction", "Arn"]}}
+    for sample in ("SampleReportFunction", "SampleHeartbeatFunction"):
+        assert configs[sample]["DestinationConfig"] == {
+            "OnSuccess": recorder,
+            "OnFailure": recorder,
+        }
+    assert configs["TickerFunction"]["MaximumRetryAttempts"] == 0
+    assert configs["RecorderFunction"]["DestinationConfig"] == {
+        "OnFailure": {"Destination": {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}}
+    }
+
+
+# -- the stack in moto ---------------------------------------------------------------------------
+
+
+def test_the_functions_point_at_the_stack_s_resources(aws: None, moto_template: Template) -> None:
+    stack = create_stack(moto_template)
+    table = stack.resources["StateTable"]
+    ticker = stack.function("TickerFunction")
+    assert ticker["FunctionName"] == "mini-scheduler-ticker"
+    assert ticker["Handler"] == "mini_scheduler.handlers.ticker.handler"
+    assert ticker["Runtime"] == "python3.13" and ticker["Timeout"] == 150
+    assert ticker["Role"].endswith("/" + stack.resources["TickerRole"])
+    variables = {k: str(v) for k, v in ticker["Environment"]["Variables"].items()}
+    assert variables == {
+        "STATE_TABLE": table,
+        "ENVIRONMENT_NAME": "prod",
+        "ACTIVE_ENVIRONMENT_STORE": "ssm:/mini-scheduler/active-environment",
+        "CLAIM_STORE": "dynamodb",
+        "CRON_FILE": "",
+        "TICK_LEAD_SECONDS": "0",
+        "POWERTOOLS_SERVICE_NAME": "mini-scheduler",
+        "POWERTOOLS_METRICS_NAMESPACE": "MiniScheduler",
+        "LOG_LEVEL": "INFO",
+    }
+    recorder = stack.function("RecorderFunction")
+    assert recorder["Environment"]["Variables"]["STATE_TABLE"] == table
+    assert recorder["Role"].endswith("/" + stack.resources["RecorderRole"])
+
+    described = stack.client("dynamodb").describe_table(TableName=table)["Table"]
+    assert [k["AttributeName"] for k in described["KeySchema"]] == ["pk", "sk"]
+    (index,) = described["GlobalSecondaryIndexes"]
+    assert index["IndexName"] == "open-runs"
+    assert [k["AttributeName"] for k in index["KeySchema"]] == ["openPk", "deadline"]
+    assert described["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+
+    assert stack.outputs["StateTableName"] == table
+    assert stack.outputs["TickerFunctionName"] == "mini-scheduler-ticker"
+    assert stack.outputs["RecorderFunctionArn"] == recorder["FunctionArn"]
+    assert stack.outputs["ActiveEnvironmentParameter"] == "/mini-scheduler/active-environment"
+    assert (
+        "Parameters" not in stack.client("ssm").describe_parameters()
+        or not (stack.client("ssm").describe_parameters()["Parameters"])
+    )
+
+
+def test_the_ticker_role_names_the_stack_s_resources(aws: None, moto_template: Template) -> None:
+    stack = create_stack(moto_template)
+    granted = {s["Sid"]: s for s in stack.role_policy("TickerRole")}
+    table = f"arn:aws:dynamodb:us-east-1:{ACCOUNT}:table/{stack.resources['StateTable']}"
+    assert granted["StateTable"]["Resource"] == [table, f"{table}/index/open-runs"]
+    assert granted["ActiveEnvironment"]["Resource"] == (
+        f"arn:aws:ssm:us-east-1:{ACCOUNT}:parameter/mini-scheduler/active-environment"
+    )
+    assert granted["DispatchToFunctions"]["Resource"] == (
+        f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:mini-scheduler-*"
+    )
+    assert granted["FanOut"]["Resource"] == stack.function("TickerFunction")["FunctionArn"]
+    assert set(granted) == {
+        "Logs",
+        "StateTable",
+        "DispatchToFunctions",
+        "DispatchToFlows",
+        "FanOut",
+        "ActiveEnvironment",
+    }
+
+
+def test_options_change_the_grants(aws: None, moto_template: Template) -> None:
+    """A cron file in S3, the environment in the table, MongoDB claims, no samples."""
+    secret = f"arn:aws:secretsmanager:us-east-1:{ACCOUNT}:secret:mini-scheduler/mongo-AbCdEf"
+    stack = create_stack(
+        moto_template,
+        CronFile="s3://jobs-bucket/team/a/cron.yaml",
+        ActiveEnvironmentStore="dynamodb",
+        ClaimStore="mongodb",
+        MongoUriSecretArn=secret,
+        DeploySamples="false",
+        TickLeadSeconds="60",
+    )
+    granted = {s["Sid"]: s for s in stack.role_policy("TickerRole")}
+    assert granted["CronFile"]["Resource"] == "arn:aws:s3:::jobs-bucket/team/a/cron.yaml"
+    assert granted["CronFileBucket"]["Resource"] == "arn:aws:s3:::jobs-bucket"
+    assert granted["MongoUri"]["Resource"] == secret
+    assert "ActiveEnvironment" not in granted
+    variables = {
+        k: str(v) for k, v in stack.function("TickerFunction")["Environment"]["Variables"].items()
+    }
+    assert variables["CRON_FILE"] == "s3://jobs-bucket/team/a/cron.yaml"
+    assert variables["ACTIVE_ENVIRONMENT_STORE"] == "dynamodb"
+    assert variables["CLAIM_STORE"] == "mongodb"
+    assert variables["MONGODB_URI_SECRET_ARN"] == secret
+    assert variables["TICK_LEAD_SECONDS"] == "60"
+    assert not any(name.startswith("Sample") for name in stack.resources)
+    assert stack.outputs["ActiveEnvironmentParameter"] == "dynamodb"  # the CLI reads it so
+
+
+def test_the_dr_stack_in_its_region(aws: None, translated: Template) -> None:
+    """The same build serves both regions: only the parameters differ (samconfig.toml)."""
+    template, _ = for_moto(translated)
+    stack = create_stack(template, region="us-west-2", EnvironmentName="DR")
+    ticker = stack.function("TickerFunction")
+    assert ticker["FunctionArn"].startswith(f"arn:aws:lambda:us-west-2:{ACCOUNT}:function:")
+    assert ticker["Environment"]["Variables"]["ENVIRONMENT_NAME"] == "DR"
+    granted = {s["Sid"]: s for s in stack.role_policy("TickerRole")}
+    assert granted["ActiveEnvironment"]["Resource"] == (
+        f"arn:aws:ssm:us-west-2:{ACCOUNT}:parameter/mini-scheduler/active-environment"
+    )
+
+
+# -- the handlers, configured as the stack configures them ----------------------------------------
+
+
+class _Context:
+    def __init__(self, arn: str) -> None:
+        self.invoked_function_arn = arn
+        self.function_name = arn.rsplit(":", 1)[-1]
+        self.function_version = "$LATEST"
+        self.memory_limit_in_mb = 256
+        self.aws_request_id = "test-request"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 120_000
+
+
+class _Calls:
+    """The IAM actions of the AWS requests made while ``recording`` (botocore's one choke point:
+    the handlers make their own clients). A transaction is authorised per item."""
+
+    _ITEMS: ClassVar[dict[str, str]] = {
+        "Put": "PutItem",
+        "Update": "UpdateItem",
+        "Delete": "DeleteItem",
+        "ConditionCheck": "ConditionCheckItem",
+    }
+    _RENAMED: ClassVar[dict[str, str]] = {"lambda:Invoke": "lambda:InvokeFunction"}
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.actions: set[str] = set()
+        self.recording = False
+        original = BaseClient._make_api_call  # type: ignore[attr-defined]
+        calls = self
+
+        def make_api_call(client: BaseClient, operation: str, params: dict[str, Any]) -> Any:
+            if calls.recording:
+                calls.add(client.meta.service_model.signing_name, operation, params)
+            return original(client, operation, params)
+
+        monkeypatch.setattr(BaseClient, "_make_api_call", make_api_call)
+
+    def add(self, service: str, operation: str, params: dict[str, Any]) -> None:
+        if operation == "TransactWriteItems":
+            for item in params["TransactItems"]:
+                self.actions |= {f"{service}:{self._ITEMS[kind]}" for kind in item}
+            return
+        action = f"{service}:{operation}"
+        self.actions.add(self._RENAMED.get(action, action))
+
+    @contextmanager
+    def during(self) -> Iterator[None]:
+        self.recording = True
+        try:
+            yield
+        finally:
+            self.recording = False
+
+
+def _granted(stack: Stack, role: str) -> set[str]:
+    return {
+        action
+        for statement in stack.role_policy(role)
+        if statement["Effect"] == "Allow"
+        for action in cfn.as_list(statement["Action"])
+        if not action.startswith("logs:")  # the Lambda service writes the logs, not the code
+    }
+
+
+def test_the_handlers_run_on_the_stack(
+    aws: None, moto_template: Template, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The ticker, given the variables the stack gave it and the cron file at its package's root
+    (CRON_FILE empty), ticks: it dispatches to the sample targets the stack created and records
+    the runs in the stack's table; the recorder closes one of them there. Every request either
+    makes is one its role grants, and each role grants nothing they did not use."""
+    stack = create_stack(moto_template)
+    calls = _Calls(monkeypatch)
+    ticker = stack.function("TickerFunction")
+    for key, value in ticker["Environment"]["Variables"].items():
+        monkeypatch.setenv(key, str(value))
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", ticker["FunctionName"])
+    monkeypatch.setenv("LAMBDA_TASK_ROOT", str(tmp_path))  # the package, as `make build` lays it
+    # moto's DynamoDB is not thread-safe (its transactions deep-copy shared state): dispatch
+    # one firing at a time here. Concurrency is tested on DynamoDB Local (tests/integration).
+    monkeypatch.setenv("DISPATCH_WORKERS", "1")
+    shutil.copy(ROOT / "samplecode" / "cron.yaml", tmp_path / "cron.yaml")
+    clock = FixedClock(datetime.fromisoformat("2026-11-30T14:14:00+00:00"))
+    monkeypatch.setattr(ticker_handler, "CLOCK", clock)
+    monkeypatch.setattr(recorder_handler, "CLOCK", clock)
+    ticker_handler.reset()
+    recorder_handler.reset()
+    context = _Context(ticker["FunctionArn"])
+
+    def tick(event: dict[str, Any]) -> dict[str, Any]:
+        with calls.during():
+            answer: dict[str, Any] = ticker_handler.handler(event, context)
+        assert answer.get("status") != "rejected", answer
+        return answer
+
+    try:
+        tick({"tick": "2026-11-30T14:14:00Z"})  # the region's first tick: its watermark
+        clock.set(datetime.fromisoformat("2026-11-30T14:15:00+00:00"))
+        answer = tick({"tick": "2026-11-30T14:15:00Z"})
+        assert answer["mode"] == "active", answer
+        assert answer["counts"]["dispatched"] == 5, answer  # 4 heartbeats, the cleanup flow
+        assert answer["counts"].get("errors", 0) == 0, answer
+        # The operator's events: the environment (read, then set in the SSM parameter),
+        # pause and resume (items in the table), a manual run.
+        assert tick(load_event("environment-get.json"))["store"] == (
+            "ssm:/mini-scheduler/active-environment"
+        )
+        tick({"environment": {"active": "prod", "operator": "jane.doe"}})
+        parameter = stack.client("ssm").get_parameter(Name="/mini-scheduler/active-environment")
+        assert parameter["Parameter"]["Value"] == "prod"
+        tick(load_event("pause.json"))
+        tick(load_event("resume.json"))
+        assert tick(load_event("manual-run.json"))["status"] == "DISPATCHED"
+
+        flow = stack.resources["SampleCleanupFlow"]
+        executions = stack.client("stepfunctions").list_executions(stateMachineArn=flow)
+        assert [e["name"] for e in executions["executions"]] == [
+            "hourly-cleanup@2026-11-30T14-15-00Z"
+        ]
+        store = DynamoDBClaimStore(stack.resources["StateTable"], stack.client("dynamodb"))
+        run = store.run("heartbeat@2026-11-30T14:15:15Z")
+        assert run is not None and run.status is RunStatus.DISPATCHED
+        # The environment kept in the state table instead (ActiveEnvironmentStore=dynamodb).
+        monkeypatch.setenv("ACTIVE_ENVIRONMENT_STORE", "dynamodb")
+        ticker_handler.reset()
+        assert tick(load_event("environment-get.json"))["store"].startswith("dynamodb")
+        assert calls.actions == _granted(stack, "TickerRole"), "the ticker's calls and grants"
+
+        # The recorder closes the run from the heartbeat's OnSuccess destination event; a
+        # second delivery finds it closed.
+        calls.actions.clear()
+        event = load_event("lambda-destination-success.json")
+        heartbeat = stack.function("SampleHeartbeatFunction")["FunctionArn"]
+        event["requestContext"]["functionArn"] = heartbeat + ":$LATEST"
+        event["requestPayload"].update(
+            job="heartbeat",
+            firingId="heartbeat@2026-11-30T14:15:15Z",
+            scheduledTime="2026-11-30T14:15:15Z",
+            parameters={},
+        )
+        recorder = stack.function("RecorderFunction")
+        for key, value in recorder["Environment"]["Variables"].items():
+            monkeypatch.setenv(key, str(value))
+        recorder_context = _Context(recorder["FunctionArn"])
+        with calls.during():
+            recorded = recorder_handler.handler(event, recorder_context)
+            again = recorder_handler.handler(event, recorder_context)
+        assert recorded["recorded"] is True, recorded
+        assert again["recorded"] is False, again
+        run = store.run("heartbeat@2026-11-30T14:15:15Z")
+        assert run is not None and run.status is RunStatus.SUCCEEDED
+        # sqs:SendMessage is Lambda's (the OnFailure destination), not the code's.
+        assert calls.actions == _granted(stack, "RecorderRole") - {"sqs:SendMessage"}
+    finally:
+        ticker_handler.reset()
+        recorder_handler.reset()
+
+
+def test_the_recorder_hears_the_flows_and_the_sample_roles(
+    aws: None, moto_template: Template
+) -> None:
+    stack = create_stack(moto_template)
+    recorder = stack.function("RecorderFunction")
+    events = stack.client("events")
+    rule = stack.resources["RecorderFunctionFlowEnded"]
+    (target,) = events.list_targets_by_rule(Rule=rule)["Targets"]
+    assert target["Arn"] == recorder["FunctionArn"]
+    pattern = json.loads(events.describe_rule(Name=rule)["EventPattern"])
+    assert pattern["detail"]["stateMachineArn"] == [
+        {"prefix": f"arn:aws:states:us-east-1:{ACCOUNT}:stateMachine:mini-scheduler-"}
+    ]
+    flow = stack.resources["SampleCleanupFlow"]
+    assert flow.startswith(pattern["detail"]["stateMachineArn"][0]["prefix"])
+    policy = json.loads(
+        stack.client("lambda").get_policy(FunctionName=recorder["FunctionName"])["Policy"]
+    )
+    principals = [s["Principal"] for s in policy["Statement"]]
+    assert {"Service": "events.amazonaws.com"} in principals
+    iam = stack.client("iam")
+    for role in ("SampleReportRole", "SampleHeartbeatRole"):
+        arn = iam.get_role(RoleName=stack.resources[role])["Role"]["Arn"]
+        assert {"AWS": arn} in principals or arn in principals  # moto keeps the bare ARN

@@ -1,0 +1,434 @@
+"""template.yaml read as data: it matches the code (the state table, the settings, the metric
+names, the sample cron file) and DESIGN.md (the schedule, the wiring to the recorder)."""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mini_scheduler import metrics as m
+from mini_scheduler.claims.dynamodb import OPEN_INDEX, create_state_table
+from mini_scheduler.config import DEFAULT_PARAMETER, Settings
+from mini_scheduler.handlers import _runtime
+from mini_scheduler.jobs import load
+from mini_scheduler.model import SkipReason
+from tests.conftest import ROOT
+from tests.template import cfn
+
+Template = dict[str, Any]
+
+FUNCTIONS = [
+    "TickerFunction",
+    "RecorderFunction",
+    "SampleReportFunction",
+    "SampleHeartbeatFunction",
+]
+
+
+def _resources(template: Template, kind: str) -> dict[str, dict[str, Any]]:
+    return {k: r for k, r in template["Resources"].items() if r["Type"] == kind}
+
+
+def _default(template: Template, parameter: str) -> str:
+    return str(template["Parameters"][parameter]["Default"])
+
+
+def _sub_defaults(template: Template, value: Any) -> str:
+    """A ``!Sub`` of parameters, evaluated with their defaults."""
+    text = value["Fn::Sub"]
+    return re.sub(r"\$\{(\w+)\}", lambda found: _default(template, found.group(1)), text)
+
+
+# -- the state table -------------------------------------------------------------------------------
+
+
+class _Recording:
+    """A DynamoDB client that records what create_state_table asks for."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, dict[str, Any]] = {}
+
+    def create_table(self, **kwargs: Any) -> None:
+        self.calls["create_table"] = kwargs
+
+    def update_time_to_live(self, **kwargs: Any) -> None:
+        self.calls["update_time_to_live"] = kwargs
+
+    def get_waiter(self, name: str) -> Any:
+        class _Waiter:
+            def wait(self, **kwargs: Any) -> None:
+                pass
+
+        return _Waiter()
+
+
+def test_the_state_table_is_the_one_create_state_table_makes(template: Template) -> None:
+    client = _Recording()
+    create_state_table(client, "state")  # type: ignore[arg-type]
+    made = client.calls["create_table"]
+    table = template["Resources"]["StateTable"]["Properties"]
+
+    def by_name(items: list[dict[str, Any]]) -> dict[str, Any]:
+        return {str(item.get("AttributeName") or item["IndexName"]): item for item in items}
+
+    assert table["BillingMode"] == made["BillingMode"] == "PAY_PER_REQUEST"
+    assert by_name(table["AttributeDefinitions"]) == by_name(made["AttributeDefinitions"])
+    assert table["KeySchema"] == made["KeySchema"]
+    assert by_name(table["GlobalSecondaryIndexes"]) == by_name(made["GlobalSecondaryIndexes"])
+    assert OPEN_INDEX in by_name(table["GlobalSecondaryIndexes"])
+    ttl = client.calls["update_time_to_live"]["TimeToLiveSpecification"]
+    assert (
+        table["TimeToLiveSpecification"] == ttl == {"AttributeName": "expiresAt", "Enabled": True}
+    )
+    assert table["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert table["SSESpecification"] == {"SSEEnabled": True}
+    # The run history outlives a deleted stack and a replaced table.
+    assert template["Resources"]["StateTable"]["DeletionPolicy"] == "Retain"
+    assert template["Resources"]["StateTable"]["UpdateReplacePolicy"] == "Retain"
+
+
+# -- the ticker ------------------------------------------------------------------------------------
+
+
+def test_the_ticker_is_configured_by_reference(template: Template) -> None:
+    ticker = template["Resources"]["TickerFunction"]["Properties"]
+    assert ticker["Handler"] == "mini_scheduler.handlers.ticker.handler"
+    variables = ticker["Environment"]["Variables"]
+    assert variables == {
+        "STATE_TABLE": {"Ref": "StateTable"},
+        "ENVIRONMENT_NAME": {"Ref": "EnvironmentName"},
+        "ACTIVE_ENVIRONMENT_STORE": {"Ref": "ActiveEnvironmentStore"},
+        "CLAIM_STORE": {"Ref": "ClaimStore"},
+        "CRON_FILE": {"Ref": "CronFile"},
+        "TICK_LEAD_SECONDS": {"Ref": "TickLeadSeconds"},
+        "MONGODB_URI_SECRET_ARN": {
+            "Fn::If": ["HasMongoSecret", {"Ref": "MongoUriSecretArn"}, {"Ref": "AWS::NoValue"}]
+        },
+        "POWERTOOLS_SERVICE_NAME": "mini-scheduler",
+        "POWERTOOLS_METRICS_NAMESPACE": _runtime.NAMESPACE,
+        "LOG_LEVEL": {"Ref": "LogLevel"},
+    }
+
+
+def test_the_parameter_defaults_are_the_code_s_defaults(template: Template) -> None:
+    env = {
+        "STATE_TABLE": "state",
+        "ENVIRONMENT_NAME": _default(template, "EnvironmentName"),
+        "ACTIVE_ENVIRONMENT_STORE": _default(template, "ActiveEnvironmentStore"),
+        "CLAIM_STORE": _default(template, "ClaimStore"),
+        "CRON_FILE": _default(template, "CronFile"),
+        "TICK_LEAD_SECONDS": _default(template, "TickLeadSeconds"),
+    }
+    assert Settings.from_environment(env) == Settings(state_table="state")
+    assert _default(template, "ActiveEnvironmentStore") == f"ssm:{DEFAULT_PARAMETER}"
+
+
+@pytest.mark.parametrize(
+    ("parameter", "value", "valid"),
+    [
+        ("EnvironmentName", "DR", True),
+        ("EnvironmentName", "prod-2_b", True),
+        ("EnvironmentName", "two words", False),
+        ("EnvironmentName", "", False),
+        ("ActiveEnvironmentStore", "ssm:/mini-scheduler/active-environment", True),
+        ("ActiveEnvironmentStore", "dynamodb", True),
+        ("ActiveEnvironmentStore", "mongodb", True),
+        ("ActiveEnvironmentStore", "ssm:", False),
+        ("ActiveEnvironmentStore", "ssm:no-leading-slash", False),
+        ("CronFile", "", True),
+        ("CronFile", "s3://my-bucket/jobs/cron.yaml", True),
+        ("CronFile", "file:cron.yaml", False),
+        ("CronFile", "s3://my-bucket", False),
+        ("MongoUriSecretArn", "", True),
+        ("MongoUriSecretArn", "arn:aws:secretsmanager:us-east-1:123456789012:secret:m-AbC", True),
+        ("TargetFunctionPrefix", "", False),
+        ("TargetFunctionPrefix", "*", False),
+        ("AlarmEmail", "", True),
+        ("AlarmEmail", "ops@example.com", True),
+        ("AlarmEmail", "ops", False),
+    ],
+)
+def test_parameter_patterns(template: Template, parameter: str, value: str, valid: bool) -> None:
+    pattern = template["Parameters"][parameter]["AllowedPattern"]
+    assert bool(re.fullmatch(pattern, value)) is valid
+    if parameter == "EnvironmentName":
+        from mini_scheduler.config import valid_environment_name
+
+        assert valid_environment_name(value) is valid
+
+
+def test_the_schedule_ticks_every_minute_with_its_scheduled_time(template: Template) -> None:
+    ticker = template["Resources"]["TickerFunction"]["Properties"]
+    (event,) = ticker["Events"].values()
+    assert event["Type"] == "ScheduleV2"
+    schedule = event["Properties"]
+    assert schedule["ScheduleExpression"] == "cron(* * * * ? *)"
+    assert json.loads(schedule["Input"]) == {"tick": "<aws.scheduler.scheduled-time>"}
+    assert schedule["FlexibleTimeWindow"] == {"Mode": "OFF"}
+    assert schedule["RetryPolicy"]["MaximumRetryAttempts"] >= 1
+    assert schedule["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": ["DeadLetterQueue", "Arn"]}}
+    queue = template["Resources"]["DeadLetterQueue"]["Properties"]
+    assert queue["SqsManagedSseEnabled"] is True
+
+
+def test_the_ticker_outlasts_its_window(template: Template) -> None:
+    """A tick may wait until the end of [M + lead, M + lead + 60s): its timeout covers that."""
+    timeout = template["Resources"]["TickerFunction"]["Properties"]["Timeout"]
+    lead = template["Parameters"]["TickLeadSeconds"]
+    assert lead["MinValue"] == 0 and lead["MaxValue"] == 60  # Settings' bounds
+    assert timeout >= 60 + lead["MaxValue"] + 20
+
+
+def test_the_ticker_can_invoke_itself_by_a_constructed_arn(template: Template) -> None:
+    ticker = template["Resources"]["TickerFunction"]["Properties"]
+    assert ticker["FunctionName"] == {"Fn::Sub": "${AWS::StackName}-ticker"}
+    role = template["Resources"]["TickerRole"]["Properties"]["Policies"][0]["PolicyDocument"]
+    (fan_out,) = [s for s in cfn.statements(role) if s.get("Sid") == "FanOut"]
+    assert fan_out["Resource"] == {
+        "Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}"
+        ":function:${AWS::StackName}-ticker"
+    }
+    assert "TickerFunction" not in set(cfn.references(template["Resources"]["TickerRole"]))
+
+
+def test_the_stack_does_not_own_the_active_environment(template: Template) -> None:
+    """A deployment must never undo a failover: no SSM parameter (nor anything that writes one)."""
+    kinds = {resource["Type"] for resource in template["Resources"].values()}
+    assert "AWS::SSM::Parameter" not in kinds
+    assert not any(
+        kind.startswith("Custom::") or kind == "AWS::CloudFormation::CustomResource"
+        for kind in kinds
+    )
+
+
+def test_the_outputs_the_cli_reads(template: Template) -> None:
+    """`mini-scheduler status|failover|run --stack NAME` finds the stack's parts in its outputs."""
+    from mini_scheduler import cli
+
+    for output in (
+        "StateTableName",
+        "TickerFunctionName",
+        "ActiveEnvironmentParameter",
+        "EnvironmentName",
+    ):
+        assert f'"{output}"' in Path(cli.__file__).read_text(encoding="utf-8"), output
+        assert output in template["Outputs"], output
+
+
+# -- logs, alarms, dashboard -----------------------------------------------------------------------
+
+
+def test_every_function_logs_to_a_log_group_with_retention(template: Template) -> None:
+    for name in FUNCTIONS:
+        function = template["Resources"][name]["Properties"]
+        group = function["LoggingConfig"]["LogGroup"]["Ref"]
+        properties = template["Resources"][group]["Properties"]
+        assert properties["RetentionInDays"] == {"Ref": "LogRetentionInDays"}
+        # The log group is Lambda's default name for the function (so `sam logs` finds it).
+        name_of_function = function["FunctionName"]["Fn::Sub"]
+        assert properties["LogGroupName"] == {"Fn::Sub": f"/aws/lambda/{name_of_function}"}
+
+
+def _dashboard(template: Template) -> dict[str, Any]:
+    """The dashboard's body as JSON, each ``${...}`` replaced by its name (or ``Dims``' value)."""
+    body, variables = template["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    body = body.replace("${Dims}", variables["Dims"]["Fn::Sub"])
+    parsed: dict[str, Any] = json.loads(re.sub(r"\$\{([\w:.]+)\}", r"\1", body))
+    return parsed
+
+
+def _dashboard_metrics(template: Template) -> list[tuple[str, str, dict[str, str]]]:
+    """(namespace, metric, dimensions) of every line, with the "." and "..." shorthands undone."""
+    found = []
+    for widget in _dashboard(template)["widgets"]:
+        previous: list[Any] = []
+        for line in widget.get("properties", {}).get("metrics", []):
+            fields = [f for f in line if not isinstance(f, dict)]
+            if fields[:1] == ["..."]:
+                fields = previous[: len(previous) - len(fields) + 1] + fields[1:]
+            fields = [previous[i] if f == "." else f for i, f in enumerate(fields)]
+            previous = fields
+            found.append((fields[0], fields[1], dict(zip(fields[2::2], fields[3::2], strict=True))))
+    return found
+
+
+def _alarm_metrics(template: Template) -> list[dict[str, Any]]:
+    alarms = [a["Properties"] for a in _resources(template, "AWS::CloudWatch::Alarm").values()]
+    return [a for a in alarms if "MetricName" in a] + [
+        query["MetricStat"]["Metric"]
+        for alarm in alarms
+        for query in alarm.get("Metrics", [])
+        if "MetricStat" in query
+    ]
+
+
+def _code_metrics() -> set[str]:
+    names = {
+        m.FIRINGS_CLAIMED,
+        m.FIRINGS_DISPATCHED,
+        m.DISPATCH_ERRORS,
+        m.CLAIM_ERRORS,
+        m.RUNS_SUCCEEDED,
+        m.RUNS_FAILED,
+        m.RUNS_TIMED_OUT,
+        m.TICK_LAG,
+        m.TICKS,
+    }
+    reasons = [*(str(reason) for reason in SkipReason), "standby", "paused", "lost_claim"]
+    return names | {m.skipped(reason) for reason in reasons}
+
+
+POWERTOOLS_DIMENSIONS = {
+    "Environment": "EnvironmentName",
+    "Region": "AWS::Region",
+    "service": _runtime.powertools_metrics.service,
+}
+
+
+def test_the_dashboard_shows_every_metric_the_code_writes(template: Template) -> None:
+    ours = [line for line in _dashboard_metrics(template) if line[0] == _runtime.NAMESPACE]
+    assert {name for _, name, _ in ours} == _code_metrics()
+    for _, _, dimensions in ours:
+        assert dimensions == POWERTOOLS_DIMENSIONS
+
+
+def test_the_alarms_name_metrics_the_code_writes(template: Template) -> None:
+    ours = [a for a in _alarm_metrics(template) if a["Namespace"] == _runtime.NAMESPACE]
+    assert {a["MetricName"] for a in ours} <= _code_metrics()
+
+
+def test_the_alarms_use_the_dimensions_powertools_writes(template: Template) -> None:
+    """Powertools adds ``service`` to the default dimensions the handlers set (set_dimensions)."""
+    expected = [
+        {"Name": "Environment", "Value": {"Ref": "EnvironmentName"}},
+        {"Name": "Region", "Value": {"Ref": "AWS::Region"}},
+        {"Name": "service", "Value": _runtime.powertools_metrics.service},
+    ]
+    ours = [a for a in _alarm_metrics(template) if a["Namespace"] == _runtime.NAMESPACE]
+    assert len(ours) >= 4
+    for alarm in ours:
+        assert alarm["Dimensions"] == expected
+
+
+def test_the_alarms_required_by_the_design(template: Template) -> None:
+    alarms = {
+        (a["Properties"].get("Namespace"), a["Properties"].get("MetricName")): a["Properties"]
+        for a in _resources(template, "AWS::CloudWatch::Alarm").values()
+    }
+    assert alarms[("AWS/Lambda", "Errors")]["Dimensions"][0]["Value"] == {"Ref": "TickerFunction"}
+    no_tick = alarms[(_runtime.NAMESPACE, m.TICKS)]
+    assert no_tick["TreatMissingData"] == "breaching"
+    assert no_tick["Period"] * no_tick["EvaluationPeriods"] == 180
+    assert (_runtime.NAMESPACE, m.DISPATCH_ERRORS) in alarms
+    assert ("AWS/SQS", "ApproximateNumberOfMessagesVisible") in alarms
+    assert any(
+        query.get("MetricStat", {}).get("Metric", {}).get("MetricName") == m.RUNS_FAILED
+        for a in alarms.values()
+        for query in a.get("Metrics", [])
+    )
+    for alarm in alarms.values():
+        assert alarm["AlarmActions"] == [{"Ref": "AlarmTopic"}]
+    topic = template["Resources"]["AlarmTopic"]["Properties"]
+    assert topic["KmsMasterKeyId"] == {"Ref": "AlarmKey"}
+
+
+# -- the sample targets ----------------------------------------------------------------------------
+
+
+def test_the_sample_cron_file_names_the_sample_targets(template: Template) -> None:
+    cron = load((ROOT / "samplecode" / "cron.yaml").read_text(encoding="utf-8"))
+    assert cron.ok, cron.lines
+    services = {job.target.service for job in cron.jobs}
+    resources = template["Resources"]
+    deployed = {
+        _sub_defaults(template, resources["SampleReportFunction"]["Properties"]["FunctionName"]),
+        _sub_defaults(template, resources["SampleHeartbeatFunction"]["Properties"]["FunctionName"]),
+        "flow://" + _sub_defaults(template, resources["SampleCleanupFlow"]["Properties"]["Name"]),
+    }
+    assert services == deployed
+
+
+@pytest.mark.parametrize("name", ["SampleReportFunction", "SampleHeartbeatFunction"])
+def test_a_sample_function_hands_its_end_to_the_recorder(template: Template, name: str) -> None:
+    function = template["Resources"][name]
+    destinations = function["Properties"]["EventInvokeConfig"]["DestinationConfig"]
+    recorder = {"Fn::GetAtt": ["RecorderFunction", "Arn"]}
+    assert destinations == {
+        "OnSuccess": {"Type": "Lambda", "Destination": recorder},
+        "OnFailure": {"Type": "Lambda", "Destination": recorder},
+    }
+    role = function["Properties"]["Role"]["Fn::GetAtt"][0]
+    document = template["Resources"][role]["Properties"]["Policies"][0]["PolicyDocument"]
+    assert {
+        "Sid": "Recorder",
+        "Effect": "Allow",
+        "Action": "lambda:InvokeFunction",
+        "Resource": recorder,
+    } in cfn.statements(document)
+    permissions = [
+        p["Properties"] for p in _resources(template, "AWS::Lambda::Permission").values()
+    ]
+    assert {
+        "Action": "lambda:InvokeFunction",
+        "FunctionName": recorder,
+        "Principal": {"Fn::GetAtt": [role, "Arn"]},
+    } in permissions
+
+
+def test_the_recorder_hears_every_flow_the_ticker_may_start(template: Template) -> None:
+    recorder = template["Resources"]["RecorderFunction"]["Properties"]
+    assert recorder["Handler"] == "mini_scheduler.handlers.recorder.handler"
+    (event,) = recorder["Events"].values()
+    assert event["Type"] == "EventBridgeRule"
+    pattern = event["Properties"]["Pattern"]
+    assert pattern["source"] == ["aws.states"]
+    assert pattern["detail-type"] == ["Step Functions Execution Status Change"]
+    assert sorted(pattern["detail"]["status"]) == ["ABORTED", "FAILED", "SUCCEEDED", "TIMED_OUT"]
+    (prefix,) = pattern["detail"]["stateMachineArn"]
+    assert prefix["prefix"]["Fn::Sub"].endswith(":stateMachine:${TargetStateMachinePrefix}")
+    # ...the same state machines the ticker may start.
+    role = template["Resources"]["TickerRole"]["Properties"]["Policies"][0]["PolicyDocument"]
+    (flows,) = [s for s in cfn.statements(role) if s.get("Sid") == "DispatchToFlows"]
+    assert flows["Resource"]["Fn::Sub"] == prefix["prefix"]["Fn::Sub"] + "*"
+
+
+def test_the_sample_flow_is_standard_and_substitutes_what_it_uses(template: Template) -> None:
+    flow = template["Resources"]["SampleCleanupFlow"]["Properties"]
+    assert flow["Type"] == "STANDARD"
+    definition = (ROOT / flow["DefinitionUri"]).read_text(encoding="utf-8")
+    json.loads(definition)
+    used = set(re.findall(r"\$\{(\w+)\}", definition))
+    assert used == set(flow["DefinitionSubstitutions"])
+
+
+def test_the_report_sample_has_its_idempotency_table(template: Template) -> None:
+    report = template["Resources"]["SampleReportFunction"]["Properties"]
+    assert report["Environment"]["Variables"]["IDEMPOTENCY_TABLE"] == {"Ref": "IdempotencyTable"}
+    table = template["Resources"]["IdempotencyTable"]["Properties"]
+    # Powertools' DynamoDBPersistenceLayer defaults: key "id", expiry "expiration".
+    assert table["KeySchema"] == [{"AttributeName": "id", "KeyType": "HASH"}]
+    assert table["TimeToLiveSpecification"] == {"AttributeName": "expiration", "Enabled": True}
+
+
+# -- two regions -----------------------------------------------------------------------------------
+
+
+def test_samconfig_deploys_prod_and_dr_to_two_regions() -> None:
+    config = tomllib.loads((ROOT / "samconfig.toml").read_text(encoding="utf-8"))
+    expected = {
+        "prod": ("us-east-1", "EnvironmentName=prod"),
+        "dr": ("us-west-2", "EnvironmentName=DR"),
+    }
+    for env, (region, overrides) in expected.items():
+        deploy = config[env]["deploy"]["parameters"]
+        assert config[env]["global"]["parameters"]["stack_name"] == "mini-scheduler"
+        assert deploy["region"] == region
+        assert deploy["parameter_overrides"] == overrides
+        assert deploy["capabilities"] == "CAPABILITY_IAM"
+    # A cached build would keep a ticker's old cron file (it is not part of the code's hash).
+    assert config["default"]["build"]["parameters"]["cached"] is False
