@@ -309,7 +309,9 @@ class Ticker:
         )
         held = min(tally.held_at, default=None)
         target = end if held is None else min(end, held)
-        if target > watermark:
+        # A first tick that held its first firing still writes the watermark (at that firing):
+        # without one, the next tick would count itself the region's first and skip the minute.
+        if target > watermark or handled is None:
             self.claims.advance_watermark(scope, target)
         return summary("active")
 
@@ -592,26 +594,37 @@ class Ticker:
             log.info("Job %s skipped - firing %s (%s)", job.name, firing.id, reason)
 
     def _skip_range(self, job: Job, firings: list[datetime], reason: str, tally: _Tally) -> None:
+        # The range's record is keyed by its first firing. When that firing has a record of its
+        # own (a tick that held the watermark behind it claimed it), the store writes nothing:
+        # the range then starts at the next firing, or the rest would have no record at all.
+        first = 0
         try:
-            self.claims.record_skipped_range(
-                job.name,
-                firings[0],
-                firings[-1],
-                len(firings),
-                now=self.clock.now(),
-                reason=str(reason),
-                origin=self.settings.origin,
-            )
+            while first < len(firings):
+                written = self.claims.record_skipped_range(
+                    job.name,
+                    firings[first],
+                    firings[-1],
+                    len(firings) - first,
+                    now=self.clock.now(),
+                    reason=str(reason),
+                    origin=self.settings.origin,
+                )
+                if written is not False:  # None: a store that cannot tell
+                    break
+                first += 1
         except StoreError as exc:
             tally.add("errors")
-            tally.hold(firings[0])
+            tally.hold(firings[first])
             log.error(
                 "Job %s - %d missed firings could not be recorded SKIPPED: %s",
                 job.name,
-                len(firings),
+                len(firings) - first,
                 exc,
             )
             return
+        if first == len(firings):
+            return  # every one of them has a record already
+        firings = firings[first:]
         tally.skip(str(reason), len(firings))
         self.metrics.add(m.skipped(str(reason)), len(firings))
         log.info(

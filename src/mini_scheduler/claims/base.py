@@ -177,8 +177,10 @@ class ClaimStore(Protocol):
         now: datetime,
         reason: str,
         origin: str,
-    ) -> None:
-        """One SKIPPED record for ``count`` firings of ``job`` from ``first`` to ``last``."""
+    ) -> bool | None:
+        """One SKIPPED record for ``count`` firings of ``job`` from ``first`` to ``last``, keyed
+        by the first. False when the first firing already has a record (nothing written: the
+        caller starts the range at the next firing); None from a store that cannot tell."""
         ...
 
     def close(

@@ -575,7 +575,7 @@ class DynamoDBClaimStore:
         now: datetime,
         reason: str,
         origin: str,
-    ) -> None:
+    ) -> bool:
         firing = Firing(job, first)
         item = self._run_item(
             firing,
@@ -599,10 +599,12 @@ class DynamoDBClaimStore:
                 ),
             )
         except ClientError as exc:
-            if _code(exc) != "ConditionalCheckFailedException":
-                raise self._fail("PutItem (skipped range)", exc) from exc
+            if _code(exc) == "ConditionalCheckFailedException":
+                return False
+            raise self._fail("PutItem (skipped range)", exc) from exc
         except BotoCoreError as exc:
             raise self._fail("PutItem (skipped range)", exc) from exc
+        return True
 
     # -- reads -----------------------------------------------------------------------------
 

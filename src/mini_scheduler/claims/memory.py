@@ -198,21 +198,23 @@ class MemoryClaimStore:
         now: datetime,
         reason: str,
         origin: str,
-    ) -> None:
+    ) -> bool:
         with self._lock:
             self.calls += 1
             firing = Firing(job, first)
             key = self._key(firing)
-            if key not in self._runs:
-                self._runs[key] = self._new(
-                    firing,
-                    RunStatus.SKIPPED,
-                    origin,
-                    ended_at=now,
-                    reason=reason,
-                    skipped_until=iso_seconds(last),
-                    skipped_count=count,
-                )
+            if key in self._runs:
+                return False
+            self._runs[key] = self._new(
+                firing,
+                RunStatus.SKIPPED,
+                origin,
+                ended_at=now,
+                reason=reason,
+                skipped_until=iso_seconds(last),
+                skipped_count=count,
+            )
+            return True
 
     def due_runs(self, now: datetime, limit: int = 1000) -> Sequence[RunRecord]:
         with self._lock:
