@@ -1,0 +1,119 @@
+"""AWS for the operator commands: moto, in two regions, each with a state table, a ticker
+function, the sample targets and a stack whose outputs name them."""
+
+from __future__ import annotations
+
+import functools
+import io
+import json
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from mini_scheduler.claims.dynamodb import DynamoDBClaimStore, create_state_table
+
+TABLE = "mini-scheduler-state"
+TICKER = "mini-scheduler-ticker"
+STACK = "mini-scheduler"
+PARAMETER = "/mini-scheduler/active-environment"
+REGIONS = ("us-east-1", "us-west-2")
+ENVIRONMENTS = {"us-east-1": "prod", "us-west-2": "DR"}
+FUNCTIONS = ("mini-scheduler-sample-report", "mini-scheduler-sample-heartbeat")
+FLOW = "mini-scheduler-sample-cleanup"
+
+
+def _zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("app.py", "def handler(event, context):\n    return event\n")
+    return buffer.getvalue()
+
+
+def stack_template(outputs: dict[str, str]) -> str:
+    return json.dumps(
+        {
+            "Resources": {"Handle": {"Type": "AWS::SNS::Topic"}},
+            "Outputs": {key: {"Value": value} for key, value in outputs.items()},
+        }
+    )
+
+
+@functools.cache
+def client(service: str, region: str = "us-east-1") -> Any:
+    """A client made once for the whole run (making one is slow; moto answers whichever mock
+    is active)."""
+    return _session().client(service, region_name=region)  # type: ignore[call-overload]
+
+
+@functools.cache
+def _session() -> boto3.session.Session:
+    return boto3.session.Session()
+
+
+@dataclass
+class Aws:
+    def client(self, service: str, region: str = "us-east-1") -> Any:
+        return client(service, region)
+
+    def store(self, region: str = "us-east-1") -> DynamoDBClaimStore:
+        return DynamoDBClaimStore(TABLE, self.client("dynamodb", region))
+
+    def items(self, region: str = "us-east-1") -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = self.client("dynamodb", region).scan(TableName=TABLE)["Items"]
+        return items
+
+    def active(self, region: str, parameter: str = PARAMETER) -> str:
+        answer = self.client("ssm", region).get_parameter(Name=parameter)
+        return str(answer["Parameter"]["Value"])
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(key, value)
+    for key in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ACCOUNT_ID"):
+        monkeypatch.delenv(key, raising=False)
+    with mock_aws(config={"lambda": {"use_docker": False}}):
+        role = client("iam").create_role(
+            RoleName="mini-scheduler-test", AssumeRolePolicyDocument="{}"
+        )["Role"]["Arn"]
+        for region in REGIONS:
+            create_state_table(client("dynamodb", region), TABLE)
+            lambda_client = client("lambda", region)
+            for name in (TICKER, *FUNCTIONS):
+                lambda_client.create_function(
+                    FunctionName=name,
+                    Runtime="python3.13",
+                    Role=role,
+                    Handler="app.handler",
+                    Code={"ZipFile": _zip()},
+                )
+            client("stepfunctions", region).create_state_machine(
+                name=FLOW,
+                roleArn=role,
+                definition=json.dumps(
+                    {"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}}
+                ),
+            )
+            client("cloudformation", region).create_stack(
+                StackName=STACK,
+                TemplateBody=stack_template(
+                    {
+                        "StateTableName": TABLE,
+                        "TickerFunctionName": TICKER,
+                        "ActiveEnvironmentParameter": PARAMETER,
+                        "EnvironmentName": ENVIRONMENTS[region],
+                    }
+                ),
+            )
+        yield Aws()
