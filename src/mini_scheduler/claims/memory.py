@@ -100,15 +100,16 @@ class MemoryClaimStore:
                     current, status=RunStatus.DISPATCHED, started_at=now, deadline=deadline
                 )
             state = self._jobs.get(firing.job) or JobState(firing.job)
+            ended = current is not None and not current.status.open
             self._jobs[firing.job] = replace(
                 state,
                 service=start.service,
                 schedule=start.schedule,
                 parameters=copy.deepcopy(dict(start.parameters)),
                 start=now,
-                end=None,
+                end=current.ended_at if ended and current else None,
                 last_firing_id=firing.id,
-                last_status=RunStatus.DISPATCHED,
+                last_status=current.status if ended and current else RunStatus.DISPATCHED,
             )
 
     def _finish(

@@ -370,7 +370,7 @@ class MongoDBClaimStore:
         self.ensure_indexes()
         try:
             # A run already closed (a very fast target) or taken over stays as it is.
-            self.runs.update_one(
+            marked = self.runs.update_one(
                 {"_id": firing.id, "status": str(RunStatus.CLAIMED)},
                 {
                     "$set": {
@@ -382,22 +382,27 @@ class MongoDBClaimStore:
             )
         except PyMongoError as exc:
             raise self._fail("update (mark dispatched)", RUNS, exc) from exc
+        fields: dict[str, Any] = {
+            "service": start.service,
+            "schedule": start.schedule,
+            "parameters": dict(start.parameters),
+            "start": _ms(now),
+            "lastFiringId": firing.id,
+            "lastStatus": str(RunStatus.DISPATCHED),
+        }
+        change: dict[str, Any] = {"$set": fields, "$unset": {"end": ""}}
+        if marked.matched_count == 0:
+            # Not CLAIMED any more: a closed run's end goes to the job's latest state; a run
+            # taken over is marked by its new claimer.
+            run_now = self.run(firing.id)
+            if run_now is None or run_now.status.open:
+                return
+            fields["lastStatus"] = str(run_now.status)
+            if run_now.ended_at is not None:
+                fields["end"] = _ms(run_now.ended_at)
+                change = {"$set": fields}
         try:
-            self.states.update_one(
-                {"_id": firing.job},
-                {
-                    "$set": {
-                        "service": start.service,
-                        "schedule": start.schedule,
-                        "parameters": dict(start.parameters),
-                        "start": _ms(now),
-                        "lastFiringId": firing.id,
-                        "lastStatus": str(RunStatus.DISPATCHED),
-                    },
-                    "$unset": {"end": ""},
-                },
-                upsert=True,
-            )
+            self.states.update_one({"_id": firing.job}, change, upsert=True)
         except PyMongoError as exc:
             # The run says DISPATCHED, which is what keeps a takeover from dispatching it again.
             log.warning(
