@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from mini_scheduler.ticker import Ticker
 
 # Adaptive retries with backoff: throttling and 5xx are retried by the SDK, bounded per call.
-RETRIES: Any = {"mode": "adaptive", "max_attempts": 5}
+RETRIES: Any = {"mode": "adaptive", "total_max_attempts": 5}  # 5 attempts: 1 + 4 retries
 
 
 def client_config(pool: int = 64) -> Config:
