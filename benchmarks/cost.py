@@ -1,0 +1,308 @@
+"""The cost model: a region's monthly bill for the scheduler, from what this run counted.
+
+Nothing here is a measured price: the prices are us-east-1 list prices, written down with their
+source and the date they were taken, and they must be checked before anyone quotes the result.
+What the run measured is everything else: requests per tick and per firing (botocore's
+``before-call``), write units per firing (item sizes read back, sized by DynamoDB's rules), the
+tick's wall and CPU time as its firings grow, the recorder's time per run, and the bytes the
+handlers log (JSON lines, EMF metrics).
+
+A month is 730 hours: 43,800 ticks (one a minute). Jobs firing hourly are spread over the hour
+(n/60 firings a tick); every minute, all n fire in every tick. Past FANOUT_THRESHOLD a tick fans
+out to FANOUT_SHARDS invocations of its own. TICK_LEAD_SECONDS=60 makes every tick that has a
+firing due wait for it (the firings at second 0 of the next minute: ~60 s per invocation; each
+shard waits too); a tick with nothing due returns at once.
+
+Lambda time is billed on the larger of the measured wall time and the CPU time the tick needs
+at the function's share of a vCPU (memory / 1,769 MB): a CPU-bound tick runs slower at 256 MB
+than on this machine. Not included: the targets' own cost (the same with either scheduler), the
+free tiers of Lambda and DynamoDB, CloudWatch alarms and dashboard (fixed, a few dollars), SSM
+GetParameter (standard throughput is free; the bench reads the environment from DynamoDB).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from benchmarks.accounting import Accounting
+from benchmarks.table import Row, dollars
+from benchmarks.throughput import VCPU_MB, Results
+
+PRICES_TAKEN = (
+    "us-east-1 list prices as published in 2025 (DynamoDB on-demand after its 2024-11-01 cut), "
+    "written down on 2026-11-30 without internet access"
+)
+PRICES = {
+    # name: (USD, unit, source)
+    "lambda_request": (0.20 / 1e6, "per request", "https://aws.amazon.com/lambda/pricing/"),
+    "lambda_gb_second": (
+        0.0000166667,
+        "per GB-second, x86",
+        "https://aws.amazon.com/lambda/pricing/",
+    ),
+    "dynamodb_wru": (
+        0.625 / 1e6,
+        "per write request unit, on-demand",
+        "https://aws.amazon.com/dynamodb/pricing/on-demand/",
+    ),
+    "dynamodb_rru": (
+        0.125 / 1e6,
+        "per read request unit, on-demand",
+        "https://aws.amazon.com/dynamodb/pricing/on-demand/",
+    ),
+    "dynamodb_gb_month": (
+        0.25,
+        "per GB-month stored (Standard table class)",
+        "https://aws.amazon.com/dynamodb/pricing/on-demand/",
+    ),
+    "scheduler_invocation": (
+        1.00 / 1e6,
+        "per EventBridge Scheduler invocation after 14M free a month",
+        "https://aws.amazon.com/eventbridge/pricing/",
+    ),
+    "logs_gb": (
+        0.50,
+        "per GB ingested, CloudWatch Logs Standard",
+        "https://aws.amazon.com/cloudwatch/pricing/",
+    ),
+}
+SCHEDULER_FREE = 14_000_000  # EventBridge Scheduler invocations free each month (per account)
+HOURS = 730
+TICKS = HOURS * 60
+GB = 1024**3
+ITEM_OVERHEAD = 100  # bytes DynamoDB adds to each item for storage
+# START, END and REPORT lines Lambda writes for every invocation (text format), sized from a
+# typical REPORT line at 256 MB.
+PLATFORM_LINES = (
+    "START RequestId: 0f3c2b1a-1111-2222-3333-444455556666 Version: $LATEST\n"
+    "END RequestId: 0f3c2b1a-1111-2222-3333-444455556666\n"
+    "REPORT RequestId: 0f3c2b1a-1111-2222-3333-444455556666\tDuration: 41.27 ms\t"
+    "Billed Duration: 42 ms\tMemory Size: 256 MB\tMax Memory Used: 98 MB\t\n"
+)
+
+
+def price(name: str) -> float:
+    return PRICES[name][0]
+
+
+@dataclass(frozen=True)
+class Scenario:
+    jobs: int
+    every_minute: bool
+    lead: int  # TICK_LEAD_SECONDS
+
+    @property
+    def label(self) -> str:
+        rhythm = "every minute" if self.every_minute else "hourly"
+        return f"{self.jobs:,} jobs {rhythm}, lead {self.lead}"
+
+    @property
+    def firings(self) -> float:
+        """Firings a month."""
+        return self.jobs * HOURS * (60 if self.every_minute else 1)
+
+    @property
+    def per_tick(self) -> float:
+        return self.jobs if self.every_minute else self.jobs / 60
+
+    @property
+    def busy(self) -> float:
+        """The share of ticks with at least one firing due (hourly jobs spread over the hour)."""
+        return 1.0 if self.every_minute else 1 - (59 / 60) ** self.jobs
+
+
+SCENARIOS = tuple(
+    Scenario(jobs, minute, lead)
+    for jobs in (100, 10_000)
+    for minute in (False, True)
+    for lead in (0, 60)
+)
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What the run measured, in the units the model needs."""
+
+    memory_mb: int
+    wall_empty: float  # s, a tick with nothing due
+    wall_per_firing: float  # s, marginal
+    cpu_empty: float
+    cpu_per_firing: float
+    parent_wall: float  # s, a fan-out parent tick
+    parent_cpu: float
+    fanout_threshold: int
+    shards: int
+    tick_requests: int
+    firing_requests: float
+    wru_per_firing: int
+    wru_per_tick: int
+    rru_per_tick: float
+    run_item_bytes: int  # the run record as it stays for RUN_TTL_DAYS
+    ticker_log_bytes_per_firing: float
+    tick_log_bytes: float  # an empty tick's lines and EMF
+    recorder_wall: float  # s per recorder invocation, measured
+    recorder_cpu: float  # CPU s per recorder invocation, measured
+    recorder_log_bytes: float  # per firing: JSON lines + EMF
+    platform_log_bytes: int  # per invocation
+    run_ttl_days: int = 30
+
+    @property
+    def vcpu(self) -> float:
+        return self.memory_mb / VCPU_MB
+
+    @property
+    def recorder_seconds(self) -> float:
+        """Billed seconds of one recorder invocation."""
+        return max(self.recorder_wall, self.recorder_cpu / self.vcpu)
+
+    def tick_seconds(self, firings: float) -> float:
+        """Billed seconds of one ticker invocation dispatching ``firings``."""
+        wall = self.wall_empty + self.wall_per_firing * firings
+        cpu = self.cpu_empty + self.cpu_per_firing * firings
+        return max(wall, cpu / self.vcpu)
+
+
+def inputs(results: Results, accounting: Accounting, memory_mb: int) -> Inputs:
+    empty = results.best(results.empty)
+    large = results.best(results.concurrent[results.largest])
+    cpu_empty = min(r.cpu for r in results.empty)
+    fanned = results.default_fanout
+    parent = min(fanned.parent, key=lambda r: r.wall) if fanned else empty
+    spec = results.plan.fanout
+    per_firing = results.per_firing_calls()
+    acc = accounting
+    return Inputs(
+        memory_mb=memory_mb,
+        wall_empty=empty.wall,
+        wall_per_firing=max(0.0, large.wall - empty.wall) / large.firings,
+        cpu_empty=cpu_empty,
+        cpu_per_firing=results.cpu_per_firing(),
+        parent_wall=parent.wall,
+        parent_cpu=parent.cpu,
+        fanout_threshold=spec.threshold if spec else 2000,
+        shards=spec.shards if spec else 8,
+        tick_requests=sum(empty.calls.values()),
+        firing_requests=sum(per_firing.values()),
+        wru_per_firing=acc.units.per_firing,
+        wru_per_tick=acc.units.tick_writes,
+        rru_per_tick=acc.units.tick_reads,
+        run_item_bytes=acc.sizes.ended + ITEM_OVERHEAD,
+        ticker_log_bytes_per_firing=acc.ticker_log_bytes,
+        tick_log_bytes=empty.log_bytes + empty.emf_bytes,
+        recorder_wall=acc.recorder_wall,
+        recorder_cpu=acc.recorder_cpu,
+        recorder_log_bytes=acc.recorder_log_bytes + acc.recorder_emf_bytes,
+        platform_log_bytes=len(PLATFORM_LINES.encode()),
+    )
+
+
+@dataclass(frozen=True)
+class Bill:
+    scenario: Scenario
+    ticker: float  # Lambda: requests and GB-seconds of the ticks (and shards)
+    recorder: float  # Lambda: one invocation per run
+    dynamodb: float  # writes, reads, storage of RUN_TTL_DAYS of runs
+    logs: float
+    schedule: float  # the ticker's own EventBridge Scheduler schedule
+    eventbridge: float  # the alternative: one EventBridge Scheduler schedule per job
+    invocations: float  # ticker invocations a month
+    gb_seconds: float
+
+    @property
+    def total(self) -> float:
+        return self.ticker + self.recorder + self.dynamodb + self.logs + self.schedule
+
+
+def bill(s: Scenario, i: Inputs) -> Bill:
+    gb = i.memory_mb / 1024
+    fans_out = s.per_tick > i.fanout_threshold
+    wait = float(s.lead) * s.busy  # each invocation with a firing due waits for it
+    if fans_out:
+        share = s.per_tick / i.shards
+        per_tick = max(i.parent_wall, i.parent_cpu / i.vcpu) + i.shards * (
+            i.tick_seconds(share) + wait
+        )
+        invocations = TICKS * (1 + i.shards)
+    else:
+        per_tick = i.tick_seconds(s.per_tick) + wait
+        invocations = TICKS
+    gb_seconds = TICKS * per_tick * gb
+    ticker = invocations * price("lambda_request") + gb_seconds * price("lambda_gb_second")
+    recorder = s.firings * (
+        price("lambda_request") + i.recorder_seconds * gb * price("lambda_gb_second")
+    )
+    writes = s.firings * i.wru_per_firing + TICKS * i.wru_per_tick
+    stored = s.firings / (HOURS / 24) * i.run_ttl_days * i.run_item_bytes / GB
+    dynamodb = (
+        writes * price("dynamodb_wru")
+        + TICKS * i.rru_per_tick * price("dynamodb_rru")
+        + stored * price("dynamodb_gb_month")
+    )
+    log_bytes = (
+        s.firings * (i.ticker_log_bytes_per_firing + i.recorder_log_bytes + i.platform_log_bytes)
+        + TICKS * i.tick_log_bytes
+        + invocations * i.platform_log_bytes
+    )
+    logs = log_bytes / GB * price("logs_gb")
+    schedule = max(0.0, TICKS - SCHEDULER_FREE) * price("scheduler_invocation")
+    eventbridge = max(0.0, s.firings - SCHEDULER_FREE) * price("scheduler_invocation")
+    return Bill(s, ticker, recorder, dynamodb, logs, schedule, eventbridge, invocations, gb_seconds)
+
+
+def bills(i: Inputs) -> list[Bill]:
+    return [bill(s, i) for s in SCENARIOS]
+
+
+def rows(i: Inputs) -> list[Row]:
+    out = []
+    for b in bills(i):
+        ratio = f"{b.total / b.eventbridge:.1f}x" if b.eventbridge > 0 else "- (EB free tier)"
+        out.append(
+            Row(
+                "5 cost",
+                f"$/month/region, {b.scenario.label} ({b.scenario.firings / 1e6:,.2f}M firings)",
+                dollars(b.total),
+                f"EventBridge Scheduler: {dollars(b.eventbridge)}",
+                ratio,
+            )
+        )
+    return out
+
+
+def model_lines(i: Inputs, accounting: Accounting) -> list[str]:
+    """The cost model's inputs and breakdown, for the README to quote."""
+    sizes, units = accounting.sizes, accounting.units
+    lines = [
+        f"Cost model (us-east-1, 730 h/month, ticker and recorder at {i.memory_mb} MB x86, "
+        f"{i.vcpu:.3f} vCPU; {PRICES_TAKEN}: check them before quoting):",
+        f"  per tick: {i.tick_requests} requests, {i.wru_per_tick} WRU + {i.rru_per_tick} RRU, "
+        f"{i.wall_empty * 1000:.0f} ms wall / {i.cpu_empty * 1000:.0f} ms CPU, "
+        f"{i.tick_log_bytes:.0f} B of logs",
+        f"  per firing: {i.firing_requests:.2f} requests on the hot path; "
+        f"{units.per_firing} WRU = claim {units.claim} + mark {units.mark} + recorder close "
+        f"{units.close} (items: claimed {sizes.claimed} B, dispatched {sizes.dispatched} B, "
+        f"ended {sizes.ended} B, job state {max(sizes.state_started, sizes.state_ended)} B); "
+        f"ticker {i.wall_per_firing * 1000:.1f} ms wall / {i.cpu_per_firing * 1000:.1f} ms CPU; "
+        f"recorder {i.recorder_seconds * 1000:.0f} ms billed; logs "
+        f"{i.ticker_log_bytes_per_firing + i.recorder_log_bytes + i.platform_log_bytes:.0f} B "
+        f"(ticker {i.ticker_log_bytes_per_firing:.0f}, recorder {i.recorder_log_bytes:.0f}, "
+        f"Lambda platform {i.platform_log_bytes}); storage {i.run_item_bytes} B for "
+        f"{i.run_ttl_days} days",
+        "",
+        f"  {'scenario':<34} {'ticker':>9} {'recorder':>9} {'DynamoDB':>9} {'logs':>9} "
+        f"{'schedule':>9} {'total':>10} | {'EB Scheduler':>12} | {f'total @{VCPU_MB} MB':>15}",
+    ]
+    at_vcpu = bills(dataclasses.replace(i, memory_mb=VCPU_MB))
+    lines.extend(
+        f"  {b.scenario.label:<34} {dollars(b.ticker):>9} {dollars(b.recorder):>9} "
+        f"{dollars(b.dynamodb):>9} {dollars(b.logs):>9} {dollars(b.schedule):>9} "
+        f"{dollars(b.total):>10} | {dollars(b.eventbridge):>12} | {dollars(v.total):>15}"
+        for b, v in zip(bills(i), at_vcpu, strict=True)
+    )
+    lines.append("  prices:")
+    lines.extend(
+        f"    {name}: ${value:.10g} {unit} ({source})"
+        for name, (value, unit, source) in PRICES.items()
+    )
+    return lines
