@@ -15,6 +15,8 @@ help:
 	@echo "make lint    ruff and mypy"
 	@echo "make bench   benchmarks, each figure next to a baseline measured in the same run"
 	@echo "make validate-template   cfn-lint and sam validate --lint (offline)"
+	@echo "make security   checkov on template.yaml and bandit on src (offline)"
+	@echo "make audit   pip-audit on the runtime dependencies (asks a live advisory database)"
 	@echo "make build   sam build without Docker (CRON_YAML=path/to/cron.yaml)"
 	@echo "make deploy-prod / deploy-dr   build, then deploy us-east-1 / us-west-2"
 
@@ -89,9 +91,51 @@ deploy-prod: build
 deploy-dr: build
 	$(SAM) deploy --config-env dr $(DEPLOY_ARGS)
 
+# checkov, bandit and pip-audit live in their own virtual environment too: checkov pins many
+# packages (boto3 among them) that .venv must not get. `make test` installs them and runs checkov
+# and bandit through tests/security/ (offline); `make security` runs them alone; `make audit`
+# asks a live advisory database about the runtime dependencies (network: not part of make test).
+SEC_VENV          := .venv-sec
+CHECKOV_VERSION   := 3.3.30
+BANDIT_VERSION    := 1.9.4
+PIP_AUDIT_VERSION := 2.10.1
+SEC_STAMP         := $(SEC_VENV)/.installed-checkov-$(CHECKOV_VERSION)-bandit-$(BANDIT_VERSION)-pip-audit-$(PIP_AUDIT_VERSION)
+# checkov offline: no policy or mapping download from the Prisma Cloud platform, no PyPI check
+# for a newer checkov (tests/security/test_checkov.py checks that it opens no connection at all).
+CHECKOV_ENV  := BC_SKIP_MAPPING=TRUE CKV_SKIP_PACKAGE_UPDATE_CHECK=true
+CHECKOV_ARGS := --file template.yaml --framework cloudformation secrets --skip-download --compact --quiet
+# Extra arguments for pip-audit (e.g. AUDIT_ARGS='--vulnerability-service osv').
+AUDIT_ARGS ?=
+
+.PHONY: security-tools security audit
+
+$(SEC_STAMP):
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "the security tools venv needs Python 3.11 or later; set PYTHON=/path/to/python3.11")'
+	$(PYTHON) -m venv $(SEC_VENV)
+	@echo '*' > $(SEC_VENV)/.gitignore
+	$(SEC_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SEC_VENV)/bin/python -m pip install --quiet checkov==$(CHECKOV_VERSION) bandit==$(BANDIT_VERSION) pip-audit==$(PIP_AUDIT_VERSION)
+	@touch $(SEC_STAMP)
+
+security-tools: $(SEC_STAMP)
+
+# checkov on template.yaml (a check that does not fit is skipped in the resource's Metadata, with
+# the reason written there) and bandit on src (a finding that is not one is marked # nosec <id>
+# with the reason beside it). Offline; about 10 seconds.
+security: $(SEC_STAMP)
+	$(CHECKOV_ENV) $(SEC_VENV)/bin/checkov $(CHECKOV_ARGS)
+	$(SEC_VENV)/bin/bandit --recursive --quiet src
+
+# Known vulnerabilities in the runtime dependencies: what the functions ship (src/requirements.txt,
+# fully pinned) and what pyproject.toml's dependencies resolve to today. --strict: a package the
+# advisory service cannot answer for fails the audit instead of passing unaudited.
+audit: $(SEC_STAMP)
+	$(SEC_VENV)/bin/pip-audit --strict --progress-spinner off --no-deps --disable-pip --requirement src/requirements.txt $(AUDIT_ARGS)
+	$(SEC_VENV)/bin/pip-audit --strict --progress-spinner off . $(AUDIT_ARGS)
+
 PYTEST_ARGS ?= -n auto
 
-test: $(STAMP) emulator-tools sam-tools lint
+test: $(STAMP) emulator-tools sam-tools security-tools lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)

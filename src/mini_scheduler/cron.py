@@ -117,7 +117,7 @@ class _QuartzParser:
         self.last_day_offset = 0
         self.every_year = False  # '*' (or '*/1') in the year field, kept as a flag, not a set
         self.field = 0
-        self.token = ""
+        self.token = ""  # nosec B105 # the parser's current token, not a password
 
     def build(self, expression: str) -> None:
         tokens = [t for t in re.split(r"[ \t]+", expression) if t]

@@ -835,8 +835,8 @@ def _read_entry(
 
     if reasons:
         return entry
-    assert isinstance(name, str) and isinstance(statement, str) and isinstance(zone, str)
-    assert expression is not None and tz is not None and target is not None
+    assert isinstance(name, str) and isinstance(statement, str) and isinstance(zone, str)  # nosec B101 # type narrowing: no reason left means each is set
+    assert expression is not None and tz is not None and target is not None  # nosec B101 # type narrowing, as above
     entry.job = Job(
         name=name,
         statement=statement,
@@ -1016,7 +1016,7 @@ def load(
             )
             continue
         problems.extend(Problem("warning", warning, number) for warning in entry.warnings)
-        assert entry.job is not None
+        assert entry.job is not None  # nosec B101 # type narrowing: no reason means a job
         loaded.append(entry.job)
 
     return CronFile(

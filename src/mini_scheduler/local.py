@@ -89,7 +89,7 @@ SAMPLECODE: Final = _samplecode()
 def local_environment() -> dict[str, str | None]:
     """What the local run sets in its own environment (None: removed): dummy credentials and a
     region, no profile or config file, and no endpoint that would send a call past moto."""
-    changes: dict[str, str | None] = {
+    changes: dict[str, str | None] = {  # nosec B105 # moto's dummy credentials, local run only
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_SESSION_TOKEN": "testing",

@@ -162,7 +162,7 @@ class ZoneTimeline:
 
     def offset_at(self, instant: int) -> int:
         offset = datetime.fromtimestamp(instant, self.zone).utcoffset()
-        assert offset is not None
+        assert offset is not None  # nosec B101 # type narrowing: a ZoneInfo always has one
         return offset.days * 86400 + offset.seconds
 
     def _transitions(self, year: int) -> list[Transition]:
