@@ -36,6 +36,7 @@ file. Decisions where the spec is silent:
 
 from __future__ import annotations
 
+import decimal
 import difflib
 import hashlib
 import json
@@ -93,7 +94,17 @@ DEFAULT_MISFIRE_GRACE: Final = 3600
 MAX_MISFIRE_GRACE: Final = 7 * 86400
 DEFAULT_MISFIRE_MAX: Final = 100
 MAX_MISFIRE_MAX: Final = 10_000
-MAX_PARAMETER_DEPTH: Final = MAX_DEPTH
+MAX_PARAMETER_DEPTH: Final = MAX_DEPTH - 1
+"""Lists and maps nested in the parameters: DynamoDB stores 32 levels, the parameters map is the
+item's first."""
+_DYNAMODB_NUMBERS: Final = decimal.Context(
+    prec=38,
+    Emin=-128,
+    Emax=126,
+    traps=[decimal.Clamped, decimal.Overflow, decimal.Inexact, decimal.Rounded, decimal.Underflow],
+)
+_DYNAMODB_LARGEST: Final = decimal.Decimal("1E126")
+_DYNAMODB_SMALLEST: Final = decimal.Decimal("1E-130")
 
 LAMBDA_ASYNC_PAYLOAD_LIMIT: Final = 1_048_576
 """An asynchronous (``InvocationType=Event``) Lambda invoke carries at most 1 MB."""
@@ -335,12 +346,21 @@ def _limit_reason(kind: Literal["lambda", "flow"]) -> str:
 
 def _json_problem(value: object, path: str, depth: int) -> str | None:
     """Why ``value`` cannot travel as JSON, or None."""
-    if value is None or isinstance(value, bool | str | int):
+    if value is None or isinstance(value, bool | str):
         return None
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return None
+    if isinstance(value, float) and not math.isfinite(value):
         return f"parameter {path} is {value!r}, which JSON cannot carry"
+    if isinstance(value, int | float):
+        try:
+            number = _DYNAMODB_NUMBERS.create_decimal(json.dumps(value))
+        except decimal.DecimalException:
+            number = _DYNAMODB_LARGEST
+        if number and not _DYNAMODB_SMALLEST <= abs(number) < _DYNAMODB_LARGEST:
+            return (
+                f"parameter {path} is {str(value)[:40]}, a number DynamoDB cannot store (at most "
+                "38 digits, from 1E-130 to 9.99E+125): write it as text"
+            )
+        return None
     if depth >= MAX_PARAMETER_DEPTH:
         return f"parameter {path} nests deeper than {MAX_PARAMETER_DEPTH} levels"
     if isinstance(value, list):
@@ -353,6 +373,8 @@ def _json_problem(value: object, path: str, depth: int) -> str | None:
         for key, item in value.items():
             if not isinstance(key, str):
                 return f"parameter {path} has a key {key!r} that is not text: quote it"
+            if not key:
+                return f"parameter {path} has an empty key, which DynamoDB cannot store"
             found = _json_problem(item, f"{path}.{key}", depth + 1)
             if found:
                 return found
@@ -376,6 +398,8 @@ def check_parameters_fit(target: Target, parameters: Mapping[str, Any]) -> str |
     for key, value in plain.items():
         if not isinstance(key, str):
             return f"parameters have a key {key!r} that is not text: quote it"
+        if not key:
+            return "parameters have an empty key, which DynamoDB cannot store"
         found = _json_problem(value, key, 1)
         if found:
             return found
@@ -390,7 +414,29 @@ def check_parameters_fit(target: Target, parameters: Mapping[str, Any]) -> str |
             f"parameters take {size} bytes as JSON, more than the {limit} a {label} target "
             f"allows ({_limit_reason(target.kind)})"
         )
+    stored = sum(len(key.encode()) + _dynamodb_size(value) for key, value in plain.items())
+    if stored > DYNAMODB_ITEM_LIMIT - DISPATCH_RESERVE:
+        return (
+            f"parameters take {stored} bytes in DynamoDB, more than the "
+            f"{DYNAMODB_ITEM_LIMIT - DISPATCH_RESERVE} the item that records the run allows"
+        )
     return None
+
+
+def _dynamodb_size(value: object) -> int:
+    """DynamoDB's size of a value (its documented item size rules, near enough)."""
+    if value is None or isinstance(value, bool):
+        return 1
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogatepass"))
+    if isinstance(value, int | float):
+        digits = len(decimal.Decimal(json.dumps(value)).normalize().as_tuple().digits)
+        return (digits + 1) // 2 + 1
+    if isinstance(value, list):
+        return 3 + sum(_dynamodb_size(item) + 1 for item in value)
+    if isinstance(value, dict):
+        return 3 + sum(len(str(k).encode()) + _dynamodb_size(v) + 1 for k, v in value.items())
+    return 0
 
 
 def _compact_json(value: object) -> str:
@@ -765,7 +811,7 @@ def _read_entry(
         try:
             tz = get_zone(zone)
         except UnknownTimeZoneError:
-            reasons.append(f"unknown time zone {zone!r}")
+            reasons.append(f"unknown time zone {zone[:64]!r}")
         else:
             if is_fixed_offset(zone):
                 entry.warnings.append(

@@ -51,8 +51,11 @@ def parse_instant(text: str) -> datetime:
     """An ISO-8601 instant with a zone (``Z`` or an offset) as an aware UTC datetime."""
     moment = datetime.fromisoformat(text.strip())
     if moment.tzinfo is None:
-        raise ValueError(f"{text!r} has no time zone; write it in UTC with a trailing Z")
-    return moment.astimezone(UTC)
+        raise ValueError(f"{text[:60]!r} has no time zone; write it in UTC with a trailing Z")
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(f"{text[:60]!r} is out of range: its UTC time is past year 9999") from None
 
 
 def floor_minute(moment: datetime) -> datetime:
@@ -112,12 +115,12 @@ def firing_from_id(firing_id: str) -> Firing:
     """The firing a firing id names (ValueError when it is not one of ours)."""
     job, sep, rest = firing_id.rpartition("@")
     if not sep or not job:
-        raise ValueError(f"{firing_id!r} is not a firing id (<job>@<instant>)")
+        raise ValueError(f"{firing_id[:100]!r} is not a firing id (<job>@<instant>)")
     manual = _MANUAL.fullmatch(rest)
     if manual:
         return Firing(job, parse_instant(manual["at"]), True, manual["nonce"])
     if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", rest):
-        raise ValueError(f"{firing_id!r} is not a firing id (<job>@<instant>)")
+        raise ValueError(f"{firing_id[:100]!r} is not a firing id (<job>@<instant>)")
     return Firing(job, parse_instant(rest))
 
 

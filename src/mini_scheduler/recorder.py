@@ -22,8 +22,9 @@ from mini_scheduler import metrics as m
 from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.clock import Clock
 from mini_scheduler.errors import EventError
+from mini_scheduler.jobs import name_problem
 from mini_scheduler.metrics import Metrics, RecordingMetrics
-from mini_scheduler.model import RunStatus, firing_from_id, iso_seconds, parse_instant
+from mini_scheduler.model import RunStatus, firing_from_id, iso_seconds, job_of, parse_instant
 
 log = logging.getLogger("mini_scheduler.recorder")
 
@@ -64,10 +65,16 @@ def _firing_id_from_execution_name(name: str) -> str | None:
 def _firing_id(candidate: Any, where: str) -> str:
     if not isinstance(candidate, str) or not candidate:
         raise EventError(f"{where} has no firingId: not a firing dispatched by mini-scheduler")
+    job = job_of(candidate)
+    problem = "job name longer than 64 characters" if len(job) > 64 else name_problem(job)
+    if problem:
+        raise EventError(
+            f"{where}: firingId {candidate[:100]!r} does not name a job ({problem[:120]})"
+        )
     try:
         firing_from_id(candidate)
     except ValueError as exc:
-        raise EventError(f"{where}: {exc}") from None
+        raise EventError(f"{where}: {str(exc)[:200]}") from None
     return candidate
 
 
@@ -110,8 +117,9 @@ def _from_lambda_destination(event: Mapping[str, Any], context: Mapping[str, Any
         raise EventError("Lambda destination record without requestPayload")
     firing_id = _firing_id(request.get("firingId"), "requestPayload")
     response = event.get("responsePayload")
-    failed = condition != "Success" or bool(
-        (event.get("responseContext") or {}).get("functionError")
+    response_context = event.get("responseContext")
+    failed = condition != "Success" or (
+        isinstance(response_context, Mapping) and bool(response_context.get("functionError"))
     )
     ended = _when(event.get("timestamp"))
     if failed:
@@ -142,17 +150,21 @@ def _from_step_functions(event: Mapping[str, Any]) -> Completion | None:
     if not firing_id:
         firing_id = _firing_id_from_execution_name(str(detail.get("name", "")))
     firing_id = _firing_id(firing_id, "Step Functions execution")
-    stop = detail.get("stopDate")
-    ended = (
-        datetime.fromtimestamp(stop / 1000, UTC)
-        if isinstance(stop, (int, float))
-        else _when(event.get("time"))
-    )
+    ended = _from_millis(detail.get("stopDate")) or _when(event.get("time"))
     error = None
     if _SFN_ENDS[status] is not RunStatus.SUCCEEDED:
         parts = [str(p) for p in (detail.get("error"), detail.get("cause")) if p]
         error = (": ".join(parts) or status)[:_ERROR_LIMIT]
     return Completion(firing_id, _SFN_ENDS[status], ended, error, "stepfunctions")
+
+
+def _from_millis(value: Any) -> datetime | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return datetime.fromtimestamp(value / 1000, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
 
 
 def _when(value: Any) -> datetime | None:

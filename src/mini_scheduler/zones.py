@@ -46,14 +46,14 @@ _ZERO_OFFSET_NAMES = frozenset(
 
 
 def _zone_file(name: str) -> bytes:
-    if not _ZONE_NAME.fullmatch(name) or ".." in name:
+    if len(name) > 64 or not _ZONE_NAME.fullmatch(name) or ".." in name:
         raise UnknownTimeZoneError(name)
     node = resources.files("tzdata.zoneinfo")
     for part in name.split("/"):
         node = node.joinpath(part)
     try:
         data = node.read_bytes()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError) as exc:
+    except OSError as exc:  # not found, a directory, a name the file system refuses
         raise UnknownTimeZoneError(name) from exc
     if not data.startswith(b"TZif"):
         raise UnknownTimeZoneError(name)

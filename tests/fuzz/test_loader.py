@@ -19,7 +19,6 @@ CronFileError naming the source, and within a bound (no hang).
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -31,31 +30,17 @@ from hypothesis import strategies as st
 from mini_scheduler.errors import CronFileError
 from mini_scheduler.jobs import MAX_FILE_BYTES, load
 from tests.conftest import ROOT
-from tests.fuzz.known import BY_NAME, known
 from tests.jobs.test_file import check
 
 SAMPLE = (ROOT / "samplecode" / "cron.yaml").read_text(encoding="utf-8")
 SAMPLE_DATA: dict[str, Any] = yaml.safe_load(SAMPLE)
-SECONDS = 20.0
-"""The bound on loading one file. The worst files here take a few seconds on this machine: most
-of it is PyYAML composing 100,000 nodes in pure Python (a ticker with 256 MB of memory has a
-fraction of a CPU: a file that big costs it once per version, not per tick)."""
-
 DEFAULT = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SLOW = settings(DEFAULT, max_examples=1000)
 
 
-def loads_or_refuses(text: str | bytes, seconds: float = SECONDS) -> None:
-    """``check(text)`` (a consistent file, or CronFileError), within ``seconds``; a crash
-    already reported in tests/fuzz/known.py passes."""
-    started = time.perf_counter()
-    try:
-        check(text)
-    except Exception as exc:
-        if known(exc) is None:
-            raise
-    took = time.perf_counter() - started
-    del took  # a bound on the work, not a timed assertion: machines here are shared and noisy
+def loads_or_refuses(text: str | bytes) -> None:
+    """``check(text)``: a consistent file, or CronFileError naming what is wrong."""
+    check(text)
 
 
 # -- near misses of the sample file, as text ------------------------------------------------
@@ -257,8 +242,6 @@ def _with(key: str, wrong: str, *, entry: bool) -> str:
 def test_each_entry_key_of_each_wrong_type(key: str, wrong: str) -> None:
     """The entry is skipped with a reason, or loads (a description may be any text; a value the
     key takes, such as a whole number of seconds, loads); the other entries load."""
-    if key == "timezone" and wrong == "long text":
-        BY_NAME["zone-name-too-long"].xfail_if_present()
     text = _with(key, wrong, entry=True)
     loads_or_refuses(text)
     cron_file = load(text)
@@ -275,10 +258,8 @@ def test_each_file_setting_of_each_wrong_type(key: str, wrong: str) -> None:
 
 
 def refused(text: str, match: str) -> None:
-    started = time.perf_counter()
     with pytest.raises(CronFileError, match=match):
         load(text)
-    assert time.perf_counter() - started < SECONDS
 
 
 def test_a_merge_key_repeating_a_mapping_is_counted_in_full() -> None:

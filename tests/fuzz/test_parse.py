@@ -13,7 +13,6 @@ nothing takes long (no hang): parsing and each question within a bound.
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -37,17 +36,8 @@ ZONES = (
     "Etc/GMT+12",
     "Etc/GMT-14",
 )
-SECONDS = 2.0
-"""The bound on parsing one statement, and on each question asked of it (they take
-milliseconds: the bound is there to catch a search that does not end)."""
-
 DEFAULT = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SLOW = settings(DEFAULT, max_examples=10_000)
-
-
-def _timed(what: str, started: float) -> None:
-    took = time.perf_counter() - started
-    del took  # a bound on the work, not a timed assertion: machines here are shared and noisy
 
 
 def _aware_utc(moment: datetime) -> bool:
@@ -119,26 +109,19 @@ def instants(draw: st.DrawFn) -> datetime:
 
 
 def check(text: str, after: datetime, zone: str) -> None:
-    started = time.perf_counter()
     try:
         expression = parse(text)
     except CronSyntaxError as exc:
         assert exc.field in CronSyntaxError.FIELDS, exc
-        _timed(f"refusing {text!r}", started)
         return
-    _timed(f"parsing {text!r}", started)
 
-    started = time.perf_counter()
     following = expression.next_after(after, zone)
-    _timed(f"next_after({after}) of {text!r} in {zone}", started)
     if following is not None:
         assert _aware_utc(following) and following > after, (text, after, following)
 
     start = after.astimezone(UTC) if after.year < 9999 else after
     end = start + timedelta(minutes=5)
-    started = time.perf_counter()
     found = list(expression.firings(start, end, zone))
-    _timed(f"firings in [{start}, {end}) of {text!r} in {zone}", started)
     assert all(_aware_utc(f) and start <= f < end for f in found), (text, start, found[:3])
     assert found == sorted(set(found))
 

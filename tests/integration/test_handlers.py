@@ -202,6 +202,9 @@ def test_the_recorder_ignores_an_unknown_firing(aws: Aws, invoke_recorder: Invok
         {"pause": "no-such-job", "operator": "jane.doe"},
         {"resume": "morning-report"},
         {"detail-type": "Scheduled Event"},
+        {"tick": "2026-11-30T14:10:00Z"},  # ten minutes ahead of the clock
+        {"tick": "2030-01-01T00:00:00Z"},
+        {"detail-type": "Scheduled Event", "time": "2027-11-30T14:00:00Z"},
     ],
 )
 def test_a_malformed_event_is_rejected_and_writes_nothing(
@@ -211,6 +214,28 @@ def test_a_malformed_event_is_rejected_and_writes_nothing(
     assert answer["status"] == "rejected" and answer["error"]
     assert aws.item_count() == 0
     assert aws.ssm.describe_parameters()["Parameters"] == []
+
+
+def test_a_tick_from_the_future_is_refused_and_the_scheduler_goes_on(
+    aws: Aws, invoke_ticker: Invoke
+) -> None:
+    """Were it taken, its watermark would hold back every tick until that minute came."""
+    _first_ticks(aws, invoke_ticker)
+    refused = invoke_ticker({"tick": "2030-01-01T00:00:00Z"})
+    assert refused["status"] == "rejected"
+    assert "1127 days ahead of this Lambda's clock (2026-11-30T14:00" in refused["error"]
+    aws.clock.set(aws.clock.now().replace(minute=1))
+    assert invoke_ticker({"tick": "2026-11-30T14:01:00Z"})["mode"] == "active"
+    # a tick early by the clock skew between machines is one the scheduler takes
+    assert invoke_ticker({"tick": "2026-11-30T14:02:00Z"})["mode"] == "active"
+
+
+def test_an_event_s_unknown_keys_are_named_within_a_bound(invoke_ticker: Invoke) -> None:
+    event = {"job": "morning-report", "operator": "jane.doe"}
+    event.update({f"k{i}" + "x" * 1000: i for i in range(100)})
+    answer = invoke_ticker(event)
+    assert answer["status"] == "rejected"
+    assert "and 92 more" in answer["error"] and len(answer["error"]) < 600
 
 
 @pytest.mark.parametrize(

@@ -119,7 +119,7 @@ def circular() -> dict[str, Any]:
         ({"n": [1, {"m": -float("inf")}]}, "parameter n[1].m is -inf, which JSON cannot carry"),
         ({"deep": {1: "a"}}, "parameter deep has a key 1 that is not text: quote it"),
         ({1: "a"}, "parameters have a key 1 that is not text: quote it"),
-        ({"loop": circular()}, "parameter loop" + ".self" * 31 + " nests deeper than 32 levels"),
+        ({"loop": circular()}, "parameter loop" + ".self" * 30 + " nests deeper than 31 levels"),
         ("a=1", "parameters must be a mapping of keys to values, not 'a=1'"),
     ],
 )

@@ -52,8 +52,8 @@ class ActiveEnvironment:
             active = DEFAULT_ACTIVE if stored is None else stored.strip()
             if not valid_environment_name(active):
                 raise EnvironmentStoreError(
-                    f"{self.store.name} holds {stored!r}, which is not an environment name "
-                    "(one word of letters, digits, '-' and '_')"
+                    f"{self.store.name} holds {str(stored)[:100]!r}, which is not an "
+                    "environment name (one word of letters, digits, '-' and '_')"
                 )
         except EnvironmentStoreError as exc:
             with self._lock:
@@ -110,7 +110,7 @@ class ActiveEnvironment:
         status. A refusal by the store raises and changes nothing."""
         if not isinstance(name, str) or not valid_environment_name(name.strip()):
             raise EventError(
-                f"environment.active {name!r} is not an environment name "
+                f"environment.active {str(name)[:100]!r} is not an environment name "
                 "(one word of letters, digits, '-' and '_')"
             )
         name = name.strip()

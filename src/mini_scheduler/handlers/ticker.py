@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from mini_scheduler.clock import Clock, SystemClock
 from mini_scheduler.config import Settings
 from mini_scheduler.errors import EventError
 from mini_scheduler.handlers._runtime import EmfMetrics, error_answer, flush, logger, set_dimensions
-from mini_scheduler.model import parse_instant
+from mini_scheduler.model import iso_seconds, parse_instant
 from mini_scheduler.ticker import Shard, Ticker
 from mini_scheduler.wiring import account_from_arn, build_ticker
 
@@ -38,6 +38,20 @@ def reset() -> None:
         _ticker = None
 
 
+_FIRST_TICK = datetime(1970, 1, 1, tzinfo=UTC)
+_LAST_TICK = datetime(2999, 12, 31, 23, 59, tzinfo=UTC)
+MAX_TICK_AHEAD = timedelta(minutes=5)
+"""How far a tick's minute may be ahead of the clock. A schedule's tick arrives at its minute,
+give or take the clock skew between machines; a tick from further ahead would move the watermark
+past minutes that have not come, and nothing would fire until they had."""
+
+
+def _in_range(at: datetime, raw: str) -> datetime:
+    if not _FIRST_TICK <= at <= _LAST_TICK:
+        raise EventError(f"tick {raw[:60]!r} is outside the years 1970-2999 the scheduler serves")
+    return at
+
+
 def parse_tick(event: Mapping[str, Any]) -> tuple[datetime, Shard | None] | None:
     """The minute a tick event names (and its shard), or None when the event is not a tick."""
     if "tick" in event:
@@ -45,7 +59,9 @@ def parse_tick(event: Mapping[str, Any]) -> tuple[datetime, Shard | None] | None
         if not isinstance(raw, str):
             raise EventError('tick must be an ISO-8601 instant, e.g. "2026-11-30T14:00:00Z"')
         try:
-            at = parse_instant(raw)
+            at = _in_range(parse_instant(raw), raw)
+        except EventError:
+            raise
         except ValueError as exc:
             raise EventError(
                 f"tick {raw[:60]!r} is not an ISO-8601 instant with a zone: {exc}"
@@ -68,7 +84,9 @@ def parse_tick(event: Mapping[str, Any]) -> tuple[datetime, Shard | None] | None
         if not isinstance(raw, str):
             raise EventError("Scheduled Event without a time")
         try:
-            return parse_instant(raw), None
+            return _in_range(parse_instant(raw), raw), None
+        except EventError:
+            raise
         except ValueError as exc:
             raise EventError(
                 f"Scheduled Event time {raw[:60]!r} is not an instant: {exc}"
@@ -85,7 +103,15 @@ def route(ticker: Ticker, event: Any) -> dict[str, Any]:
         )
     tick = parse_tick(event)
     if tick is not None:
-        return ticker.tick(*tick).to_json()
+        at, shard = tick
+        now = ticker.clock.now()
+        if at - now > MAX_TICK_AHEAD:
+            raise EventError(
+                f"tick {iso_seconds(at)} is {_ahead(at - now)} ahead of this Lambda's clock "
+                f"({iso_seconds(now)}): a tick runs the minute that is starting, so one from "
+                "the future would mark minutes handled before they come"
+            )
+        return ticker.tick(at, shard).to_json()
     if "environment" in event:
         change = event["environment"]
         if not isinstance(change, Mapping):
@@ -97,9 +123,7 @@ def route(ticker: Ticker, event: Any) -> dict[str, Any]:
             return ticker.environment_status()
         unknown = set(change) - {"active", "operator"}
         if unknown or "active" not in change:
-            raise EventError(
-                f'environment takes "active" and "operator" only, got {sorted(map(str, change))}'
-            )
+            raise EventError(f'environment takes "active" and "operator" only, got {_keys(change)}')
         return ticker.set_environment(change["active"], change.get("operator"))
     if "pause" in event or "resume" in event:
         paused = "pause" in event
@@ -110,8 +134,7 @@ def route(ticker: Ticker, event: Any) -> dict[str, Any]:
         unknown = set(event) - {"job", "operator", "parameters"}
         if unknown:
             raise EventError(
-                f"a manual run takes job, operator and parameters; unknown: "
-                f"{sorted(map(str, unknown))}"
+                f"a manual run takes job, operator and parameters; unknown: {_keys(unknown)}"
             )
         return ticker.run_manual(event["job"], event.get("operator"), event.get("parameters"))
     raise EventError(
@@ -119,6 +142,18 @@ def route(ticker: Ticker, event: Any) -> dict[str, Any]:
         '{"job": ..., "operator": ...}, {"environment": {...}}, '
         '{"pause": ...} or {"resume": ...}'
     )
+
+
+def _keys(keys: Any) -> str:
+    """The keys an event carried, bounded: at most 8, each cut at 40 characters."""
+    names = sorted(str(key)[:40] for key in keys)
+    more = f" and {len(names) - 8} more" if len(names) > 8 else ""
+    return ", ".join(repr(name) for name in names[:8]) + more
+
+
+def _ahead(gap: timedelta) -> str:
+    minutes = int(gap.total_seconds() // 60)
+    return f"{minutes} minutes" if minutes < 1440 else f"{minutes // 1440} days"
 
 
 @logger.inject_lambda_context(clear_state=True)
