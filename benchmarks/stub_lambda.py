@@ -49,6 +49,7 @@ class _State:
     other: int = 0
     in_flight: int = 0
     peak_in_flight: int = 0
+    connections: int = 0  # that carried an Invoke: with keep-alive, one per client pool slot
 
     def snapshot(self) -> dict[str, Any]:
         with self.lock:
@@ -58,6 +59,7 @@ class _State:
                 "shards": list(self.shards),
                 "other": self.other,
                 "peakInFlight": self.peak_in_flight,
+                "connections": self.connections,
             }
 
     def reset(self) -> None:
@@ -67,6 +69,7 @@ class _State:
             self.shards.clear()
             self.other = 0
             self.peak_in_flight = self.in_flight
+            self.connections = 0
 
 
 class _Server(ThreadingHTTPServer):
@@ -86,6 +89,7 @@ class _Handler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.invoked = False  # one handler per connection: whether this one carried an Invoke
 
     def log_message(self, format: str, *args: Any) -> None:
         return  # one line per call would cost more than the call
@@ -122,6 +126,9 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             event = None
         with state.lock:
+            if not self.invoked:
+                self.invoked = True
+                state.connections += 1
             state.in_flight += 1
             state.peak_in_flight = max(state.peak_in_flight, state.in_flight)
         try:

@@ -22,6 +22,7 @@ from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.clock import Clock, SystemClock
 from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatcher, Dispatchers
+from mini_scheduler.dispatch.lambda_ import finish_invoke
 from mini_scheduler.environment.active import ActiveEnvironment
 from mini_scheduler.environment.base import EnvironmentStore
 from mini_scheduler.errors import ConfigurationError, DispatchError, describe_aws_error
@@ -158,13 +159,14 @@ def fanout(settings: Settings, clients: Clients) -> Callable[[dict[str, Any]], N
 
     def invoke(event: dict[str, Any]) -> None:
         try:
-            clients("lambda").invoke(
+            answer = clients("lambda").invoke(
                 FunctionName=function, InvocationType="Event", Payload=json.dumps(event).encode()
             )
         except (ClientError, BotoCoreError) as exc:
             raise DispatchError(
                 f"Lambda Invoke {function} (shard) failed - {describe_aws_error(exc)}"
             ) from exc
+        finish_invoke(answer)
 
     return invoke
 

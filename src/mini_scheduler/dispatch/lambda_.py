@@ -15,6 +15,22 @@ if TYPE_CHECKING:
     from mypy_boto3_lambda import LambdaClient
 
 
+def finish_invoke(answer: Mapping[str, Any]) -> None:
+    """Read an ``Invoke`` answer's payload to its end (empty for ``InvocationType=Event``).
+
+    botocore hands the payload over unread, and until it is read the answer's connection does not
+    go back to the client's pool: every ``Invoke`` would open a connection of its own (on AWS a TLS
+    handshake, several milliseconds of the ticker's CPU) and leave the old one to the garbage
+    collector. The request was accepted already; a failure to read the empty rest is not one."""
+    payload = answer.get("Payload")
+    if payload is None:
+        return
+    try:
+        payload.read()
+    except (BotoCoreError, OSError):
+        payload.close()
+
+
 class LambdaDispatcher:
     def __init__(self, client: LambdaClient) -> None:
         self._client = client
@@ -29,6 +45,7 @@ class LambdaDispatcher:
             raise DispatchError(
                 f"Lambda Invoke {target.name} failed - {describe_aws_error(exc)}"
             ) from exc
+        finish_invoke(answer)
         status = answer.get("StatusCode")
         if status != 202:
             raise DispatchError(f"Lambda Invoke {target.name} answered status {status}, not 202")
