@@ -344,12 +344,17 @@ def _limit_reason(kind: Literal["lambda", "flow"]) -> str:
     return f"{what}, less {DISPATCH_RESERVE} kept for the rest of the dispatch"
 
 
+def _shown(path: str) -> str:
+    """A parameter's path as an error quotes it: keys may be long, the error is not."""
+    return path if len(path) <= 200 else path[:200] + "..."
+
+
 def _json_problem(value: object, path: str, depth: int) -> str | None:
     """Why ``value`` cannot travel as JSON, or None."""
     if value is None or isinstance(value, bool | str):
         return None
     if isinstance(value, float) and not math.isfinite(value):
-        return f"parameter {path} is {value!r}, which JSON cannot carry"
+        return f"parameter {_shown(path)} is {value!r}, which JSON cannot carry"
     if isinstance(value, int | float):
         try:
             number = _DYNAMODB_NUMBERS.create_decimal(json.dumps(value))
@@ -357,12 +362,12 @@ def _json_problem(value: object, path: str, depth: int) -> str | None:
             number = _DYNAMODB_LARGEST
         if number and not _DYNAMODB_SMALLEST <= abs(number) < _DYNAMODB_LARGEST:
             return (
-                f"parameter {path} is {str(value)[:40]}, a number DynamoDB cannot store (at most "
-                "38 digits, from 1E-130 to 9.99E+125): write it as text"
+                f"parameter {_shown(path)} is {str(value)[:40]}, a number DynamoDB cannot store "
+                "(at most 38 digits, from 1E-130 to 9.99E+125): write it as text"
             )
         return None
     if depth >= MAX_PARAMETER_DEPTH:
-        return f"parameter {path} nests deeper than {MAX_PARAMETER_DEPTH} levels"
+        return f"parameter {_shown(path)} nests deeper than {MAX_PARAMETER_DEPTH} levels"
     if isinstance(value, list):
         for index, item in enumerate(value):
             found = _json_problem(item, f"{path}[{index}]", depth + 1)
@@ -372,15 +377,20 @@ def _json_problem(value: object, path: str, depth: int) -> str | None:
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                return f"parameter {path} has a key {key!r} that is not text: quote it"
+                return (
+                    f"parameter {_shown(path)} has a key {repr(key)[:40]} that is not text: "
+                    "quote it"
+                )
             if not key:
-                return f"parameter {path} has an empty key, which DynamoDB cannot store"
+                return f"parameter {_shown(path)} has an empty key, which DynamoDB cannot store"
             found = _json_problem(item, f"{path}.{key}", depth + 1)
             if found:
                 return found
         return None
     kind = type(value).__name__
-    return f"parameter {path} holds a {kind} value, which JSON cannot carry: write it as text"
+    return (
+        f"parameter {_shown(path)} holds a {kind} value, which JSON cannot carry: write it as text"
+    )
 
 
 def check_parameters_fit(target: Target, parameters: Mapping[str, Any]) -> str | None:
@@ -397,7 +407,7 @@ def check_parameters_fit(target: Target, parameters: Mapping[str, Any]) -> str |
     plain = dict(parameters)
     for key, value in plain.items():
         if not isinstance(key, str):
-            return f"parameters have a key {key!r} that is not text: quote it"
+            return f"parameters have a key {repr(key)[:40]} that is not text: quote it"
         if not key:
             return "parameters have an empty key, which DynamoDB cannot store"
         found = _json_problem(value, key, 1)
