@@ -190,6 +190,36 @@ class DynamoDBClaimStore:
             f"DynamoDB {operation} on table {self.table} failed - {describe_aws_error(exc)}"
         )
 
+    @contextlib.contextmanager
+    def _failing_as(self, operation: str) -> Iterator[None]:
+        """An AWS error inside becomes a StoreError naming ``operation`` and the table."""
+        try:
+            yield
+        except (ClientError, BotoCoreError) as exc:
+            raise self._fail(operation, exc) from exc
+
+    def _put_new(self, operation: str, item: dict[str, Any]) -> dict[str, Any] | None:
+        """Put ``item`` unless an item with its key exists: None when written, else the item
+        found (DynamoDB returns it with the refusal; the SDK may have written it itself, on an
+        attempt whose answer was lost)."""
+        request = _named(
+            {
+                "TableName": self.table,
+                "Item": item,
+                "ConditionExpression": "attribute_not_exists(#pk)",
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        )
+        with self._failing_as(operation):
+            try:
+                self._write("put_item", **request)
+            except ClientError as exc:
+                if _code(exc) != "ConditionalCheckFailedException":
+                    raise
+                found: dict[str, Any] = dict(exc.response.get("Item") or {})  # type: ignore[call-overload]
+                return found
+        return None
+
     def _expires(self, now: datetime) -> dict[str, Any]:
         return {"N": str(int((now + self._ttl).timestamp()))}
 
@@ -239,29 +269,13 @@ class DynamoDBClaimStore:
             claimToken=token,
         )
         if not exclusive:
-            try:
-                self._write(
-                    "put_item",
-                    **_named(
-                        {
-                            "TableName": self.table,
-                            "Item": item,
-                            "ConditionExpression": "attribute_not_exists(#pk)",
-                            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                        }
-                    ),
-                )
-            except ClientError as exc:
-                if _code(exc) == "ConditionalCheckFailedException":
-                    # The SDK retries a put whose answer was lost; the retry then meets our
-                    # own first write. The token tells our claim from a peer's.
-                    old: dict[str, Any] = dict(exc.response.get("Item") or {})  # type: ignore[call-overload]
-                    holder = old.get("claimToken", {}).get("S")
-                    return ClaimResult.WON if holder == token else ClaimResult.LOST
-                raise self._fail("PutItem (claim)", exc) from exc
-            except BotoCoreError as exc:
-                raise self._fail("PutItem (claim)", exc) from exc
-            return ClaimResult.WON
+            old = self._put_new("PutItem (claim)", item)
+            if old is None:
+                return ClaimResult.WON
+            # The SDK retries a put whose answer was lost; the retry then meets our own first
+            # write. The token tells our claim from a peer's.
+            holder = old.get("claimToken", {}).get("S")
+            return ClaimResult.WON if holder == token else ClaimResult.LOST
         slot = _named(
             {
                 "TableName": self.table,
@@ -304,36 +318,26 @@ class DynamoDBClaimStore:
         if run.claimed_at is None:
             return False
         firing = firing_from_id(run.firing_id)
-        try:
-            self._write(
-                "update_item",
-                **_named(
-                    {
-                        "TableName": self.table,
-                        "Key": _run_key(firing),
-                        "UpdateExpression": (
-                            "SET #claimedAt = :now, #deadline = :lease, #origin = :origin "
-                            "ADD #takeovers :one"
-                        ),
-                        "ConditionExpression": "#status = :claimed AND #claimedAt = :seen",
-                        "ExpressionAttributeValues": {
-                            ":now": {"S": iso_millis(now)},
-                            ":lease": {"S": iso_millis(lease_until)},
-                            ":origin": {"S": origin},
-                            ":one": {"N": "1"},
-                            ":claimed": {"S": str(RunStatus.CLAIMED)},
-                            ":seen": {"S": iso_millis(run.claimed_at)},
-                        },
-                    }
+        request = _named(
+            {
+                "TableName": self.table,
+                "Key": _run_key(firing),
+                "UpdateExpression": (
+                    "SET #claimedAt = :now, #deadline = :lease, #origin = :origin "
+                    "ADD #takeovers :one"
                 ),
-            )
-        except ClientError as exc:
-            if _code(exc) == "ConditionalCheckFailedException":
-                return False
-            raise self._fail("UpdateItem (take over)", exc) from exc
-        except BotoCoreError as exc:
-            raise self._fail("UpdateItem (take over)", exc) from exc
-        return True
+                "ConditionExpression": "#status = :claimed AND #claimedAt = :seen",
+                "ExpressionAttributeValues": {
+                    ":now": {"S": iso_millis(now)},
+                    ":lease": {"S": iso_millis(lease_until)},
+                    ":origin": {"S": origin},
+                    ":one": {"N": "1"},
+                    ":claimed": {"S": str(RunStatus.CLAIMED)},
+                    ":seen": {"S": iso_millis(run.claimed_at)},
+                },
+            }
+        )
+        return self._update(request, "UpdateItem (take over)", tolerate_condition=True) is not None
 
     def mark_dispatched(
         self, firing: Firing, *, now: datetime, deadline: datetime, start: JobStart
@@ -430,16 +434,16 @@ class DynamoDBClaimStore:
 
     def _update(
         self, request: Mapping[str, Any], operation: str, *, tolerate_condition: bool = False
-    ) -> bool:
-        try:
-            self._write("update_item", **request)
-        except ClientError as exc:
-            if tolerate_condition and _code(exc) == "ConditionalCheckFailedException":
-                return False
-            raise self._fail(operation, exc) from exc
-        except BotoCoreError as exc:
-            raise self._fail(operation, exc) from exc
-        return True
+    ) -> dict[str, Any] | None:
+        """UpdateItem: its answer; None when ``tolerate_condition`` and the condition failed."""
+        with self._failing_as(operation):
+            try:
+                answer: dict[str, Any] = self._write("update_item", **request)
+            except ClientError as exc:
+                if tolerate_condition and _code(exc) == "ConditionalCheckFailedException":
+                    return None
+                raise
+        return answer
 
     # -- ends ------------------------------------------------------------------------------
 
@@ -463,26 +467,22 @@ class DynamoDBClaimStore:
                 "SET #status = :status, #endedAt = :now, #error = :error REMOVE #openPk, #deadline"
             )
             attribute_values[":error"] = {"S": error[:4000]}
-        try:
-            answer = self._write(
-                "update_item",
-                **_named(
-                    {
-                        "TableName": self.table,
-                        "Key": _run_key(firing),
-                        "UpdateExpression": update,
-                        "ConditionExpression": condition,
-                        "ExpressionAttributeValues": attribute_values,
-                        "ReturnValues": "ALL_OLD",
-                    }
-                ),
-            )
-        except ClientError as exc:
-            if _code(exc) == "ConditionalCheckFailedException":
-                return None
-            raise self._fail("UpdateItem (close run)", exc) from exc
-        except BotoCoreError as exc:
-            raise self._fail("UpdateItem (close run)", exc) from exc
+        answer = self._update(
+            _named(
+                {
+                    "TableName": self.table,
+                    "Key": _run_key(firing),
+                    "UpdateExpression": update,
+                    "ConditionExpression": condition,
+                    "ExpressionAttributeValues": attribute_values,
+                    "ReturnValues": "ALL_OLD",
+                }
+            ),
+            "UpdateItem (close run)",
+            tolerate_condition=True,
+        )
+        if answer is None:
+            return None
         before = _record(answer["Attributes"])
         self._update(
             _named(
@@ -562,24 +562,7 @@ class DynamoDBClaimStore:
         item = self._run_item(
             firing, RunStatus.SKIPPED, now, origin, reason=reason, endedAt=iso_millis(now)
         )
-        try:
-            self._write(
-                "put_item",
-                **_named(
-                    {
-                        "TableName": self.table,
-                        "Item": item,
-                        "ConditionExpression": "attribute_not_exists(#pk)",
-                    }
-                ),
-            )
-        except ClientError as exc:
-            if _code(exc) == "ConditionalCheckFailedException":
-                return False
-            raise self._fail("PutItem (skip)", exc) from exc
-        except BotoCoreError as exc:
-            raise self._fail("PutItem (skip)", exc) from exc
-        return True
+        return self._put_new("PutItem (skip)", item) is None
 
     def record_skipped_range(
         self,
@@ -603,36 +586,15 @@ class DynamoDBClaimStore:
             skippedUntil=iso_seconds(last),
             skippedCount=count,
         )
-        try:
-            self._write(
-                "put_item",
-                **_named(
-                    {
-                        "TableName": self.table,
-                        "Item": item,
-                        "ConditionExpression": "attribute_not_exists(#pk)",
-                    }
-                ),
-            )
-        except ClientError as exc:
-            if _code(exc) == "ConditionalCheckFailedException":
-                return False
-            raise self._fail("PutItem (skipped range)", exc) from exc
-        except BotoCoreError as exc:
-            raise self._fail("PutItem (skipped range)", exc) from exc
-        return True
+        return self._put_new("PutItem (skipped range)", item) is None
 
     # -- reads -----------------------------------------------------------------------------
 
     def _query(self, operation: str, **request: Any) -> Iterator[dict[str, Any]]:
-        try:
+        with self._failing_as(operation):
             paginator = self._client.get_paginator("query")
             for page in paginator.paginate(**_named({"TableName": self.table, **request})):
                 yield from page.get("Items", [])
-        except ClientError as exc:
-            raise self._fail(operation, exc) from exc
-        except BotoCoreError as exc:
-            raise self._fail(operation, exc) from exc
 
     def due_runs(self, now: datetime, limit: int = 1000) -> Sequence[RunRecord]:
         found: list[RunRecord] = []
@@ -650,14 +612,10 @@ class DynamoDBClaimStore:
 
     def run(self, firing_id: str) -> RunRecord | None:
         firing = firing_from_id(firing_id)
-        try:
+        with self._failing_as("GetItem (run)"):
             answer = self._client.get_item(
                 TableName=self.table, Key=_run_key(firing), ConsistentRead=True
             )
-        except ClientError as exc:
-            raise self._fail("GetItem (run)", exc) from exc
-        except BotoCoreError as exc:
-            raise self._fail("GetItem (run)", exc) from exc
         raw = answer.get("Item")
         return _record(raw) if raw else None
 
@@ -674,14 +632,10 @@ class DynamoDBClaimStore:
         ]
 
     def job_state(self, job: str) -> JobState | None:
-        try:
+        with self._failing_as("GetItem (job state)"):
             answer = self._client.get_item(
                 TableName=self.table, Key=_job_key(job), ConsistentRead=True
             )
-        except ClientError as exc:
-            raise self._fail("GetItem (job state)", exc) from exc
-        except BotoCoreError as exc:
-            raise self._fail("GetItem (job state)", exc) from exc
         raw = answer.get("Item")
         if not raw:
             return None
@@ -740,7 +694,7 @@ class DynamoDBClaimStore:
 
     def set_paused(self, job: str, paused: bool, *, operator: str, now: datetime) -> None:
         key = {"pk": {"S": _CONTROL}, "sk": {"S": f"PAUSE#{job}"}}
-        try:
+        with self._failing_as("PutItem (pause)" if paused else "DeleteItem (resume)"):
             if paused:
                 self._write(
                     "put_item",
@@ -749,10 +703,6 @@ class DynamoDBClaimStore:
                 )
             else:
                 self._write("delete_item", TableName=self.table, Key=key)
-        except ClientError as exc:
-            raise self._fail("PutItem (pause)" if paused else "DeleteItem (resume)", exc) from exc
-        except BotoCoreError as exc:
-            raise self._fail("PutItem (pause)" if paused else "DeleteItem (resume)", exc) from exc
 
 
 def create_state_table(client: DynamoDBClient, table: str) -> None:
