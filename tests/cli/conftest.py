@@ -4,9 +4,7 @@ function, the sample targets and a stack whose outputs name them."""
 from __future__ import annotations
 
 import functools
-import io
 import json
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +14,7 @@ import pytest
 from moto import mock_aws
 
 from mini_scheduler.claims.dynamodb import DynamoDBClaimStore, create_state_table
+from tests.fakeaws import create_targets, make_role, use_test_credentials
 
 TABLE = "mini-scheduler-state"
 TICKER = "mini-scheduler-ticker"
@@ -25,13 +24,6 @@ REGIONS = ("us-east-1", "us-west-2")
 ENVIRONMENTS = {"us-east-1": "prod", "us-west-2": "DR"}
 FUNCTIONS = ("mini-scheduler-sample-report", "mini-scheduler-sample-heartbeat")
 FLOW = "mini-scheduler-sample-cleanup"
-
-
-def _zip() -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("app.py", "def handler(event, context):\n    return event\n")
-    return buffer.getvalue()
 
 
 def stack_template(outputs: dict[str, str]) -> str:
@@ -74,36 +66,18 @@ class Aws:
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(key, value)
-    for key in ("AWS_PROFILE", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ACCOUNT_ID"):
-        monkeypatch.delenv(key, raising=False)
+    use_test_credentials(monkeypatch)
+    monkeypatch.delenv("AWS_REGION")  # each client names its region
     with mock_aws(config={"lambda": {"use_docker": False}}):
-        role = client("iam").create_role(
-            RoleName="mini-scheduler-test", AssumeRolePolicyDocument="{}"
-        )["Role"]["Arn"]
+        role = make_role(client("iam"))
         for region in REGIONS:
             create_state_table(client("dynamodb", region), TABLE)
-            lambda_client = client("lambda", region)
-            for name in (TICKER, *FUNCTIONS):
-                lambda_client.create_function(
-                    FunctionName=name,
-                    Runtime="python3.13",
-                    Role=role,
-                    Handler="app.handler",
-                    Code={"ZipFile": _zip()},
-                )
-            client("stepfunctions", region).create_state_machine(
-                name=FLOW,
-                roleArn=role,
-                definition=json.dumps(
-                    {"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}}
-                ),
+            create_targets(
+                client("lambda", region),
+                client("stepfunctions", region),
+                role,
+                (TICKER, *FUNCTIONS),
+                FLOW,
             )
             client("cloudformation", region).create_stack(
                 StackName=STACK,

@@ -10,12 +10,9 @@ each recorded delay is the exponential back-off's ceiling for its attempt, exact
 
 from __future__ import annotations
 
-import io
-import json
 import threading
 import time
 import uuid
-import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -37,6 +34,7 @@ from mini_scheduler.dispatch.base import Dispatchers
 from mini_scheduler.metrics import RecordingMetrics
 from mini_scheduler.ticker import Ticker
 from mini_scheduler.wiring import Clients, build_ticker
+from tests.fakeaws import create_targets, make_role, use_test_credentials
 from tests.faults.injection import Faults
 
 ACCOUNT = "123456789012"
@@ -112,13 +110,6 @@ def retry_sleeps(monkeypatch: pytest.MonkeyPatch) -> RetrySleeps:
     return sleeps
 
 
-def _zip() -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("app.py", "def handler(event, context):\n    return event\n")
-    return buffer.getvalue()
-
-
 @dataclass
 class Cloud:
     """The AWS of one test. ``session`` carries the faults; the plain clients (for setting up
@@ -180,40 +171,16 @@ class Cloud:
 def cloud(
     monkeypatch: pytest.MonkeyPatch, dynamodb_local_endpoint: str, tmp_path: Path
 ) -> Iterator[Cloud]:
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_REGION": REGION,
-        "AWS_ENDPOINT_URL_DYNAMODB": dynamodb_local_endpoint,
-    }.items():
-        monkeypatch.setenv(key, value)
-    for key in ("AWS_ENDPOINT_URL", "AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"):
-        monkeypatch.delenv(key, raising=False)
+    use_test_credentials(monkeypatch, REGION, dynamodb=dynamodb_local_endpoint)
     table = f"faults-{uuid.uuid4().hex[:12]}"
     with mock_aws(config={"lambda": {"use_docker": False}}):
         plain = boto3.session.Session()
         dynamodb = plain.client("dynamodb", config=Config(retries={"total_max_attempts": 1}))
         create_state_table(dynamodb, table)
-        role = plain.client("iam").create_role(
-            RoleName="fault-role", AssumeRolePolicyDocument="{}"
-        )["Role"]["Arn"]
-        plain.client("lambda").create_function(
-            FunctionName=FUNCTION,
-            Runtime="python3.12",
-            Role=role,
-            Handler="app.handler",
-            Code={"ZipFile": _zip()},
-        )
         sfn = plain.client("stepfunctions")
-        flow_arn = sfn.create_state_machine(
-            name=FLOW,
-            roleArn=role,
-            definition=json.dumps(
-                {"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}}
-            ),
-        )["stateMachineArn"]
+        role = make_role(plain.client("iam"), "fault-role")
+        flow_arn = create_targets(plain.client("lambda"), sfn, role, [FUNCTION], FLOW)
+        assert flow_arn is not None
         s3 = plain.client("s3")
         s3.create_bucket(Bucket=BUCKET)
         ssm = plain.client("ssm")

@@ -4,10 +4,7 @@ The code under test reaches both through the standard variables (AWS_ENDPOINT_UR
 
 from __future__ import annotations
 
-import io
-import json
 import uuid
-import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,18 +21,12 @@ from mini_scheduler.clock import FixedClock
 from mini_scheduler.handlers import recorder as recorder_handler
 from mini_scheduler.handlers import ticker as ticker_handler
 from tests.conftest import ROOT
+from tests.fakeaws import create_targets, make_role, use_test_credentials
 
 SAMPLE_CRON = ROOT / "samplecode" / "cron.yaml"
 FUNCTIONS = ("mini-scheduler-sample-report", "mini-scheduler-sample-heartbeat")
 FLOW = "mini-scheduler-sample-cleanup"
 ACCOUNT = "123456789012"
-
-
-def _zip() -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("app.py", "def handler(event, context):\n    return event\n")
-    return buffer.getvalue()
 
 
 @dataclass
@@ -74,43 +65,18 @@ CONTEXT = _Context()
 def aws(
     monkeypatch: pytest.MonkeyPatch, dynamodb_local_endpoint: str, tmp_path: Path
 ) -> Iterator[Aws]:
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_REGION": "us-east-1",
-        "AWS_ENDPOINT_URL_DYNAMODB": dynamodb_local_endpoint,
-        "POWERTOOLS_METRICS_NAMESPACE": "MiniSchedulerTest",
-    }.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    use_test_credentials(monkeypatch, dynamodb=dynamodb_local_endpoint)
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "MiniSchedulerTest")
     table = f"mini-scheduler-{uuid.uuid4().hex[:12]}"
     cron_path = tmp_path / "cron.yaml"
     cron_path.write_text(SAMPLE_CRON.read_text())
     with mock_aws(config={"lambda": {"use_docker": False}}):
         dynamodb = boto3.client("dynamodb", config=Config(max_pool_connections=64))
         create_state_table(dynamodb, table)
-        role = boto3.client("iam").create_role(
-            RoleName="mini-scheduler-test", AssumeRolePolicyDocument="{}"
-        )["Role"]["Arn"]
-        lambda_client = boto3.client("lambda")
-        for name in FUNCTIONS:
-            lambda_client.create_function(
-                FunctionName=name,
-                Runtime="python3.12",
-                Role=role,
-                Handler="app.handler",
-                Code={"ZipFile": _zip()},
-            )
         sfn = boto3.client("stepfunctions")
-        flow_arn = sfn.create_state_machine(
-            name=FLOW,
-            roleArn=role,
-            definition=json.dumps(
-                {"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}}
-            ),
-        )["stateMachineArn"]
+        role = make_role(boto3.client("iam"))
+        flow_arn = create_targets(boto3.client("lambda"), sfn, role, FUNCTIONS, FLOW)
+        assert flow_arn is not None
         monkeypatch.setenv("STATE_TABLE", table)
         monkeypatch.setenv("CRON_FILE", f"file:{cron_path}")
         monkeypatch.setenv("ENVIRONMENT_NAME", "prod")

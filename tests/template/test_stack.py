@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import ast
 import copy
-import io
 import json
 import shutil
-import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,6 +30,7 @@ from mini_scheduler.handlers import recorder as recorder_handler
 from mini_scheduler.handlers import ticker as ticker_handler
 from mini_scheduler.model import RunStatus
 from tests.conftest import ROOT, load_event
+from tests.fakeaws import handler_zip, use_test_credentials
 from tests.template import cfn
 
 Template = dict[str, Any]
@@ -99,13 +98,6 @@ class Stack:
         return statements
 
 
-def _zip() -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("app.py", "def handler(event, context):\n    return event\n")
-    return buffer.getvalue()
-
-
 def create_stack(template: Template, region: str = "us-east-1", **parameters: str) -> Stack:
     """Upload stand-in code, as `sam package` would, and create the stack (inside mock_aws)."""
     s3 = boto3.client("s3", region_name=region)
@@ -115,7 +107,7 @@ def create_stack(template: Template, region: str = "us-east-1", **parameters: st
         s3.create_bucket(Bucket=ARTIFACTS, CreateBucketConfiguration={"LocationConstraint": region})  # type: ignore[typeddict-item]
     for name, resource in template["Resources"].items():
         if resource["Type"] == "AWS::Lambda::Function":
-            s3.put_object(Bucket=ARTIFACTS, Key=f"{name}.zip", Body=_zip())
+            s3.put_object(Bucket=ARTIFACTS, Key=f"{name}.zip", Body=handler_zip())
     cloudformation = boto3.client("cloudformation", region_name=region)
     cloudformation.create_stack(
         StackName="mini-scheduler",
@@ -138,15 +130,8 @@ def create_stack(template: Template, region: str = "us-east-1", **parameters: st
 
 @pytest.fixture
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(key, value)
-    for key in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_PROFILE"):
-        monkeypatch.delenv(key, raising=False)
+    use_test_credentials(monkeypatch)
+    monkeypatch.delenv("AWS_REGION")  # each client names its region
     with mock_aws(config={"lambda": {"use_docker": False}}):
         yield
 
