@@ -28,10 +28,12 @@ from datetime import timedelta
 
 from benchmarks.rig import FIRST_MINUTE, Bench, Rig, TickRun, cron_file
 from benchmarks.table import Row, ratio, seconds
+from mini_scheduler.config import Settings
 from mini_scheduler.jobs import CronFile
 from mini_scheduler.ticker import Shard
 
 MINUTE = timedelta(minutes=1)
+_DEFAULTS = Settings(state_table="bench")  # the deployment's defaults (FANOUT_*, DISPATCH_WORKERS)
 VCPU_MB = 1769  # Lambda: one vCPU's worth of CPU at 1,769 MB, in proportion below it
 
 
@@ -51,11 +53,17 @@ class Plan:
     """What to run; ``make bench`` uses the defaults, the smoke test a tiny plan."""
 
     sizes: tuple[int, ...] = (100, 1000)
-    workers: int = 64  # DISPATCH_WORKERS' default
-    sweep: tuple[int, ...] = (8, 16, 32, 128)  # other worker counts, on the largest size
+    workers: int = _DEFAULTS.dispatch_workers  # DISPATCH_WORKERS' default
+    sweep: tuple[int, ...] = (4, 8, 32, 64)  # other worker counts, on the largest size
     repeats: int = 2  # ticks per figure (best of)
     fanouts: tuple[FanOut, ...] = (
-        FanOut(10_000, 2000, 8, 64, "default"),
+        FanOut(
+            10_000,
+            _DEFAULTS.fanout_threshold,
+            _DEFAULTS.fanout_shards,
+            _DEFAULTS.dispatch_workers,
+            "default",
+        ),
         FanOut(1000, 250, 8, 16, "recommended"),
         FanOut(10_000, 250, 40, 16, "recommended"),
     )
