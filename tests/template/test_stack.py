@@ -208,6 +208,8 @@ def test_the_functions_point_at_the_stack_s_resources(aws: None, moto_template: 
         "CLAIM_STORE": "dynamodb",
         "CRON_FILE": "",
         "TICK_LEAD_SECONDS": "0",
+        "FANOUT_THRESHOLD": "2000",
+        "FANOUT_SHARDS": "8",
         "POWERTOOLS_SERVICE_NAME": "mini-scheduler",
         "POWERTOOLS_METRICS_NAMESPACE": "MiniScheduler",
         "LOG_LEVEL": "INFO",
@@ -266,6 +268,9 @@ def test_options_change_the_grants(aws: None, moto_template: Template) -> None:
         MongoUriSecretArn=secret,
         DeploySamples="false",
         TickLeadSeconds="60",
+        TickerMemorySize="1769",
+        FanoutThreshold="250",
+        FanoutShards="40",
     )
     granted = {s["Sid"]: s for s in stack.role_policy("TickerRole")}
     assert granted["CronFile"]["Resource"] == "arn:aws:s3:::jobs-bucket/team/a/cron.yaml"
@@ -280,6 +285,9 @@ def test_options_change_the_grants(aws: None, moto_template: Template) -> None:
     assert variables["CLAIM_STORE"] == "mongodb"
     assert variables["MONGODB_URI_SECRET_ARN"] == secret
     assert variables["TICK_LEAD_SECONDS"] == "60"
+    assert (variables["FANOUT_THRESHOLD"], variables["FANOUT_SHARDS"]) == ("250", "40")
+    assert stack.function("TickerFunction")["MemorySize"] == 1769
+    assert stack.function("RecorderFunction")["MemorySize"] == 256
     assert not any(name.startswith("Sample") for name in stack.resources)
     assert stack.outputs["ActiveEnvironmentParameter"] == "dynamodb"  # the CLI reads it so
 

@@ -106,6 +106,8 @@ def test_the_ticker_is_configured_by_reference(template: Template) -> None:
         "CLAIM_STORE": {"Ref": "ClaimStore"},
         "CRON_FILE": {"Ref": "CronFile"},
         "TICK_LEAD_SECONDS": {"Ref": "TickLeadSeconds"},
+        "FANOUT_THRESHOLD": {"Ref": "FanoutThreshold"},
+        "FANOUT_SHARDS": {"Ref": "FanoutShards"},
         "MONGODB_URI_SECRET_ARN": {
             "Fn::If": ["HasMongoSecret", {"Ref": "MongoUriSecretArn"}, {"Ref": "AWS::NoValue"}]
         },
@@ -123,8 +125,14 @@ def test_the_parameter_defaults_are_the_code_s_defaults(template: Template) -> N
         "CLAIM_STORE": _default(template, "ClaimStore"),
         "CRON_FILE": _default(template, "CronFile"),
         "TICK_LEAD_SECONDS": _default(template, "TickLeadSeconds"),
+        "FANOUT_THRESHOLD": _default(template, "FanoutThreshold"),
+        "FANOUT_SHARDS": _default(template, "FanoutShards"),
     }
     assert Settings.from_environment(env) == Settings(state_table="state")
+    ticker = template["Resources"]["TickerFunction"]["Properties"]
+    assert ticker["MemorySize"] == {"Ref": "TickerMemorySize"}
+    memory = template["Globals"]["Function"]["MemorySize"]
+    assert _default(template, "TickerMemorySize") == str(memory)
     assert _default(template, "ActiveEnvironmentStore") == f"ssm:{DEFAULT_PARAMETER}"
 
 
