@@ -17,7 +17,7 @@ help:
 	@echo "make validate-template   cfn-lint and sam validate --lint (offline)"
 	@echo "make security   checkov on template.yaml and bandit on src (offline)"
 	@echo "make audit   pip-audit on the runtime dependencies (asks a live advisory database)"
-	@echo "make build   sam build without Docker (CRON_YAML=path/to/cron.yaml)"
+	@echo "make build   sam build without Docker (CRON_YAML=path/to/cron.yaml; COMPILE_PYTHON=path/to/python3.13)"
 	@echo "make deploy-prod / deploy-dr   build, then deploy us-east-1 / us-west-2"
 
 $(STAMP): pyproject.toml
@@ -80,6 +80,10 @@ validate-template: $(SAM_STAMP)
 
 # Without Docker: each function is built by the Makefile beside its code (BuildMethod: makefile),
 # which installs wheels for the Lambda runtime with pip. Build once, deploy to every region.
+# The ticker's and recorder's packages ship bytecode when the build finds a Python 3.13 (the
+# python3.13 on PATH, or COMPILE_PYTHON=/path/to/python3.13), and say so when it does not (see
+# src/Makefile). Like every variable given to make or set in the environment, COMPILE_PYTHON
+# reaches src/Makefile through sam build's environment.
 build: $(SAM_STAMP)
 	@test -f "$(CRON_YAML)" || { echo "CRON_YAML=$(CRON_YAML): no such file" >&2; exit 1; }
 	MINI_SCHEDULER_CRON_YAML="$(abspath $(CRON_YAML))" BUILD_PYTHON="$(abspath $(SAM_VENV))/bin/python" \

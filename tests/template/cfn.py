@@ -178,8 +178,9 @@ def translate(output: Path, region: str = "us-east-1") -> dict[str, Any]:
 
 def python_for_lambda() -> str:
     """An interpreter of the Lambda runtime's version (3.13) when this machine has one, so the
-    packaged binary wheels load; otherwise this one (their pure-Python fallbacks load)."""
-    candidates = [os.environ.get("LAMBDA_PYTHON", ""), "python3.13"]
+    packaged binary wheels load; otherwise this one (their pure-Python fallbacks load).
+    COMPILE_PYTHON names one as it does for src/Makefile (where LAMBDA_PYTHON is a version)."""
+    candidates = [os.environ.get("COMPILE_PYTHON", ""), "python3.13"]
     candidates += sorted(str(p) for p in Path.home().glob(".pyenv/versions/3.13*/bin/python3.13"))
     for candidate in filter(None, candidates):
         try:

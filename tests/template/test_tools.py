@@ -6,8 +6,13 @@ only when they cannot be installed."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import marshal
+import os
+import shutil
 import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -97,8 +102,9 @@ def test_sam_validate_lint() -> None:
     assert "is a valid SAM Template" in done.stdout + done.stderr
 
 
-def _build(build_dir: Path, cron_yaml: Path | None = None, *resources: str) -> None:
-    """`make build`, into ``build_dir`` (not the developer's .aws-sam), with Docker unreachable."""
+def _build(build_dir: Path, cron_yaml: Path | None = None, *resources: str) -> str:
+    """`make build`, into ``build_dir`` (not the developer's .aws-sam), with Docker unreachable;
+    what it printed (the functions' make output is on sam build's stderr)."""
     arguments = " ".join(
         [*resources, "--build-dir", str(build_dir), "--cache-dir", str(build_dir.parent / "cache")]
     )
@@ -107,12 +113,63 @@ def _build(build_dir: Path, cron_yaml: Path | None = None, *resources: str) -> N
         command.append(f"CRON_YAML={cron_yaml}")
     done = cfn.run_tool(command, timeout=600)
     assert done.returncode == 0, _output(done)
+    return done.stdout + done.stderr
+
+
+def _build_all(folder: Path) -> None:
+    (folder / "build.log").write_text(_build(folder / "build"), encoding="utf-8")
 
 
 @pytest.fixture(scope="session")
 def build(sam_tools: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`make build` of the whole template, once per test run."""
-    return cfn.shared(tmp_path_factory, "sam", lambda folder: _build(folder / "build")) / "build"
+    """`make build` of the whole template, once per test run (what it printed in build.log
+    beside it)."""
+    return cfn.shared(tmp_path_factory, "sam", _build_all) / "build"
+
+
+_VERSION = "import sys; print('%d.%d' % sys.version_info[:2])"
+
+
+def _version(python: str | os.PathLike[str]) -> str | None:
+    """``python``'s major.minor version, or None when it does not run (a pyenv shim for a version
+    not selected, say)."""
+    try:
+        done = subprocess.run(
+            [os.fspath(python), "-c", _VERSION],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except OSError:
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _compile_python() -> str | None:
+    """The interpreter src/Makefile compiles the packages with, as it picks it: COMPILE_PYTHON,
+    or else the python3.13 on PATH; None when that is not a working Python 3.13."""
+    candidate = os.environ.get("COMPILE_PYTHON", shutil.which("python3.13") or "")
+    return candidate if candidate and _version(candidate) == "3.13" else None
+
+
+def _pyc_flags(source: Path, tag: str) -> int | None:
+    """The flags field of ``source``'s .pyc for ``tag`` (cpython-313, say): bit 0 hash-based,
+    bit 1 check_source, so 1 is an unchecked-hash pyc. None when there is no such .pyc."""
+    pyc = source.parent / "__pycache__" / f"{source.stem}.{tag}.pyc"
+    if not pyc.is_file():
+        return None
+    with pyc.open("rb") as handle:
+        return int.from_bytes(handle.read(16)[4:8], "little")
+
+
+def _badly_compiled(folder: Path, tag: str) -> list[str]:
+    """The modules under ``folder`` without an unchecked-hash .pyc for ``tag``."""
+    return [
+        str(source.relative_to(folder))
+        for source in sorted(folder.rglob("*.py"))
+        if _pyc_flags(source, tag) != 1
+    ]
 
 
 def test_sam_build_packages_every_function_without_docker(build: Path) -> None:
@@ -129,7 +186,6 @@ def test_sam_build_packages_every_function_without_docker(build: Path) -> None:
         assert (ticker / package).is_dir(), package
     # Wheels for the Lambda runtime, whatever this machine runs.
     assert list((ticker / "yaml").glob("_yaml.cpython-313-x86_64-linux-gnu.so"))
-    assert not list(ticker.rglob("__pycache__"))
     assert (ticker / "cron.yaml").read_bytes() == (ROOT / "samplecode" / "cron.yaml").read_bytes()
     assert (build / "RecorderFunction" / "mini_scheduler" / "handlers" / "recorder.py").is_file()
     assert (build / "SampleReportFunction" / "app.py").is_file()
@@ -137,9 +193,133 @@ def test_sam_build_packages_every_function_without_docker(build: Path) -> None:
     assert (build / "SampleHeartbeatFunction" / "app.py").is_file()
 
 
+def test_sam_build_compiles_the_packages_when_it_has_a_python_313(build: Path) -> None:
+    """With a Python 3.13 (the runtime's: a .pyc is read only by the version that wrote it), every
+    module of the ticker and recorder ships an unchecked-hash .pyc; without one, none does
+    (not even this machine's __pycache__ from the source tree) and the build says so."""
+    log = (build.parent / "build.log").read_text(encoding="utf-8")
+    compiler = _compile_python()
+    for function in ("TickerFunction", "RecorderFunction"):
+        folder = build / function
+        notice = f"NOTE: {function} ships without bytecode"
+        if compiler is None:
+            assert not list(folder.rglob("*.pyc")), function
+            assert notice in log, log
+        else:
+            assert not _badly_compiled(folder, "cpython-313"), function
+            assert notice not in log, log
+
+
+def _lambda_build(artifacts: Path, *variables: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """src/Makefile's recipe for the recorder as sam build runs it (ARTIFACTS_DIR set), with
+    ``variables`` (NAME=value) on make's command line."""
+    return cfn.run_tool(
+        ["make", "-C", "src", "build-RecorderFunction", f"ARTIFACTS_DIR={artifacts}", *variables],
+        env=env,
+        timeout=600,
+    )
+
+
+_THIS_VERSION = f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+def test_the_build_compiles_with_the_python_it_is_given(tmp_path: Path) -> None:
+    """The compile step, whatever Python this machine has: the package for the Python of the SAM
+    CLI's venv, compiled by it. Every module gets an unchecked-hash .pyc, and the package imports
+    from that bytecode alone and writes nothing (as on Lambda's read-only /var/task)."""
+    python = cfn.SAM_PYTHON
+    version = _version(python)
+    assert version is not None, python
+    tag = f"cpython-{version.replace('.', '')}"
+    artifacts = tmp_path / "RecorderFunction"
+    done = _lambda_build(
+        artifacts, f"LAMBDA_PYTHON={version}", f"BUILD_PYTHON={python}", f"COMPILE_PYTHON={python}"
+    )
+    assert done.returncode == 0, _output(done)
+    assert "compileall" in done.stdout and "without bytecode" not in done.stdout, _output(done)
+    ticker = artifacts / "mini_scheduler" / "handlers" / "ticker.py"
+    pyc = ticker.parent / "__pycache__" / f"ticker.{tag}.pyc"
+    assert _pyc_flags(ticker, tag) == 1
+    assert _pyc_flags(artifacts / "botocore" / "client.py", tag) == 1
+    assert not _badly_compiled(artifacts, tag)
+    if version == _THIS_VERSION:
+        # -s/-p: the file name recorded is /var/task's, whatever the build folder (the same
+        # bytes from any build; an import shows the real path either way).
+        data = pyc.read_bytes()
+        assert data[:4] == importlib.util.MAGIC_NUMBER
+        assert marshal.loads(data[16:]).co_filename == "/var/task/mini_scheduler/handlers/ticker.py"
+
+    before = {path: path.stat().st_mtime_ns for path in artifacts.rglob("*")}
+    script = (
+        f"import sys; sys.path.insert(0, {str(artifacts)!r})\n"
+        "import mini_scheduler.handlers.ticker as ticker\n"
+        "print(ticker.__file__)\n"
+    )
+    done = subprocess.run(
+        [python, "-I", "-B", "-v", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        cwd=tmp_path,
+        env={"AWS_REGION": "us-east-1", "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, _output(done)
+    assert done.stdout.strip() == str(ticker), _output(done)
+    # python -v says "# code object from '<.pyc>'" for a module read from its bytecode, and
+    # "# code object from <.py>" (no quotes) for one compiled from its source.
+    compiled = [
+        line
+        for line in done.stderr.splitlines()
+        if line.startswith(f"# code object from {artifacts}")
+    ]
+    assert not compiled, compiled[:10]
+    assert f"# code object from '{pyc}'" in done.stderr
+    assert {path: path.stat().st_mtime_ns for path in artifacts.rglob("*")} == before
+
+
+@pytest.mark.parametrize(
+    ("variable", "path", "why"),
+    [
+        (f"COMPILE_PYTHON={sys.executable}", None, f"{sys.executable} is Python {_THIS_VERSION}"),
+        ("COMPILE_PYTHON=/nonexistent/python3.13", None, "/nonexistent/python3.13 does not run"),
+        ("COMPILE_PYTHON=", None, "COMPILE_PYTHON is empty"),
+        (None, "/usr/bin:/bin", "no python3.13 on PATH"),
+    ],
+)
+def test_the_build_says_when_it_ships_no_bytecode(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    variable: str | None,
+    path: str | None,
+    why: str,
+) -> None:
+    """Without a Python 3.13 to compile with, the recipe compiles nothing and says so: why, and
+    what to do (make -n: what it would run, nothing downloaded)."""
+    for name in ("COMPILE_PYTHON", "LAMBDA_PYTHON", "MAKEFLAGS"):  # only this test's settings
+        monkeypatch.delenv(name, raising=False)
+    if variable == f"COMPILE_PYTHON={sys.executable}" and _THIS_VERSION == "3.13":
+        pytest.skip("this interpreter is a Python 3.13")
+    if path is not None and any(Path(d, "python3.13").exists() for d in path.split(":")):
+        pytest.skip(f"{path} has a python3.13")
+    artifacts = tmp_path / "RecorderFunction"
+    done = _lambda_build(
+        artifacts, "-n", *filter(None, [variable]), **({"PATH": path} if path else {})
+    )
+    assert done.returncode == 0, _output(done)
+    assert "compileall" not in done.stdout, _output(done)
+    assert (
+        "NOTE: RecorderFunction ships without bytecode, so every cold start compiles each module"
+        f" it imports: {why}. Install Python 3.13, or set COMPILE_PYTHON=/path/to/python3.13."
+    ) in done.stdout, _output(done)
+    assert not artifacts.exists()
+
+
 def test_the_package_runs_on_the_lambda_python(build: Path) -> None:
     """The ticker's package, alone on the path (as in /var/task), imports its handlers and
-    finds its cron file where CRON_FILE's default says: file:cron.yaml under LAMBDA_TASK_ROOT."""
+    finds its cron file where CRON_FILE's default says: file:cron.yaml under LAMBDA_TASK_ROOT.
+    -B: it writes no bytecode, as on Lambda's read-only /var/task (and the build other tests
+    look at stays as make build left it)."""
     ticker = build / "TickerFunction"
     python = cfn.python_for_lambda()
     script = (
@@ -151,7 +331,7 @@ def test_the_package_runs_on_the_lambda_python(build: Path) -> None:
         "print(sys.version_info[:2], yaml.__with_libyaml__, sorted(j.name for j in cron.jobs))\n"
     )
     done = subprocess.run(
-        [python, "-I", "-c", f"import sys; sys.path.insert(0, {str(ticker)!r})\n{script}"],
+        [python, "-I", "-B", "-c", f"import sys; sys.path.insert(0, {str(ticker)!r})\n{script}"],
         capture_output=True,
         text=True,
         timeout=120,
