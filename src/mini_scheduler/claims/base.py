@@ -16,7 +16,7 @@ contract test suite holds each to it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -107,6 +107,49 @@ class JobState:
     last_firing_id: str | None = None
     last_status: RunStatus | None = None
     open_firing: str | None = None
+
+
+Instant = Callable[[Any], datetime | None]
+"""How a store reads back a time it wrote (None for a missing or unreadable one)."""
+
+
+def run_record_from(firing_id: str, fields: Mapping[str, Any], instant: Instant) -> RunRecord:
+    """A run record from a store's fields: every store writes the same (camelCase) names."""
+    return RunRecord(
+        firing_id=firing_id,
+        job=str(fields["job"]),
+        scheduled_time=str(fields["scheduledTime"]),
+        status=RunStatus(fields["status"]),
+        origin=fields.get("origin"),
+        claimed_at=instant(fields.get("claimedAt")),
+        started_at=instant(fields.get("startedAt")),
+        ended_at=instant(fields.get("endedAt")),
+        deadline=instant(fields.get("deadline")),
+        error=fields.get("error"),
+        reason=fields.get("reason"),
+        operator=fields.get("operator"),
+        manual=bool(fields.get("manual", False)),
+        parameters=fields.get("parameters"),
+        exclusive=bool(fields.get("exclusive", False)),
+        skipped_until=fields.get("skippedUntil"),
+        skipped_count=fields.get("skippedCount"),
+    )
+
+
+def job_state_from(job: str, fields: Mapping[str, Any], instant: Instant) -> JobState:
+    """A job's latest state from a store's fields (the same names in every store)."""
+    status = fields.get("lastStatus")
+    return JobState(
+        job=job,
+        service=fields.get("service"),
+        schedule=fields.get("schedule"),
+        parameters=fields.get("parameters") or {},
+        start=instant(fields.get("start")),
+        end=instant(fields.get("end")),
+        last_firing_id=fields.get("lastFiringId"),
+        last_status=RunStatus(status) if status else None,
+        open_firing=fields.get("openFiring"),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,8 @@ from mini_scheduler.claims.base import (
     JobState,
     Pause,
     RunRecord,
+    job_state_from,
+    run_record_from,
 )
 from mini_scheduler.errors import StoreError, describe_aws_error
 from mini_scheduler.model import (
@@ -98,25 +100,7 @@ def _instant(value: Any) -> datetime | None:
 
 def _record(raw: Mapping[str, Any]) -> RunRecord:
     item = _item(raw)
-    return RunRecord(
-        firing_id=item["firingId"],
-        job=item["job"],
-        scheduled_time=item["scheduledTime"],
-        status=RunStatus(item["status"]),
-        origin=item.get("origin"),
-        claimed_at=_instant(item.get("claimedAt")),
-        started_at=_instant(item.get("startedAt")),
-        ended_at=_instant(item.get("endedAt")),
-        deadline=_instant(item.get("deadline")),
-        error=item.get("error"),
-        reason=item.get("reason"),
-        operator=item.get("operator"),
-        manual=bool(item.get("manual", False)),
-        parameters=item.get("parameters"),
-        exclusive=bool(item.get("exclusive", False)),
-        skipped_until=item.get("skippedUntil"),
-        skipped_count=item.get("skippedCount"),
-    )
+    return run_record_from(str(item["firingId"]), item, _instant)
 
 
 _NAME = re.compile(r"#([A-Za-z][A-Za-z0-9]*)")
@@ -639,19 +623,7 @@ class DynamoDBClaimStore:
         raw = answer.get("Item")
         if not raw:
             return None
-        item = _item(raw)
-        status = item.get("lastStatus")
-        return JobState(
-            job=job,
-            service=item.get("service"),
-            schedule=item.get("schedule"),
-            parameters=item.get("parameters") or {},
-            start=_instant(item.get("start")),
-            end=_instant(item.get("end")),
-            last_firing_id=item.get("lastFiringId"),
-            last_status=RunStatus(status) if status else None,
-            open_firing=item.get("openFiring"),
-        )
+        return job_state_from(job, _item(raw), _instant)
 
     # -- control ---------------------------------------------------------------------------
 

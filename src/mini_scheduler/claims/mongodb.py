@@ -58,7 +58,16 @@ from pymongo.errors import (
     ServerSelectionTimeoutError,
 )
 
-from mini_scheduler.claims.base import ClaimResult, Control, JobStart, JobState, Pause, RunRecord
+from mini_scheduler.claims.base import (
+    ClaimResult,
+    Control,
+    JobStart,
+    JobState,
+    Pause,
+    RunRecord,
+    job_state_from,
+    run_record_from,
+)
 from mini_scheduler.errors import StoreError
 from mini_scheduler.model import Firing, RunStatus, firing_from_id, iso_seconds
 from mini_scheduler.mongo import (
@@ -98,25 +107,7 @@ def _utc(value: Any) -> datetime | None:
 
 
 def _record(doc: Mapping[str, Any]) -> RunRecord:
-    return RunRecord(
-        firing_id=str(doc["_id"]),
-        job=str(doc["job"]),
-        scheduled_time=str(doc["scheduledTime"]),
-        status=RunStatus(doc["status"]),
-        origin=doc.get("origin"),
-        claimed_at=_utc(doc.get("claimedAt")),
-        started_at=_utc(doc.get("startedAt")),
-        ended_at=_utc(doc.get("endedAt")),
-        deadline=_utc(doc.get("deadline")),
-        error=doc.get("error"),
-        reason=doc.get("reason"),
-        operator=doc.get("operator"),
-        manual=bool(doc.get("manual", False)),
-        parameters=doc.get("parameters"),
-        exclusive=bool(doc.get("exclusive", False)),
-        skipped_until=doc.get("skippedUntil"),
-        skipped_count=doc.get("skippedCount"),
-    )
+    return run_record_from(str(doc["_id"]), doc, _utc)
 
 
 def _retryable(exc: PyMongoError) -> bool:
@@ -567,18 +558,7 @@ class MongoDBClaimStore:
             raise self._fail("find (job state)", JOB_STATE, exc) from exc
         if doc is None:
             return None
-        status = doc.get("lastStatus")
-        return JobState(
-            job=job,
-            service=doc.get("service"),
-            schedule=doc.get("schedule"),
-            parameters=doc.get("parameters") or {},
-            start=_utc(doc.get("start")),
-            end=_utc(doc.get("end")),
-            last_firing_id=doc.get("lastFiringId"),
-            last_status=RunStatus(status) if status else None,
-            open_firing=doc.get("openFiring"),
-        )
+        return job_state_from(job, doc, _utc)
 
     # -- control ---------------------------------------------------------------------------
 
