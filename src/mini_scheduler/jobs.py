@@ -104,6 +104,10 @@ _DYNAMODB_NUMBERS: Final = decimal.Context(
     traps=[decimal.Clamped, decimal.Overflow, decimal.Inexact, decimal.Rounded, decimal.Underflow],
 )
 _DYNAMODB_LARGEST: Final = decimal.Decimal("1E126")
+_LARGEST_BITS: Final = 420
+"""1E126 < 2**419: an integer of more bits is past DynamoDB's range."""
+_EXACT: Final = decimal.Context(prec=400)
+"""Enough digits to normalise any number DynamoDB stores without rounding it."""
 _DYNAMODB_SMALLEST: Final = decimal.Decimal("1E-130")
 
 LAMBDA_ASYNC_PAYLOAD_LIMIT: Final = 1_048_576
@@ -356,16 +360,17 @@ def _json_problem(value: object, path: str, depth: int) -> str | None:
     if isinstance(value, float) and not math.isfinite(value):
         return f"parameter {_shown(path)} is {value!r}, which JSON cannot carry"
     if isinstance(value, int | float):
-        try:
-            number = _DYNAMODB_NUMBERS.create_decimal(json.dumps(value))
-        except decimal.DecimalException:
-            number = _DYNAMODB_LARGEST
-        if number and not _DYNAMODB_SMALLEST <= abs(number) < _DYNAMODB_LARGEST:
-            return (
-                f"parameter {_shown(path)} is {str(value)[:40]}, a number DynamoDB cannot store "
-                "(at most 38 digits, from 1E-130 to 9.99E+125): write it as text"
-            )
-        return None
+        if _storable_number(value):
+            return None
+        shown = (
+            f"an integer of {value.bit_length()} bits"
+            if isinstance(value, int) and value.bit_length() > _LARGEST_BITS
+            else str(value)[:40]
+        )
+        return (
+            f"parameter {_shown(path)} is {shown}, a number DynamoDB cannot store "
+            "(at most 38 digits, from 1E-130 to 9.99E+125): write it as text"
+        )
     if depth >= MAX_PARAMETER_DEPTH:
         return f"parameter {_shown(path)} nests deeper than {MAX_PARAMETER_DEPTH} levels"
     if isinstance(value, list):
@@ -433,6 +438,18 @@ def check_parameters_fit(target: Target, parameters: Mapping[str, Any]) -> str |
     return None
 
 
+def _storable_number(value: int | float) -> bool:
+    """Whether DynamoDB stores ``value`` as a number exactly: at most 38 significant digits,
+    zero or a magnitude from 1E-130 to under 1E126."""
+    if isinstance(value, int) and value.bit_length() > _LARGEST_BITS:
+        return False  # past 1E126; and str() refuses ints of more than 4,300 digits
+    try:
+        number = _DYNAMODB_NUMBERS.create_decimal(json.dumps(value))
+    except decimal.DecimalException:
+        return False
+    return not number or _DYNAMODB_SMALLEST <= number.copy_abs() < _DYNAMODB_LARGEST
+
+
 def _dynamodb_size(value: object) -> int:
     """DynamoDB's size of a value (its documented item size rules, near enough)."""
     if value is None or isinstance(value, bool):
@@ -440,7 +457,8 @@ def _dynamodb_size(value: object) -> int:
     if isinstance(value, str):
         return len(value.encode("utf-8", "surrogatepass"))
     if isinstance(value, int | float):
-        digits = len(decimal.Decimal(json.dumps(value)).normalize().as_tuple().digits)
+        exact = decimal.Decimal(json.dumps(value)).normalize(_EXACT)
+        digits = len(exact.as_tuple().digits)
         return (digits + 1) // 2 + 1
     if isinstance(value, list):
         return 3 + sum(_dynamodb_size(item) + 1 for item in value)

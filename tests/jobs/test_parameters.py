@@ -16,6 +16,7 @@ from mini_scheduler.jobs import (
     STEP_FUNCTIONS_INPUT_LIMIT,
     Target,
     check_parameters_fit,
+    load,
     parameters_limit,
 )
 from tests.jobs.helpers import errors, invalid, one
@@ -130,3 +131,46 @@ def test_what_json_cannot_carry(parameters: Any, reason: str) -> None:
 def test_json_values_fit() -> None:
     parameters = {"s": "é", "i": 10**30, "f": 1.5, "b": True, "n": None, "l": [1, [2]], "m": {}}
     assert check_parameters_fit(FLOW, parameters) is None
+
+
+@pytest.mark.parametrize(
+    "number", [0, -0.0, 1e-130, -1e-130, 1.5e125, -(10**37), 10**37, int("9" * 38), 0.1]
+)
+def test_numbers_dynamodb_stores_fit(number: float) -> None:
+    assert check_parameters_fit(LAMBDA, {"n": number}) is None
+
+
+@pytest.mark.parametrize(
+    ("number", "shown"),
+    [
+        (10**38 + 1, str(10**38 + 1)),  # 39 digits
+        (1e126, "1e+126"),
+        (1e-131, "1e-131"),
+        (-1e300, "-1e+300"),
+        (int("f" * 4000, 16), "an integer of 16000 bits"),  # str() refuses it: 4,816 digits
+    ],
+    ids=["39 digits", "1e126", "1e-131", "-1e300", "16000 bits"],
+)
+def test_numbers_dynamodb_cannot_store_are_named(number: float, shown: str) -> None:
+    reason = check_parameters_fit(LAMBDA, {"n": number})
+    assert reason == (
+        f"parameter n is {shown[:40]}, a number DynamoDB cannot store (at most 38 digits, "
+        "from 1E-130 to 9.99E+125): write it as text"
+    )
+
+
+def test_a_huge_integer_from_a_hex_literal_skips_only_its_entry() -> None:
+    cron_file = load(
+        "jobs:\n"
+        "  - {name: a, cron: '0 0 9 * * ?', service: fn, parameters: {n: 0x" + "f" * 4000 + "}}\n"
+        "  - {name: b, cron: '0 0 9 * * ?', service: fn}\n"
+    )
+    assert [job.name for job in cron_file.jobs] == ["b"]
+    assert "an integer of 16000 bits" in errors(cron_file)[0]
+
+
+def test_long_numbers_are_sized_by_all_their_digits() -> None:
+    """38-digit numbers take 20 bytes each in DynamoDB; rounded to 28 digits they seemed 15."""
+    parameters = {"p": [[]] * 87_602 + [12345678901234567890123456789012345678] * 3000}
+    reason = check_parameters_fit(LAMBDA, parameters)
+    assert reason is not None and reason.startswith("parameters take 413412 bytes in DynamoDB")
