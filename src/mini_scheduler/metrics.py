@@ -29,6 +29,7 @@ FIRINGS_DISPATCHED = "FiringsDispatched"
 FIRINGS_SKIPPED = "FiringsSkipped"  # with the reason in the name below
 DISPATCH_ERRORS = "DispatchErrors"
 CLAIM_ERRORS = "ClaimErrors"
+FIRINGS_HELD = "FiringsHeld"  # left to the next tick: this one ran out of time
 RUNS_SUCCEEDED = "RunsSucceeded"
 RUNS_FAILED = "RunsFailed"
 RUNS_TIMED_OUT = "RunsTimedOut"

@@ -122,6 +122,7 @@ class _Tally:
             "errors": self.errors,
             "takenOver": self.taken_over,
             "timedOut": self.timed_out,
+            "held": len(self.held_at),  # left to the next tick: not claimed, nothing recorded
         }
 
 
@@ -219,7 +220,13 @@ class Ticker:
 
     # -- the tick --------------------------------------------------------------------------
 
-    def tick(self, scheduled: datetime, shard: Shard | None = None) -> TickSummary:
+    def tick(
+        self, scheduled: datetime, shard: Shard | None = None, *, deadline: datetime | None = None
+    ) -> TickSummary:
+        """Handle the minute ``scheduled`` names (``shard``'s jobs only, with a shard). Past
+        ``deadline`` (the handler's: the function's timeout less a margin) no firing is claimed:
+        each one left is held, so the watermark stops at the first and the next tick handles them
+        under their misfire policies, instead of Lambda ending the tick mid-claim."""
         minute = floor_minute(scheduled)
         start = minute + timedelta(seconds=self.settings.tick_lead_seconds)
         end = start + timedelta(seconds=60)
@@ -305,7 +312,15 @@ class Ticker:
                 plans.append(_Plan(job, Firing(job.name, at), due))
 
         self._execute(
-            plans, misfire_runs, skips, ranges, cron_file, now, tally, sweep=shard is None
+            plans,
+            misfire_runs,
+            skips,
+            ranges,
+            cron_file,
+            now,
+            tally,
+            sweep=shard is None,
+            deadline=deadline,
         )
         held = min(tally.held_at, default=None)
         target = end if held is None else min(end, held)
@@ -454,6 +469,7 @@ class Ticker:
         tally: _Tally,
         *,
         sweep: bool = True,
+        deadline: datetime | None = None,
     ) -> None:
         plans.sort(key=lambda p: p.due)
         workers = max(
@@ -469,24 +485,45 @@ class Ticker:
                 futures.append(pool.submit(self._sweep, now, cron_file, tally, active=True))
             futures.extend(pool.submit(self._skip_range, *r, tally) for r in ranges)
             futures.extend(pool.submit(self._skip, *s, tally) for s in skips)
-            futures.extend(pool.submit(self._fire_in_order, g, tally) for g in misfire_runs)
+            futures.extend(
+                pool.submit(self._fire_in_order, g, tally, deadline) for g in misfire_runs
+            )
             for plan in plans:
+                if deadline is not None and plan.due >= deadline:
+                    self._out_of_time(plan, tally, deadline)  # no sleeping past the deadline
+                    continue
                 wait = (plan.due - self.clock.now()).total_seconds()
                 if wait > 0:
                     self.clock.sleep(wait)
-                futures.append(pool.submit(self._fire, plan, tally))
+                futures.append(pool.submit(self._fire, plan, tally, deadline))
             for future in futures:
                 future.result()
 
     # -- one firing ------------------------------------------------------------------------
 
-    def _fire_in_order(self, plans: list[_Plan], tally: _Tally) -> None:
+    def _fire_in_order(
+        self, plans: list[_Plan], tally: _Tally, deadline: datetime | None = None
+    ) -> None:
         for plan in plans:
-            self._fire(plan, tally)
+            self._fire(plan, tally, deadline)
 
-    def _fire(self, plan: _Plan, tally: _Tally) -> None:
+    def _out_of_time(self, plan: _Plan, tally: _Tally, deadline: datetime) -> None:
+        tally.hold(plan.firing.scheduled)
+        self.metrics.add(m.FIRINGS_HELD)
+        log.warning(
+            "Job %s not claimed this tick - firing %s: the tick is out of time (its deadline "
+            "was %s); the next tick handles it",
+            plan.job.name,
+            plan.firing.id,
+            iso_seconds(deadline),
+        )
+
+    def _fire(self, plan: _Plan, tally: _Tally, deadline: datetime | None = None) -> None:
         job, firing = plan.job, plan.firing
         now = self.clock.now()
+        if deadline is not None and now >= deadline:
+            self._out_of_time(plan, tally, deadline)
+            return
         lease = now + timedelta(seconds=self.settings.claim_lease_seconds)
         try:
             result = self.claims.claim(

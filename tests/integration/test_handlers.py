@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from mini_scheduler.handlers import ticker as ticker_handler
 from mini_scheduler.model import RunStatus
 from tests.conftest import load_event
-from tests.integration.conftest import Aws
+from tests.integration.conftest import Aws, _Context
 
 pytestmark = pytest.mark.dynamodb_local
 
@@ -256,3 +257,26 @@ def test_the_recorder_rejects_malformed_events(
     answer = invoke_recorder(event)
     assert answer["status"] == "rejected" and answer["error"]
     assert aws.item_count() == 0
+
+
+class _ShortOfTime(_Context):
+    """An invocation with 30 s left: the tick stops claiming 20 s before its end."""
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000
+
+
+def test_the_handler_gives_the_tick_its_invocation_s_deadline(
+    aws: Aws, invoke_ticker: Invoke
+) -> None:
+    invoke_ticker({"tick": "2026-11-30T13:59:00Z"})
+    aws.clock.set(aws.clock.now().replace(hour=14, minute=0, second=0))
+    answer = ticker_handler.handler({"tick": "2026-11-30T14:00:00Z"}, _ShortOfTime())
+    assert answer["counts"]["held"] == 3  # heartbeat at :15, :30 and :45; :00 ran
+    run = aws.store().run("heartbeat@2026-11-30T14:00:00Z")
+    assert run is not None and run.status is RunStatus.DISPATCHED
+    assert aws.store().run("heartbeat@2026-11-30T14:00:15Z") is None
+
+
+def test_outside_lambda_a_tick_has_no_deadline() -> None:
+    assert ticker_handler.deadline_of(object(), datetime(2026, 11, 30, tzinfo=UTC)) is None

@@ -281,6 +281,7 @@ def _code_metrics() -> set[str]:
         m.FIRINGS_DISPATCHED,
         m.DISPATCH_ERRORS,
         m.CLAIM_ERRORS,
+        m.FIRINGS_HELD,
         m.RUNS_SUCCEEDED,
         m.RUNS_FAILED,
         m.RUNS_TIMED_OUT,

@@ -327,6 +327,34 @@ def test_a_firing_a_tick_failed_to_claim_is_handled_by_the_next_tick(
     assert "minutely@2026-11-30T14:00:00Z" in r.dispatcher.firing_ids  # fire_now: the latest
 
 
+def test_a_tick_out_of_time_leaves_its_last_firings_to_the_next_tick() -> None:
+    """Past the handler's deadline nothing is claimed: the firings left are held, the watermark
+    stops at the first, and the next tick runs them under their misfire policy (fire_now: the
+    latest) instead of Lambda ending the tick in the middle of a claim."""
+    r = rig(EVERY_15S)
+    r.tick("2026-11-30T13:59:00Z")
+    before = len(r.dispatcher.firing_ids)
+    answer = r.tick("2026-11-30T14:00:00Z", deadline=at("2026-11-30T14:00:20Z"))
+    assert r.dispatcher.firing_ids[before:] == [
+        "quarter@2026-11-30T14:00:00Z",
+        "quarter@2026-11-30T14:00:15Z",
+    ]
+    assert answer["counts"]["held"] == 2 and answer["counts"]["errors"] == 0
+    assert r.metrics.totals["FiringsHeld"] == 2
+    assert r.claims.control("us-east-1/prod").watermark == at("2026-11-30T14:00:30Z")
+    assert r.clock.now() < at("2026-11-30T14:00:20Z"), "it did not wait for what it cannot run"
+    assert r.claims.run("quarter@2026-11-30T14:00:30Z") is None
+    r.tick("2026-11-30T14:01:00Z")
+    ran = r.dispatcher.counts()
+    assert ran["quarter@2026-11-30T14:00:45Z"] == 1 and ran["quarter@2026-11-30T14:00:30Z"] == 0
+    assert all(n == 1 for n in ran.values())
+
+
+def test_a_tick_without_a_deadline_holds_nothing() -> None:
+    r = rig(EVERY_15S)
+    assert r.tick("2026-11-30T14:00:00Z")["counts"]["held"] == 0
+
+
 def test_overlap_skip_skips_a_firing_while_the_previous_run_is_open() -> None:
     r = rig("""
 jobs:

@@ -94,8 +94,9 @@ def parse_tick(event: Mapping[str, Any]) -> tuple[datetime, Shard | None] | None
     return None
 
 
-def route(ticker: Ticker, event: Any) -> dict[str, Any]:
-    """Act on one event; EventError for an event that cannot be acted on (nothing written)."""
+def route(ticker: Ticker, event: Any, deadline: datetime | None = None) -> dict[str, Any]:
+    """Act on one event; EventError for an event that cannot be acted on (nothing written).
+    ``deadline``: when a tick stops claiming firings (see :func:`deadline_of`)."""
     if not isinstance(event, Mapping):
         raise EventError(
             "the ticker takes a JSON object: a tick, a manual run, an environment, "
@@ -111,7 +112,7 @@ def route(ticker: Ticker, event: Any) -> dict[str, Any]:
                 f"({iso_seconds(now)}): a tick runs the minute that is starting, so one from "
                 "the future would mark minutes handled before they come"
             )
-        return ticker.tick(at, shard).to_json()
+        return ticker.tick(at, shard, deadline=deadline).to_json()
     if "environment" in event:
         change = event["environment"]
         if not isinstance(change, Mapping):
@@ -144,6 +145,24 @@ def route(ticker: Ticker, event: Any) -> dict[str, Any]:
     )
 
 
+TICK_MARGIN = timedelta(seconds=20)
+"""What a tick keeps of its invocation's time for the firings already claimed: their dispatch
+and mark, retries included. Past the function's timeout less this, no firing is claimed; the
+next tick handles what is left under the misfire policies (Ticker.tick)."""
+
+
+def deadline_of(context: Any, now: datetime) -> datetime | None:
+    """When a tick invoked with Lambda ``context`` stops claiming, or None outside Lambda."""
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    if not callable(remaining):
+        return None
+    try:
+        millis = int(remaining())
+    except (TypeError, ValueError):
+        return None
+    return now + timedelta(milliseconds=millis) - TICK_MARGIN
+
+
 def _keys(keys: Any) -> str:
     """The keys an event carried, bounded: at most 8, each cut at 40 characters."""
     names = sorted(str(key)[:40] for key in keys)
@@ -161,7 +180,7 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
     try:
         ticker = _get_ticker(context)
         try:
-            return route(ticker, event)
+            return route(ticker, event, deadline_of(context, ticker.clock.now()))
         except EventError as exc:
             logger.warning("Event rejected: %s", exc)
             return error_answer(str(exc))
