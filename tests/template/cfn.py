@@ -11,7 +11,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT
+from tests.maketools import install_once, run
 
 TEMPLATE = ROOT / "template.yaml"
 SAM_VENV = ROOT / ".venv-sam"
@@ -27,7 +27,6 @@ SAM = SAM_VENV / "bin" / "sam"
 CFN_LINT = SAM_VENV / "bin" / "cfn-lint"
 SAM_PYTHON = SAM_VENV / "bin" / "python"
 TRANSLATE = Path(__file__).with_name("translate.py")
-_LOCK = Path(tempfile.gettempdir()) / "mini-scheduler-sam-tools.lock"
 
 # The environment the SAM CLI runs in: no telemetry, and no Docker (a build that needed it fails).
 SAM_ENV = {"SAM_CLI_TELEMETRY": "0", "DOCKER_HOST": "unix:///nonexistent/docker.sock"}
@@ -109,26 +108,8 @@ def as_list(value: Any) -> list[Any]:
 
 
 def ensure_sam_tools() -> None:
-    """`make sam-tools` (a no-op once installed), one pytest worker at a time; skip the test when
-    the tools cannot be installed (no package index reachable)."""
-    with _LOCK.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            done = subprocess.run(
-                ["make", "-s", "sam-tools"],
-                cwd=ROOT,
-                capture_output=True,
-                text=True,
-                timeout=900,
-                check=False,
-            )
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-    if done.returncode != 0 or not SAM.exists():
-        pytest.skip(
-            "the AWS SAM CLI and cfn-lint could not be installed into .venv-sam "
-            f"(make sam-tools): {(done.stderr or done.stdout).strip()[-600:]}"
-        )
+    """`make sam-tools`, once for all pytest workers (a skip without a package index)."""
+    install_once("sam-tools", SAM.exists, "the AWS SAM CLI and cfn-lint (into .venv-sam)")
 
 
 def run_tool(
@@ -137,15 +118,7 @@ def run_tool(
     env: Mapping[str, str] | None = None,
     timeout: float = 600,
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(arg) for arg in args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-        env={**os.environ, **SAM_ENV, **(env or {})},
-    )
+    return run(args, env={**SAM_ENV, **(env or {})}, timeout=timeout)
 
 
 def shared(factory: pytest.TempPathFactory, name: str, make: Callable[[Path], object]) -> Path:
