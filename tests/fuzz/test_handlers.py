@@ -44,16 +44,12 @@ TICKER_EVENTS = st.one_of(JSON, near_misses(TICKER_SAMPLES), near_misses(EVERY_S
 RECORDER_EVENTS = st.one_of(JSON, near_misses(RECORDER_SAMPLES), near_misses(EVERY_SAMPLE))
 
 
-def check(judge: Judge, invoke: Invoke, event: Any) -> None:
-    judge(invoke, event)
-
-
 @DEFAULT
 @given(event=TICKER_EVENTS)
 def test_the_ticker_answers_any_event_clearly(
     judge: Judge, invoke_ticker: Invoke, event: Any
 ) -> None:
-    check(judge, invoke_ticker, event)
+    judge(invoke_ticker, event)
 
 
 @DEFAULT
@@ -61,7 +57,7 @@ def test_the_ticker_answers_any_event_clearly(
 def test_the_recorder_answers_any_event_clearly(
     judge: Judge, invoke_recorder: Invoke, event: Any
 ) -> None:
-    check(judge, invoke_recorder, event)
+    judge(invoke_recorder, event)
 
 
 @pytest.mark.slow
@@ -70,7 +66,7 @@ def test_the_recorder_answers_any_event_clearly(
 def test_the_ticker_answers_any_event_clearly_at_length(
     judge: Judge, invoke_ticker: Invoke, event: Any
 ) -> None:
-    check(judge, invoke_ticker, event)
+    judge(invoke_ticker, event)
 
 
 @pytest.mark.slow
@@ -79,7 +75,7 @@ def test_the_ticker_answers_any_event_clearly_at_length(
 def test_the_recorder_answers_any_event_clearly_at_length(
     judge: Judge, invoke_recorder: Invoke, event: Any
 ) -> None:
-    check(judge, invoke_recorder, event)
+    judge(invoke_recorder, event)
 
 
 def _sweep(judge: Judge, invoke: Invoke, names: tuple[str, ...]) -> None:
@@ -87,7 +83,7 @@ def _sweep(judge: Judge, invoke: Invoke, names: tuple[str, ...]) -> None:
     cases = field_sweep(names)
     for sample, where, event in cases:
         try:
-            check(judge, invoke, event)
+            judge(invoke, event)
         except Exception as exc:
             failures.append(f"{sample} with {where}: {type(exc).__name__}: {str(exc)[:300]!r}")
     assert not failures, f"{len(failures)} of {len(cases)} events failed:\n" + "\n".join(failures)

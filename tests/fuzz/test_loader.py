@@ -30,17 +30,12 @@ from hypothesis import strategies as st
 from mini_scheduler.errors import CronFileError
 from mini_scheduler.jobs import MAX_FILE_BYTES, load
 from tests.conftest import ROOT
-from tests.jobs.test_file import check
+from tests.jobs.test_file import check  # a consistent file, or CronFileError naming what is wrong
 
 SAMPLE = (ROOT / "samplecode" / "cron.yaml").read_text(encoding="utf-8")
 SAMPLE_DATA: dict[str, Any] = yaml.safe_load(SAMPLE)
 DEFAULT = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SLOW = settings(DEFAULT, max_examples=1000)
-
-
-def loads_or_refuses(text: str | bytes) -> None:
-    """``check(text)``: a consistent file, or CronFileError naming what is wrong."""
-    check(text)
 
 
 # -- near misses of the sample file, as text ------------------------------------------------
@@ -122,14 +117,14 @@ def edited_sample(draw: st.DrawFn) -> str:
 @DEFAULT
 @given(edited_sample())
 def test_edited_sample_text(text: str) -> None:
-    loads_or_refuses(text)
+    check(text)
 
 
 @pytest.mark.slow
 @SLOW
 @given(edited_sample())
 def test_edited_sample_text_at_length(text: str) -> None:
-    loads_or_refuses(text)
+    check(text)
 
 
 # -- near misses of the sample file, as data -------------------------------------------------
@@ -198,7 +193,7 @@ def changed_sample(draw: st.DrawFn) -> str:
 @DEFAULT
 @given(changed_sample())
 def test_changed_sample_data(text: str) -> None:
-    loads_or_refuses(text)
+    check(text)
 
 
 # -- every key, every wrong type -----------------------------------------------------------
@@ -243,7 +238,7 @@ def test_each_entry_key_of_each_wrong_type(key: str, wrong: str) -> None:
     """The entry is skipped with a reason, or loads (a description may be any text; a value the
     key takes, such as a whole number of seconds, loads); the other entries load."""
     text = _with(key, wrong, entry=True)
-    loads_or_refuses(text)
+    check(text)
     cron_file = load(text)
     assert {job.name for job in cron_file.jobs} >= {"hourly-cleanup", "heartbeat"}
 
@@ -251,7 +246,7 @@ def test_each_entry_key_of_each_wrong_type(key: str, wrong: str) -> None:
 @pytest.mark.parametrize("wrong", WRONG)
 @pytest.mark.parametrize("key", FILE_KEYS)
 def test_each_file_setting_of_each_wrong_type(key: str, wrong: str) -> None:
-    loads_or_refuses(_with(key, wrong, entry=False))
+    check(_with(key, wrong, entry=False))
 
 
 # -- bombs through merge keys ----------------------------------------------------------------
@@ -288,7 +283,7 @@ def test_an_alias_as_a_job_entry_or_a_key() -> None:
     entry = "{name: j, cron: '0 0 0 * * ?', service: fn}"
     cron_file = load(f"e: &e {entry}\njobs: [*e, *e]\n")  # two entries named j: both skipped
     assert cron_file.jobs == () and cron_file.skipped == 2
-    loads_or_refuses("k: &k name\njobs: [{*k : j, cron: '0 0 0 * * ?', service: fn}]\n")
+    check("k: &k name\njobs: [{*k : j, cron: '0 0 0 * * ?', service: fn}]\n")
 
 
 # -- the largest files the bound lets through ------------------------------------------------
@@ -332,4 +327,4 @@ HUGE: dict[str, Callable[[], str]] = {
 def test_the_largest_files_load_or_are_refused_in_time(name: str) -> None:
     text = HUGE[name]()
     assert len(text.encode()) <= MAX_FILE_BYTES
-    loads_or_refuses(text)
+    check(text)
