@@ -284,8 +284,9 @@ class Ticker:
                 for _ in job.expression.firings(begin, end, job.tz)
             )
             if due_count > self.settings.fanout_threshold:
-                shards = self._fan_out(minute, due_count, tally)
+                # The sweep first: a run it times out frees its job's slot for the shards.
                 self._sweep(now, cron_file, tally, active=True)
+                shards = self._fan_out(minute, due_count, tally)
                 return summary("active", f"{due_count} firings due: fanned out to {shards} shards")
 
         plans: list[_Plan] = []
@@ -472,17 +473,20 @@ class Ticker:
         deadline: datetime | None = None,
     ) -> None:
         plans.sort(key=lambda p: p.due)
+        # The sweep finishes before the minute's claims: a hung run it times out frees its job's
+        # overlap slot for this minute's firing. Shards leave the sweep to the tick that fanned
+        # out (which sweeps before it invokes them).
+        if sweep:
+            self._sweep(now, cron_file, tally, active=True)
         workers = max(
             1,
             min(
                 self.settings.dispatch_workers,
-                len(plans) + len(misfire_runs) + len(skips) + len(ranges) + 1,
+                len(plans) + len(misfire_runs) + len(skips) + len(ranges),
             ),
         )
         futures: list[Future[None]] = []
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dispatch") as pool:
-            if sweep:  # shards leave the sweep to the tick that fanned out
-                futures.append(pool.submit(self._sweep, now, cron_file, tally, active=True))
             futures.extend(pool.submit(self._skip_range, *r, tally) for r in ranges)
             futures.extend(pool.submit(self._skip, *s, tally) for s in skips)
             futures.extend(

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+import threading
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 
-from mini_scheduler.claims.base import ClaimResult
+from mini_scheduler.claims.base import ClaimResult, RunRecord
+from mini_scheduler.claims.memory import MemoryClaimStore
 from mini_scheduler.model import Firing, RunStatus
 from tests.ticker.harness import at, rig
 
@@ -451,6 +455,64 @@ jobs:
     assert answer["counts"]["timedOut"] == 1
     run = r.claims.run("slow@2026-11-30T14:00:00Z")
     assert run is not None and run.status is RunStatus.TIMED_OUT
+
+
+class _SweepWatch(MemoryClaimStore):
+    """Records whether a claim was made while the sweep was still running. Its ``due_runs``
+    waits (briefly) for a claim to start, so a tick that sweeps concurrently with its claims
+    is caught every time rather than by chance."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sweeping = False
+        self.claims_during_sweep: list[str] = []
+        self._claim_started = threading.Event()
+
+    def due_runs(self, now: datetime, limit: int = 1000) -> Sequence[RunRecord]:
+        due = super().due_runs(now, limit)
+        if due:  # the sweep has work: it ends when the time-out is written
+            self.sweeping = True
+            self._claim_started.clear()
+            self._claim_started.wait(0.3)
+        return due
+
+    def time_out(self, run: RunRecord, *, now: datetime) -> bool:
+        try:
+            return super().time_out(run, now=now)
+        finally:
+            self.sweeping = False
+
+    def claim(self, firing: Firing, **kwargs: Any) -> ClaimResult:
+        if self.sweeping:
+            self.claims_during_sweep.append(firing.id)
+        self._claim_started.set()
+        return super().claim(firing, **kwargs)
+
+
+def test_the_sweep_frees_a_hung_run_s_slot_before_the_minute_s_claims() -> None:
+    claims = _SweepWatch()
+    r = rig(
+        """
+jobs:
+  - name: "hung"
+    cron: "0 * * * * ?"
+    service: "hung-fn"
+    overlap: "skip"
+    timeout: 300
+""",
+        claims=claims,
+    )
+    r.tick("2026-11-30T14:00:00Z")  # dispatched; no completion ever comes
+    for minute in range(1, 5):
+        answer = r.tick(f"2026-11-30T14:0{minute}:00Z")
+        assert answer["counts"]["skipped"] == {"overlap": 1}
+    answer = r.tick("2026-11-30T14:05:00Z")  # the hung run's timeout ends with this minute
+    assert claims.claims_during_sweep == []
+    assert answer["counts"]["timedOut"] == 1
+    assert answer["counts"]["skipped"] == {}
+    assert "hung@2026-11-30T14:05:00Z" in r.dispatcher.firing_ids
+    run = r.claims.run("hung@2026-11-30T14:05:00Z")
+    assert run is not None and run.status is RunStatus.DISPATCHED
 
 
 def test_a_dispatch_the_target_refuses_is_recorded_failed_with_the_error() -> None:
