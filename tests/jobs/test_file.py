@@ -1,16 +1,20 @@
 """Whole-file errors: each raises CronFileError naming the source, and nothing is half-loaded.
-Bombs (aliases, nesting, size) are refused fast; random input never raises anything else."""
+Bombs (aliases, nesting, size) are refused early: before the parser reads on or builds anything
+big; random input never raises anything else."""
 
 from __future__ import annotations
 
 import json
-import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from yaml.nodes import Node
 
+from mini_scheduler import jobs
 from mini_scheduler.errors import CronFileError, SchedulerError
 from mini_scheduler.jobs import MAX_FILE_BYTES, CronFile, load
 from tests.jobs.helpers import BASE, document
@@ -173,21 +177,64 @@ def test_cron_file_error_is_a_scheduler_error() -> None:
 # -- bombs ------------------------------------------------------------------------------------
 
 
-def refused_fast(text: str | bytes, match: str, seconds: float = 2.0) -> None:
-    start = time.perf_counter()
+@dataclass
+class Parse:
+    """What the YAML loader did for one load: whether it was made at all, how many nodes it
+    composed (an alias counts once, whatever it repeats), how many characters of the text its
+    reader had consumed when it stopped, and whether it built Python objects from the nodes."""
+
+    made: bool = False
+    composed: int = 0
+    read: int = 0
+    built: bool = False
+
+
+@pytest.fixture
+def parse(monkeypatch: pytest.MonkeyPatch) -> Iterator[Parse]:
+    """The loader of :func:`load`, watched."""
+    seen = Parse()
+
+    class Watched(jobs._BoundedLoader):
+        def __init__(self, stream: str) -> None:
+            seen.made = True
+            super().__init__(stream)
+
+        def compose_node(self, parent: Node | None, index: int) -> Node | None:
+            seen.composed += 1
+            return super().compose_node(parent, index)
+
+        def construct_document(self, node: Node) -> Any:
+            seen.built = True
+            return super().construct_document(node)
+
+        def dispose(self) -> None:
+            seen.read = self.index  # the reader's position: characters consumed so far
+            super().dispose()
+
+    monkeypatch.setattr(jobs, "_BoundedLoader", Watched)
+    yield seen
+
+
+def refused_early(parse: Parse, text: str | bytes, match: str, *, composed: int = 1000) -> None:
+    """``load(text)`` raises CronFileError matching ``match`` while composing: after at most
+    ``composed`` nodes, and before a single object is built from them."""
     with pytest.raises(CronFileError, match=match):
         load(text)
-    assert time.perf_counter() - start < seconds
+    assert parse.made and not parse.built
+    assert 0 < parse.composed <= composed, parse
 
 
-def test_billion_laughs() -> None:
+def test_billion_laughs(parse: Parse) -> None:
     lines = ["a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]"]
     lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
     lines.append("jobs: [*a9]")
-    refused_fast("\n".join(lines), r"holds more than 100000 YAML nodes .*\(line 5\)")
+    text = "\n".join(lines)
+    # a billion nodes if expanded: refused at line 5, after the ~50 nodes written out before it
+    refused_early(parse, text, r"holds more than 100000 YAML nodes .*\(line 5\)", composed=100)
+    assert parse.read < len(text) // 2
 
 
-def test_alias_bomb_in_parameters() -> None:
+def test_alias_bomb_in_parameters(parse: Parse) -> None:
     text = (
         "p0: &p0 {a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8}\n"
         + "".join(
@@ -196,20 +243,22 @@ def test_alias_bomb_in_parameters() -> None:
         )
         + "jobs: [{name: a, cron: '0 0 9 * * ?', service: fn, parameters: *p7}]\n"
     )
-    refused_fast(text, "holds more than 100000 YAML nodes")
+    refused_early(parse, text, "holds more than 100000 YAML nodes", composed=150)
 
 
-def test_large_string_repeated_by_aliases() -> None:
+def test_large_string_repeated_by_aliases(parse: Parse) -> None:
     text = f"big: &big {'x' * 500_000}\njobs: [{', '.join(['*big'] * 20)}]\n"
-    refused_fast(text, "expands to more than 4194304 characters of text")
+    refused_early(parse, text, "expands to more than 4194304 characters of text", composed=20)
 
 
-def test_recursive_alias() -> None:
-    refused_fast(
-        "a: &a [1, *a]\njobs: []\n",
+@pytest.mark.parametrize("text", ["a: &a [1, *a]\njobs: []\n", "a: &a {b: *a}\njobs: []\n"])
+def test_recursive_alias(parse: Parse, text: str) -> None:
+    refused_early(
+        parse,
+        text,
         r"alias \*a is inside the node it names \(a recursive structure\)",
+        composed=5,
     )
-    refused_fast("a: &a {b: *a}\njobs: []\n", "recursive structure")
 
 
 @pytest.mark.parametrize(
@@ -221,15 +270,19 @@ def test_recursive_alias() -> None:
         "jobs:\n" + "".join(" " * i + "- \n" for i in range(0, 2000, 2)),
     ],
 )
-def test_deep_nesting(text: str) -> None:
-    refused_fast(text, "nests deeper than 32 levels")
+def test_deep_nesting(parse: Parse, text: str) -> None:
+    """Refused at the 33rd level, with the rest of the text never read."""
+    refused_early(parse, text, "nests deeper than 32 levels", composed=100)
+    assert parse.read < 2000 < len(text), parse
 
 
-def test_nesting_through_aliases_counts_in_full() -> None:
+def test_nesting_through_aliases_counts_in_full(parse: Parse) -> None:
     deep = "[" * 20 + "1" + "]" * 20
-    refused_fast(
+    refused_early(
+        parse,
         f"a: &a {deep}\njobs: [{{name: x, parameters: {{p: {'[' * 15}*a{']' * 15}}}}}]",
         "nests deeper than 32 levels",
+        composed=60,
     )
 
 
@@ -242,10 +295,13 @@ def test_thirty_two_levels_are_fine() -> None:
     assert cron_file.ok
 
 
-def test_file_too_large_is_refused_before_parsing() -> None:
+@pytest.mark.parametrize("encoded", [False, True], ids=["text", "bytes"])
+def test_file_too_large_is_refused_before_parsing(parse: Parse, encoded: bool) -> None:
     text = "jobs: []\n#" + "x" * MAX_FILE_BYTES
-    refused_fast(text, rf"is {len(text)} bytes, more than the 1048576 allowed", seconds=0.2)
-    refused_fast(text.encode(), "more than the 1048576 allowed", seconds=0.2)
+    message = rf"is {len(text)} bytes, more than the 1048576 allowed"
+    with pytest.raises(CronFileError, match=message):
+        load(text.encode() if encoded else text)
+    assert parse == Parse(), "no YAML loader may be made for a file over the limit"
 
 
 def test_a_file_just_under_the_limit_loads() -> None:
