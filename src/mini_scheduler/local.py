@@ -219,7 +219,6 @@ class LocalScheduler:
             environment_name="prod",
             dispatch_workers=16,
         )
-        self.ticks = 0
         self.summaries: deque[TickSummary] = deque(maxlen=1000)  # the latest ticks' answers
         self._exit = contextlib.ExitStack()
         self._started = False
@@ -402,7 +401,6 @@ class LocalScheduler:
     def tick(self, minute: datetime) -> TickSummary:
         """One tick (raises :class:`Stopped` when a stop is asked for while it waits)."""
         summary = self.ticker.tick(minute)
-        self.ticks += 1
         self.summaries.append(summary)
         counts = summary.counts
         skipped = sum(int(v) for v in counts.get("skipped", {}).values())

@@ -47,8 +47,8 @@ log = logging.getLogger("mini_scheduler.ticker")
 
 _OPERATOR = re.compile(r"[A-Za-z0-9._@-]{1,128}")
 _STANDBY_DETAIL_LIMIT = 20  # more standby lines than this in one tick: one summary line
-_RANGE_CAP = 100_000
-_MARK_ATTEMPTS = 3  # firings counted in one skipped range (a bound on the work, not a limit)
+_RANGE_CAP = 100_000  # firings counted in one skipped range (a bound on the work, not a limit)
+_MARK_ATTEMPTS = 3  # tries of a dispatched firing's mark, on top of the SDK's own retries
 
 
 def _latest(*moments: datetime | None) -> datetime | None:

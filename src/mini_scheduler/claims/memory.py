@@ -1,5 +1,5 @@
-"""The claim store in memory, behind one lock: for unit tests and dry runs, never for production
-(it is not shared between processes)."""
+"""The claim store in memory, behind one lock: for unit tests, never for production (it is not
+shared between processes)."""
 
 from __future__ import annotations
 

@@ -30,8 +30,7 @@ class Reading:
     """One read of the active environment: ``active`` is None when the tick must fail closed."""
 
     active: str | None
-    fresh: bool  # read from the store just now (False: the last good value, or nothing)
-    error: str | None = None
+    error: str | None = None  # why the store could not be read (the last good value, or none)
 
 
 class ActiveEnvironment:
@@ -65,21 +64,21 @@ class ActiveEnvironment:
                     last,
                     exc,
                 )
-                return Reading(last, False, str(exc))
+                return Reading(last, str(exc))
             log.error(
                 "Environment store %s unreadable and no value read before - failing closed, "
                 "no job runs this minute: %s",
                 self.store.name,
                 exc,
             )
-            return Reading(None, False, str(exc))
+            return Reading(None, str(exc))
         with self._lock:
             self._last = active
             first = not self._announced
             self._announced = True
         if first:
             self._announce(active, stored is not None)
-        return Reading(active, True)
+        return Reading(active)
 
     def _announce(self, active: str, stored: bool) -> None:
         mode = "active" if self.is_active(active) else "on standby"
