@@ -90,6 +90,8 @@ EXPIRY_INDEX = "expiry"
 _ATTEMPTS = 3  # a claim insert whose connection broke is tried again, with the same token
 _OPEN = (str(RunStatus.CLAIMED), str(RunStatus.DISPATCHED))
 _TIMED_OUT_ERROR = "no completion event before the job's timeout"
+_WATERMARK = "watermark#"  # control document ids: watermark#<scope>, pause#<job>
+_PAUSE = "pause#"
 
 
 def _ms(moment: datetime) -> datetime:
@@ -563,29 +565,32 @@ class MongoDBClaimStore:
     # -- control ---------------------------------------------------------------------------
 
     def control(self, scope: str) -> Control:
-        watermark_id = f"watermark#{scope}"
-        watermark: datetime | None = None
+        """The scope's watermark, every scope's (the region's and each shard's: the ticker's
+        hand-over between unsharded and sharded ticks reads them) and the pauses, in one find.
+        Both ``_id`` prefixes are anchored, so the ``_id`` index serves it."""
+        watermarks: dict[str, datetime] = {}
         paused: dict[str, Pause] = {}
+        wanted = [{"_id": {"$regex": f"^{prefix}"}} for prefix in (_WATERMARK, _PAUSE)]
         try:
-            docs = list(
-                self.controls.find({"$or": [{"_id": watermark_id}, {"_id": {"$regex": "^pause#"}}]})
-            )
+            docs = list(self.controls.find({"$or": wanted}))
         except PyMongoError as exc:
             raise self._fail("find (control)", CONTROL, exc) from exc
         for doc in docs:
             key = str(doc["_id"])
-            if key == watermark_id:
-                watermark = _utc(doc.get("watermark"))
+            if key.startswith(_WATERMARK):
+                mark = _utc(doc.get("watermark"))
+                if mark is not None:
+                    watermarks[key.removeprefix(_WATERMARK)] = mark
             else:
-                job = key.removeprefix("pause#")
+                job = key.removeprefix(_PAUSE)
                 at = _utc(doc.get("at")) or datetime.min.replace(tzinfo=UTC)
                 paused[job] = Pause(job, str(doc.get("operator", "")), at)
-        return Control(watermark, paused)
+        return Control(watermarks.get(scope), paused, watermarks)
 
     def advance_watermark(self, scope: str, to: datetime) -> None:
         to = _ms(to)
         behind = {
-            "_id": f"watermark#{scope}",
+            "_id": f"{_WATERMARK}{scope}",
             "$or": [{"watermark": {"$exists": False}}, {"watermark": {"$lt": to}}],
         }
         for _ in range(2):
