@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.claims.memory import MemoryClaimStore
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.config import Settings
@@ -55,7 +56,7 @@ class FakeDispatcher:
 class Rig:
     ticker: Ticker
     clock: FixedClock
-    claims: MemoryClaimStore
+    claims: ClaimStore
     store: MemoryEnvironmentStore
     dispatcher: FakeDispatcher
     metrics: RecordingMetrics
@@ -75,7 +76,7 @@ def rig(
     start: str = "2026-11-30T14:00:00Z",
     environment: str = "prod",
     active: str | None = None,
-    claims: MemoryClaimStore | None = None,
+    claims: ClaimStore | None = None,
     store: MemoryEnvironmentStore | None = None,
     dispatcher: FakeDispatcher | None = None,
     region: str = "us-east-1",
