@@ -2,11 +2,18 @@
 
 The parser follows Quartz's ``CronExpression`` character by character, so a statement Quartz
 accepts is accepted here with the same meaning, and one it refuses raises ``CronSyntaxError``
-naming the field. Two departures, both deliberate: a field that leaves no value at all (``L`` in
-the seconds field, which Quartz accepts and then fails on at run time) and more than seven fields
-(Quartz ignores the extra ones) are refused.
+naming the field. ``0#k`` in day-of-week, which Quartz lets through unchecked, is the kth
+Saturday, as Quartz's arithmetic reads it. Three departures, all deliberate:
 
-Firings follow the wall clock of the zone, with the DST rules of DESIGN.md:
+* more than seven fields (Quartz ignores the extra ones) are refused;
+* a field that leaves no value at all is refused: ``L`` in the seconds field (Quartz accepts it
+  and then fails at run time), ``99#k`` in day-of-week (99 is Quartz's marker for ``*``: Quartz
+  accepts it and never fires);
+* ``L-nW`` where ``L-n`` falls before the 1st does not fire that month (Quartz fires on the 1st,
+  or searches for ever), as ``L-n`` alone does not.
+
+Firings follow the wall clock of the zone, with the DST rules of README.md ("Time zones and
+daylight saving"):
 
 * a wall time the clocks skip does not fire;
 * a wall time the clocks repeat fires once, at its first occurrence, unless the hour field selects
@@ -439,6 +446,16 @@ def _quartz_weekday(ordinal: int) -> int:
     return (ordinal % 7) + 1  # ordinal 1 (0001-01-01) was a Monday: 1 % 7 + 1 == 2
 
 
+def _counted_weekday(value: int) -> int:
+    """The weekday ``nL`` or ``n#k`` counts, from the field's first value ``n``.
+
+    Quartz checks no range before '#', and moves to the weekday wanted by adding
+    ``n - today`` days, or ``n + 7 - today`` when today is past it: for 0, always past, that is
+    Saturday's arithmetic, so ``0#k`` is the kth Saturday. Other values outside 1-7 name no day.
+    """
+    return 7 if value == 0 else value
+
+
 def _nearest_weekday(day: int, first_weekday: int, last_day: int) -> int:
     """Quartz's 'W': the weekday nearest ``day`` without leaving the month."""
     weekday = (first_weekday - 1 + day - 1) % 7 + 1
@@ -508,8 +525,10 @@ class CronExpression:
                 raise CronSyntaxError(name, "no value", statement)
         if self._dom_rule and self._last_day_offset is None and not self._dom_values:
             raise CronSyntaxError("day-of-month", "no value", statement)
-        if not self._dom_rule and not self._dow_values:
-            raise CronSyntaxError("day-of-week", "no value", statement)
+        if not self._dom_rule and not self._dow_values:  # only 99#k: 99 is the '*' marker
+            raise CronSyntaxError(
+                "day-of-week", "99 is not a day of the week (1-7 or SUN-SAT)", statement
+            )
         self._feasible = self._can_ever_fire()
 
     def __repr__(self) -> str:
@@ -549,7 +568,7 @@ class CronExpression:
                     if day <= last_day:
                         mask |= 1 << day
         else:
-            weekday = self._dow_values[0]
+            weekday = _counted_weekday(self._dow_values[0])
             if self._last_day_of_week or self._nth_day_of_week:
                 if 1 <= weekday <= 7:
                     first = 1 + (weekday - first_weekday) % 7
@@ -580,7 +599,7 @@ class CronExpression:
             first = self._dom_values[0]
             return 1 <= first <= longest
         if self._last_day_of_week or self._nth_day_of_week:
-            return 1 <= self._dow_values[0] <= 7
+            return 1 <= _counted_weekday(self._dow_values[0]) <= 7
         return True
 
     # -- searching ------------------------------------------------------------------------

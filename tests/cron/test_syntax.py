@@ -191,3 +191,74 @@ def test_quartz_oddities_are_accepted_with_their_meaning(
 def test_the_statement_is_kept_as_written() -> None:
     assert parse("0 0 12 ? * mon").statement == "0 0 12 ? * mon"
     assert parse("0 0 12 ? * mon") == parse("0 0 12 ? * mon")
+
+
+def _firings(statement: str, zone: str, start: datetime, count: int) -> list[str]:
+    """The first ``count`` firings after ``start``, as ``YYYY-MM-DDTHH:MM:SSZ``."""
+    expression = parse(statement)
+    got: list[str] = []
+    moment: datetime | None = start
+    while len(got) < count:
+        assert moment is not None
+        moment = expression.next_after(moment, zone)
+        if moment is None:
+            break
+        got.append(moment.strftime("%Y-%m-%dT%H:%M:%SZ"))
+    return got
+
+
+# Day-of-week 0 with '#': Quartz checks no range before '#', and its arithmetic for the nth day
+# (days to add = 0 + 7 - today's day of the week) reads 0 as 7, Saturday. The answers are Quartz
+# 2.3.2's own (Debian libquartz2-java 2.3.2-4, getNextValidTimeAfter from 2026-01-01T00:00Z).
+ZERO_HASH = [
+    ("the issue's 0#2: second Saturday", "0 40 4 ? * 0#2", "UTC",
+     ["2026-01-10T04:40:00Z", "2026-02-14T04:40:00Z", "2026-03-14T04:40:00Z"]),
+    ("0#5: fifth Saturday, in the months that have one", "0 0 12 ? * 0#5", "UTC",
+     ["2026-01-31T12:00:00Z", "2026-05-30T12:00:00Z", "2026-08-29T12:00:00Z"]),
+    ("00#1,3: the first value, 0, is the one '#' counts", "0 0 12 ? * 00#1,3", "UTC",
+     ["2026-01-03T12:00:00Z", "2026-02-07T12:00:00Z", "2026-03-07T12:00:00Z"]),
+    ("0#3 in Chatham (+13:45)", "0 0 0 ? * 0#3", "Pacific/Chatham",
+     ["2026-01-16T10:15:00Z", "2026-02-20T10:15:00Z", "2026-03-20T10:15:00Z"]),
+    ("0#2 in March, New York: a Saturday, before the clocks change", "0 30 2 ? 3 0#2",
+     "America/New_York",
+     ["2026-03-14T06:30:00Z", "2027-03-13T07:30:00Z", "2028-03-11T07:30:00Z"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("statement", "zone", "quartz"), [z[1:] for z in ZERO_HASH], ids=[z[0] for z in ZERO_HASH]
+)
+def test_day_of_week_0_with_hash_is_saturday_as_in_quartz(
+    statement: str, zone: str, quartz: list[str]
+) -> None:
+    assert _firings(statement, zone, START, len(quartz)) == quartz
+
+
+@pytest.mark.parametrize("nth", [1, 2, 3, 4, 5])
+def test_0_hash_k_is_7_hash_k(nth: int) -> None:
+    for zone in ("UTC", "Australia/Sydney"):
+        saturday = _firings(f"0 0 12 ? * 7#{nth}", zone, START, 40)
+        assert _firings(f"0 0 12 ? * 0#{nth}", zone, START, 40) == saturday
+        assert len(saturday) == 40
+
+
+# Two Quartz oddities kept out on purpose (README.md, "Cron statements").
+def test_99_hash_is_refused_although_quartz_accepts_it() -> None:
+    """Quartz accepts 99#1 (99 is its own marker for '*') and then never fires it."""
+    with pytest.raises(CronSyntaxError, match=r"99 is not a day of the week") as caught:
+        parse("0 0 0 ? * 99#1")
+    assert caught.value.field == "day-of-week"
+
+
+def test_l_minus_n_w_before_the_first_does_not_fire_that_month() -> None:
+    """L-30W: L-30 is the 1st of a 31-day month, and falls before the 1st of a 30-day month.
+    Quartz 2.3.2 then fires on the 1st (June 2026, from this start) or never answers (from
+    2026-01-01 it loops); the engine fires in no such month, as with L-30 alone."""
+    start = datetime(2026, 4, 10, tzinfo=UTC)
+    # Quartz: 2026-05-01, 2026-06-01, 2026-07-01, 2026-08-03 (Aug 1st is a Saturday).
+    assert _firings("0 0 0 L-30W * ?", "UTC", start, 3) == [
+        "2026-05-01T00:00:00Z",
+        "2026-07-01T00:00:00Z",
+        "2026-08-03T00:00:00Z",
+    ]
+    assert _firings("0 0 0 L-29W 2 ?", "UTC", START, 1) == []
