@@ -225,21 +225,74 @@ def test_the_local_run_starts_from_its_start_instant(tmp_path: Path) -> None:
         assert scheduler.summaries[0].counts["misfired"] == 0
 
 
-def test_a_stop_request_ends_a_loop_on_the_real_clock_at_once() -> None:
-    stop = threading.Event()
-    scheduler = LocalScheduler(SAMPLE, clock=SystemClock(), stop=stop)
+class WatchedStop(threading.Event):
+    """A stop event that notes each wait on it: the timeout asked for, and whether the wait
+    ended because the event was set (True) or because its time ran out (False)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiting = threading.Event()  # set when a wait begins
+        self.waits: list[tuple[float | None, bool]] = []
+
+    def wait(self, timeout: float | None = None) -> bool:
+        self.waiting.set()
+        ended = super().wait(timeout)
+        self.waits.append((timeout, ended))
+        return ended
+
+
+class FrozenRealClock(SystemClock):
+    """The real clock's kind (its waits are waits on the stop event), at a fixed instant."""
+
+    def __init__(self, now: datetime) -> None:
+        self._now = now
+
+    def now(self) -> datetime:
+        return self._now
+
+
+HANG = 60.0  # seconds before a test that waits on a thread calls it hung
+
+
+def test_a_stop_request_ends_the_wait_in_progress_on_the_real_clock() -> None:
+    """At 13:59:00 the tick dispatches that second's heartbeat and waits 15 s for the next; the
+    stop ends that wait (it returns because the event is set, not because its time ran out),
+    and the loop with it."""
+    stop = WatchedStop()
+    scheduler = LocalScheduler(SAMPLE, clock=FrozenRealClock(START), stop=stop)
     scheduler.start()
     try:
-        runner = threading.Thread(target=scheduler.run)
+        runner = threading.Thread(target=scheduler.run, daemon=True)
         runner.start()
-        time.sleep(0.3)  # into the tick's wait for the next heartbeat (or the next minute)
-        asked = time.monotonic()
+        assert stop.waiting.wait(HANG)
         stop.set()
-        runner.join(timeout=5)
+        runner.join(HANG)
         assert not runner.is_alive()
-        assert time.monotonic() - asked < 2
+        assert [run.firing_id for run in scheduler.history("heartbeat")] == [
+            "heartbeat@2026-11-30T13:59:00Z"
+        ]
     finally:
         scheduler.close()
+    assert stop.waits == [(15.0, True)]
+
+
+def _sleep_in_a_thread(clock: StoppableClock, seconds: float) -> list[BaseException]:
+    """``clock.sleep(seconds)`` on a thread, what it raised (nothing: an empty list)."""
+    raised: list[BaseException] = []
+
+    def sleep() -> None:
+        try:
+            clock.sleep(seconds)
+        except BaseException as exc:  # handed back to the test
+            raised.append(exc)
+
+    sleeper = threading.Thread(target=sleep, daemon=True)  # a hung one must not hold pytest
+    sleeper.start()
+    assert isinstance(clock.stop, WatchedStop) and clock.stop.waiting.wait(HANG)
+    clock.stop.set()
+    sleeper.join(HANG)
+    assert not sleeper.is_alive()
+    return raised
 
 
 def test_stoppable_clock_raises_when_stopped() -> None:
@@ -251,11 +304,22 @@ def test_stoppable_clock_raises_when_stopped() -> None:
     stop.set()
     with pytest.raises(Stopped):
         clock.sleep(5)
-    real = StoppableClock(SystemClock(), stop)
-    began = time.monotonic()
+    assert fixed.now() == START + timedelta(seconds=5)  # a stopped clock does not sleep
+
+
+def test_on_the_real_clock_a_stop_ends_a_wait_at_once() -> None:
+    """A wait on the real clock is a wait on the stop event: set while it waits an hour, the
+    wait returns at once (woken by the event) and raises Stopped; already set, nothing waits."""
+    stop = WatchedStop()
+    raised = _sleep_in_a_thread(StoppableClock(SystemClock(), stop), 3600)
+    assert [type(exc) for exc in raised] == [Stopped]
+    assert stop.waits == [(3600, True)]
     with pytest.raises(Stopped):
-        real.sleep(30)
-    assert time.monotonic() - began < 1
+        StoppableClock(SystemClock(), stop).sleep(3600)
+    assert len(stop.waits) == 1
+    unstopped = WatchedStop()
+    StoppableClock(SystemClock(), unstopped).sleep(0.01)
+    assert unstopped.waits == [(0.01, False)]
 
 
 def test_main_prints_a_banner_logs_one_line_each_and_exits_0(
@@ -466,10 +530,8 @@ def test_the_local_scheduler_dispatches_within_a_minute_and_stops_cleanly(
             if " dispatched to " in line:
                 break
         assert any(" dispatched to " in line for line in seen), "".join(seen)
-        asked = time.monotonic()
         process.send_signal(stop)
-        code = process.wait(timeout=10)
-        assert time.monotonic() - asked < 5
+        code = process.wait(timeout=HANG)  # how a stop ends the wait: the tests above
     finally:
         if process.poll() is None:
             process.kill()
