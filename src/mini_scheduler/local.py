@@ -212,6 +212,7 @@ class LocalScheduler:
         self.samplecode = samplecode or SAMPLECODE
         self.console = console
         self.flow_wait = flow_wait
+        self._source = CronFileSource(f"file:{self.cron_path}", default_timezone="UTC")
         self.settings = Settings(
             state_table=STATE_TABLE,
             region=REGION,
@@ -256,6 +257,12 @@ class LocalScheduler:
             raise RuntimeError("start the local scheduler first")
         return self._clients
 
+    def read_cron_file(self) -> CronFile:
+        """Read the cron file into :attr:`cron` (CronFileError when it cannot be read), with
+        nothing started: :func:`main` prints its banner from it before :meth:`start` logs."""
+        self.cron = self._source.load()
+        return self.cron
+
     def start(self) -> None:
         """moto, the tables, the sample functions and flows, the ticker and the recorder."""
         if self._started:
@@ -266,8 +273,7 @@ class LocalScheduler:
         from mini_scheduler.dispatch.stepfunctions import StepFunctionsDispatcher
         from mini_scheduler.wiring import Clients, build_recorder, build_ticker
 
-        source = CronFileSource(f"file:{self.cron_path}", default_timezone="UTC")
-        self.cron = source.load()  # a file that cannot be read stops us here, with its error
+        cron_file = self.read_cron_file()  # a file that cannot be read stops us here
         try:
             self._exit.enter_context(_environment(local_environment()))
             self._exit.enter_context(
@@ -286,7 +292,7 @@ class LocalScheduler:
                 RoleName=ROLE_NAME, AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17"})
             )["Role"]["Arn"]
             self._functions(clients, role)
-            self._state_machines(clients, role, self.cron)
+            self._state_machines(clients, role, cron_file)
             recorder = self._recorder = build_recorder(
                 self.settings, clients=clients, clock=self.clock
             )
@@ -316,7 +322,7 @@ class LocalScheduler:
                 clients=clients,
                 clock=StoppableClock(self.clock, self.stop),
                 dispatch=Dispatchers({"lambda": self._lambda, "flow": self._flows}),
-                cron=source.load,
+                cron=self._source.load,
             )
             # Nothing before the start is a misfire, and the current minute's firings from
             # this second on run at their second (not all at once, as a late tick would).
@@ -575,8 +581,9 @@ def main(
         scheduler = LocalScheduler(cron_path, clock=clock, stop=stop, console=console)
         previous = _on_signals(stop)
         try:
+            scheduler.read_cron_file()
+            print(banner(scheduler), file=out, flush=True)  # before anything logs
             scheduler.start()
-            print(banner(scheduler), file=out, flush=True)
             scheduler.run()
             log.info("Stopping - letting the running handlers finish")
             scheduler.close()

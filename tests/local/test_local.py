@@ -6,6 +6,7 @@ import io
 import logging
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -362,6 +363,36 @@ def test_main_prints_a_banner_logs_one_line_each_and_exits_0(
     )
     assert lines[-1].endswith("INFO    local       Stopped")
     assert "Traceback" not in text
+
+
+def test_main_prints_the_banner_before_any_log_line(tmp_path: Path) -> None:
+    """Starting logs (a flow without a sample definition says so as moto is set up): the banner
+    comes first all the same."""
+    stop = threading.Event()
+    clock = StoppingClock(START, START + timedelta(minutes=1), stop)
+    out = io.StringIO()
+    code = local.main(["--cron-file", str(write(tmp_path, FLOWS))], clock=clock, stop=stop, out=out)
+    lines = out.getvalue().splitlines()
+    assert code == 0, lines
+    banner_end = lines.index(
+        "Ticking every minute on the wall clock; log times are UTC. Press Ctrl-C to stop."
+    )
+    assert lines[0].startswith("mini-scheduler ") and banner_end == 7, lines
+    logged = [i for i, line in enumerate(lines) if re.match(r"\d\d:\d\d:\d\d [A-Z]+ ", line)]
+    assert logged and min(logged) > banner_end, lines
+    assert any(
+        line.endswith("Flow my-own-flow has no definition here: it runs one Pass state")
+        for line in lines[banner_end:]
+    )
+
+
+def test_a_cron_file_that_cannot_be_read_prints_no_banner(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = io.StringIO()
+    assert local.main(["--cron-file", str(write(tmp_path, "jobs: ["))], out=out) == 1
+    assert out.getvalue() == ""
+    assert "is not valid YAML" in capsys.readouterr().err
 
 
 def test_main_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
