@@ -3,6 +3,9 @@
 A finding that is not a weakness is marked where it stands, ``# nosec <id> # <why>``: the id
 names the one check it silences (a bare ``# nosec`` would silence every check on the line), and
 the reason is written beside it. Each such mark is held to that form here.
+
+bandit comes from .venv-sec (`make security-tools`, a prerequisite of `make test`): when it cannot
+be installed these tests fail, unless SKIP_TOOL_TESTS=1 is set (see tests/maketools.py).
 """
 
 from __future__ import annotations

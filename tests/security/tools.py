@@ -34,7 +34,8 @@ CHECKOV_ARGS: list[str] = shlex.split(_make_variable("CHECKOV_ARGS"))
 
 
 def ensure() -> None:
-    """`make security-tools`, once for all pytest workers (a skip without a package index)."""
+    """`make security-tools`, once for all pytest workers (a failure when it cannot: see
+    maketools)."""
     install_once(
         "security-tools",
         lambda: CHECKOV.exists() and BANDIT.exists(),

@@ -108,7 +108,7 @@ def as_list(value: Any) -> list[Any]:
 
 
 def ensure_sam_tools() -> None:
-    """`make sam-tools`, once for all pytest workers (a skip without a package index)."""
+    """`make sam-tools`, once for all pytest workers (a failure when it cannot: see maketools)."""
     install_once("sam-tools", SAM.exists, "the AWS SAM CLI and cfn-lint (into .venv-sam)")
 
 

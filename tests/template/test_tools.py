@@ -1,8 +1,8 @@
 """The template through AWS's own tools, offline: cfn-lint and `sam validate --lint` find nothing,
 and `make build` builds every function without Docker, the chosen cron file at the ticker's root.
 
-The tools live in .venv-sam (`make sam-tools`, a prerequisite of `make test`); a test is skipped
-only when they cannot be installed."""
+The tools live in .venv-sam (`make sam-tools`, a prerequisite of `make test`): when they cannot
+be installed these tests fail, unless SKIP_TOOL_TESTS=1 is set (see tests/maketools.py)."""
 
 from __future__ import annotations
 
