@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
-import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -15,7 +17,11 @@ from mini_scheduler.clock import FixedClock
 from mini_scheduler.errors import EventError
 from mini_scheduler.model import Firing, RunStatus, execution_name
 from mini_scheduler.recorder import Recorder, completion_from_event
-from tests.conftest import load_event
+from tests.conftest import EVENTS, ROOT, load_event
+from tests.integration.conftest import Aws
+from tests.integration.conftest import aws as aws  # the fixtures, for the events/ test
+from tests.integration.conftest import invoke_recorder as invoke_recorder
+from tests.integration.conftest import invoke_ticker as invoke_ticker
 
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
 
@@ -131,6 +137,205 @@ def test_the_recorder_logs_the_end_with_its_duration(caplog: pytest.LogCaptureFi
     assert recorder.metrics.totals["RunsSucceeded"] == 1  # type: ignore[attr-defined]
 
 
-def test_sample_events_are_valid_json_objects() -> None:
-    for name in ("lambda-destination-success.json", "sfn-status-failed.json"):
-        assert isinstance(json.loads(json.dumps(load_event(name))), dict)
+# -- every file in events/ through its handler -------------------------------------------------
+
+Invoke = Callable[[Any], dict[str, Any]]
+Setup = Callable[[Aws, Invoke], object]
+Check = Callable[[dict[str, Any], Aws, dict[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class EventExpectation:
+    """What README's "Events the functions take" documents for one file of events/: the function
+    that takes it, what must have happened before (through the ticker), and the answer and the
+    state it leaves (``check(answer, aws, event)``)."""
+
+    function: Literal["ticker", "recorder"]
+    check: Check
+    before: Setup = lambda aws, ticker: None
+
+
+def _region_ticked(aws: Aws, ticker: Invoke) -> None:
+    """The region's first tick (13:59: its watermark), the clock at 14:00."""
+    ticker({"tick": "2026-11-30T13:59:00Z"})
+    aws.clock.set(datetime(2026, 11, 30, 14, 0, tzinfo=UTC))
+
+
+def _dispatched_14_00(aws: Aws, ticker: Invoke) -> None:
+    """morning-report and heartbeat dispatched at 14:00."""
+    _region_ticked(aws, ticker)
+    ticker({"tick": "2026-11-30T14:00:00Z"})
+
+
+def _dispatched_14_15(aws: Aws, ticker: Invoke) -> None:
+    """hourly-cleanup's flow started at 14:15."""
+    _dispatched_14_00(aws, ticker)
+    aws.clock.set(datetime(2026, 11, 30, 14, 15, tzinfo=UTC))
+    ticker({"tick": "2026-11-30T14:15:00Z"})
+
+
+TICK_COUNTS = {"claimed", "dispatched", "skipped", "misfired", "errors", "takenOver", "timedOut"}
+TICK_COUNTS |= {"held"}
+
+
+def _a_tick_of(minute: str) -> Check:
+    """A tick's answer for ``minute``: its summary with every documented count, the minute's
+    five firings (morning-report, four heartbeats) dispatched and recorded."""
+
+    def check(answer: dict[str, Any], aws: Aws, event: dict[str, Any]) -> None:
+        assert answer["minute"] == minute
+        assert (answer["environment"], answer["activeEnvironment"], answer["mode"]) == (
+            "prod",
+            "prod",
+            "active",
+        )
+        assert set(answer["counts"]) >= TICK_COUNTS, answer["counts"]
+        assert (answer["counts"]["claimed"], answer["counts"]["dispatched"]) == (5, 5)
+        run = aws.store().run(f"morning-report@{minute}")
+        assert run is not None and run.status is RunStatus.DISPATCHED
+
+    return check
+
+
+def _manual_run(answer: dict[str, Any], aws: Aws, event: dict[str, Any]) -> None:
+    assert answer["status"] == "DISPATCHED" and answer["manual"] is True
+    assert answer["firingId"].startswith("morning-report@manual-2026-11-30T14:00:00")
+    # the event's parameters merged over the job's
+    assert answer["parameters"] == {"region": "west", "recipients": ["ops@example.com"]}
+    [run] = aws.store().history("morning-report")
+    assert run.firing_id == answer["firingId"] and run.operator == "jane.doe" and run.manual
+
+
+def _environment_status(answer: dict[str, Any], aws: Aws, event: dict[str, Any]) -> None:
+    assert answer == {
+        "environment": "prod",
+        "active": "prod",
+        "mode": "active",
+        "persistent": True,
+        "store": "ssm:/mini-scheduler/active-environment",
+    }
+
+
+def _environment_set(answer: dict[str, Any], aws: Aws, event: dict[str, Any]) -> None:
+    assert answer["active"] == "DR" and answer["mode"] == "standby"
+    stored = aws.ssm.get_parameter(Name="/mini-scheduler/active-environment")["Parameter"]
+    assert stored["Value"] == "DR"
+
+
+def _paused(paused: bool) -> Check:
+    def check(answer: dict[str, Any], aws: Aws, event: dict[str, Any]) -> None:
+        assert answer == {"job": "morning-report", "paused": paused, "operator": "jane.doe"}
+        stored = aws.store().control("us-east-1/prod").paused
+        assert ("morning-report" in stored) is paused
+
+    return check
+
+
+def _closed(firing_id: str, status: RunStatus, error: str | None) -> Check:
+    """The recorder's answer for a run it closed, and the run as recorded."""
+
+    def check(answer: dict[str, Any], aws: Aws, event: dict[str, Any]) -> None:
+        assert answer["recorded"] is True, answer
+        assert (answer["firingId"], answer["status"]) == (firing_id, str(status))
+        run = aws.store().run(firing_id)
+        assert run is not None and (run.status, run.error) == (status, error)
+        assert run.ended_at is not None
+
+    return check
+
+
+EVENT_FILE_EXPECTATIONS: dict[str, EventExpectation] = {
+    "tick.json": EventExpectation("ticker", _a_tick_of("2026-11-30T14:00:00Z"), _region_ticked),
+    "scheduled-event.json": EventExpectation(
+        "ticker", _a_tick_of("2026-11-30T14:00:00Z"), _region_ticked
+    ),
+    "manual-run.json": EventExpectation("ticker", _manual_run, _region_ticked),
+    "environment-get.json": EventExpectation("ticker", _environment_status),
+    "environment-set.json": EventExpectation("ticker", _environment_set),
+    "pause.json": EventExpectation("ticker", _paused(True)),
+    "resume.json": EventExpectation(
+        "ticker",
+        _paused(False),
+        lambda aws, ticker: ticker({"pause": "morning-report", "operator": "jane.doe"}),
+    ),
+    "lambda-destination-success.json": EventExpectation(
+        "recorder",
+        _closed("morning-report@2026-11-30T14:00:00Z", RunStatus.SUCCEEDED, None),
+        _dispatched_14_00,
+    ),
+    "lambda-destination-failure.json": EventExpectation(
+        "recorder",
+        _closed(
+            "morning-report@2026-11-30T14:00:00Z",
+            RunStatus.FAILED,
+            "ConnectionError: report database unreachable",
+        ),
+        _dispatched_14_00,
+    ),
+    "sfn-status-succeeded.json": EventExpectation(
+        "recorder",
+        _closed("hourly-cleanup@2026-11-30T14:15:00Z", RunStatus.SUCCEEDED, None),
+        _dispatched_14_15,
+    ),
+    "sfn-status-failed.json": EventExpectation(
+        "recorder",
+        _closed(
+            "hourly-cleanup@2026-11-30T14:15:00Z",
+            RunStatus.FAILED,
+            "States.TaskFailed: cleanup task: bucket mini-scheduler-scratch not found",
+        ),
+        _dispatched_14_15,
+    ),
+}
+"""Every file of events/, what its handler must answer. A file added to events/ fails
+test_every_event_file_gives_its_documented_answer until it has an entry here (and a row in
+README's "Events the functions take")."""
+
+EVENT_FILES = sorted(path.name for path in EVENTS.iterdir() if path.is_file())
+
+
+def _expectation(name: str) -> EventExpectation:
+    expectation = EVENT_FILE_EXPECTATIONS.get(name)
+    assert expectation is not None, (
+        f"events/{name} has no entry in EVENT_FILE_EXPECTATIONS (tests/recorder/test_events.py): "
+        "add one naming the function that takes it and checking the answer README's "
+        '"Events the functions take" documents'
+    )
+    return expectation
+
+
+@pytest.mark.dynamodb_local
+@pytest.mark.parametrize("name", EVENT_FILES)
+def test_every_event_file_gives_its_documented_answer(
+    name: str, aws: Aws, invoke_ticker: Invoke, invoke_recorder: Invoke
+) -> None:
+    expectation = _expectation(name)
+    expectation.before(aws, invoke_ticker)
+    event = load_event(name)
+    handler = invoke_ticker if expectation.function == "ticker" else invoke_recorder
+    answer = handler(event)
+    assert answer.get("status") != "rejected", answer
+    expectation.check(answer, aws, event)
+
+
+def _readme_event_table() -> dict[str, str]:
+    """README's "Events the functions take": each file named in a row, and its function."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Events the functions take", 1)[1].split("\n## ", 1)[0]
+    table: dict[str, str] = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if line.startswith("| `") and len(cells) >= 2:
+            for file_name in re.findall(r"`([\w.-]+\.json)`", cells[0]):
+                table[file_name] = cells[1]
+    return table
+
+
+def test_the_readme_documents_every_event_file_with_its_function() -> None:
+    assert _readme_event_table() == {name: _expectation(name).function for name in EVENT_FILES}
+
+
+def test_every_expectation_names_a_file_in_events() -> None:
+    assert sorted(EVENT_FILE_EXPECTATIONS) == [
+        name for name in EVENT_FILES if name in EVENT_FILE_EXPECTATIONS
+    ]
