@@ -2,17 +2,43 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools import Metrics as PowertoolsMetrics
-from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
+from aws_lambda_powertools.logging.filters import SuppressFilter
 from aws_lambda_powertools.metrics import MetricUnit
 
 NAMESPACE = "MiniScheduler"
+PACKAGE_LOGGER = "mini_scheduler"
+
+
+def route_package_logs(source: Logger, package: str = PACKAGE_LOGGER) -> None:
+    """Write every ``package.*`` logger's records through ``source``'s handler, at its level.
+
+    The package's parent logger gets the handler, so a module logger created after this call
+    (most are: the core's modules load after the handler's) writes JSON too; its level is the
+    Powertools logger's (``POWERTOOLS_LOG_LEVEL``, ``LOG_LEVEL``, Lambda's log level), where the
+    Lambda runtime leaves the root logger at WARNING. Records still propagate, as the Powertools
+    logger's own do (a handler added to the root later, such as a test's capture, sees them);
+    the root handlers that Powertools keeps its own records from (the Lambda runtime's plain-text
+    one) keep the package's from too, so nothing is written twice."""
+    logger = logging.getLogger(package)
+    logger.setLevel(source.log_level)
+    if source.registered_handler not in logger.handlers:
+        logger.addHandler(source.registered_handler)
+    for handler in logging.root.handlers:
+        filters = [f for f in handler.filters if isinstance(f, SuppressFilter)]
+        if any(f.logger == source.name for f in filters) and not any(
+            f.logger == package for f in filters
+        ):
+            handler.addFilter(SuppressFilter(package))
+
+
 logger = Logger(service="mini-scheduler")
-copy_config_to_registered_loggers(source_logger=logger, include={"mini_scheduler"})
+route_package_logs(logger)
 powertools_metrics = PowertoolsMetrics(namespace=NAMESPACE, service="mini-scheduler")
 
 _UNITS = {

@@ -1,0 +1,146 @@
+"""On Lambda, the README's log lines come out as Powertools JSON, at the function's LOG_LEVEL.
+
+pytest configures logging, so an in-process test cannot see what a Lambda container writes.
+Each test here starts one function in a fresh interpreter (tests/integration/lambda_driver.py):
+logging set up as the Lambda runtime does (a plain-text handler on the root logger, left at
+WARNING), the function's handler module imported first, events from events/ (or built like
+them) sent against moto. Its stdout is the function's log stream.
+
+Every line of the README's "Log lines" table that the events produce must be there, matched by
+the table's own text, as JSON with ``level``, ``message``, ``service``, the invocation's keys and
+the keys the line carries (``extra``); and nothing may be written twice or as plain text. The rows
+no event produces here need a failing store or a dead ticker: ``Environment store ...
+unreadable`` (both), ``not claimed this tick - firing <id>: <error>`` and ``taken over``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess  # nosec B404 # the test starts its own driver, with a fixed command
+import sys
+from typing import Any
+
+import pytest
+
+from tests.conftest import ROOT
+
+# (the README row's first words, the line's level, the keys it carries besides the message)
+TICKER_LINES = [
+    ("Scheduled job:", "INFO", {"cronFile", "entry"}),
+    ("Invalid job entry#", "ERROR", {"cronFile", "entry"}),
+    ("Job <job> parameter <key> ignored", "WARNING", {"cronFile", "entry"}),
+    ("Scheduler instance", "INFO", set()),
+    ("Scheduler environment", "INFO", set()),
+    ("Defer execution", "INFO", set()),
+    ("Standby:", "INFO", set()),
+    ("Job <job> dispatched to", "INFO", {"reference"}),
+    ("Job <job> ended", "WARNING", set()),  # TIMED_OUT by the sweep
+    ("Job <job> skipped - its previous run", "INFO", set()),
+    ("Job <job> missed", "WARNING", set()),
+    ("Job <job> skipped - paused", "INFO", set()),
+    ("Job <job> dispatch to", "ERROR", set()),
+    ("Job <job> not claimed this tick - firing <id>: the tick is out of time", "WARNING", set()),
+    ("Operator", "INFO", set()),
+    ("Active environment set to", "INFO", set()),
+    ("Event rejected:", "WARNING", set()),
+]
+RECORDER_LINES = [
+    ("Job <job> ended", "INFO", set()),  # SUCCEEDED, from lambda-destination-success.json
+    ("Job <job> ended", "ERROR", {"error"}),  # FAILED, from sfn-status-failed.json
+    ("Event rejected:", "WARNING", set()),
+]
+EXPECTED = {"ticker": TICKER_LINES, "recorder": RECORDER_LINES}
+INVOCATION_KEYS = {"timestamp", "location", "function_name", "function_request_id", "cold_start"}
+_AWS = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE")
+
+
+def log_table() -> list[str]:
+    """The first column of the README's log table: each line's text, ``<...>`` for a value."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Log lines\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `([^`]+)` \|", section, flags=re.MULTILINE)
+
+
+def row_pattern(first_words: str) -> re.Pattern[str]:
+    """The one README row that starts with ``first_words``, as a pattern for a whole message."""
+    rows = [row for row in log_table() if row.startswith(first_words)]
+    assert len(rows) == 1, f"README's log table has {len(rows)} rows starting {first_words!r}"
+    parts = re.split(r"<[^>]+>|\.\.\.", rows[0])
+    return re.compile(".+".join(re.escape(part) for part in parts), flags=re.DOTALL)
+
+
+def run_function(function: str, log_level: str) -> list[dict[str, Any]]:
+    """What ``function`` writes to stdout in a fresh interpreter, each line parsed as JSON:
+    a line that is not JSON (plain text from the runtime's root handler) fails the test."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AWS_")}
+    for key in ("POWERTOOLS_LOG_LEVEL", "POWERTOOLS_LOGGER_SAMPLE_RATE", "PYTEST_ADDOPTS"):
+        env.pop(key, None)
+    env.update(
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",  # nosec B105 # moto's
+        AWS_SESSION_TOKEN="testing",  # nosec B105 # moto's
+        AWS_DEFAULT_REGION="us-east-1",
+        AWS_REGION="us-east-1",
+        POWERTOOLS_SERVICE_NAME="mini-scheduler",
+        POWERTOOLS_METRICS_NAMESPACE="MiniScheduler",
+        LOG_LEVEL=log_level,
+    )
+    done = subprocess.run(  # nosec B603 # this interpreter, the repository's own driver
+        [sys.executable, "-m", "tests.integration.lambda_driver", function],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    plain = [line for line in lines if not line.startswith("{")]
+    assert plain == [], "lines not written as JSON (the root handler's, or twice):\n" + "\n".join(
+        plain[:10]
+    )
+    return [json.loads(line) for line in lines]
+
+
+def log_lines(written: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The log lines (the rest are EMF metrics)."""
+    return [line for line in written if "_aws" not in line]
+
+
+def missing(lines: list[dict[str, Any]], expected: list[tuple[str, str, set[str]]]) -> list[str]:
+    """The expected rows no line matches (text, level and keys)."""
+    absent = []
+    for first_words, level, keys in expected:
+        pattern = row_pattern(first_words)
+        if not any(
+            line["level"] == level
+            and pattern.fullmatch(line["message"])
+            and keys <= set(line)
+            and all(line[key] not in (None, "") for key in keys)
+            for line in lines
+        ):
+            absent.append(f"{level} {first_words} ... with {sorted(keys)}")
+    return absent
+
+
+@pytest.mark.parametrize("function", ["ticker", "recorder"])
+def test_each_documented_line_is_written_as_json_at_info(function: str) -> None:
+    lines = log_lines(run_function(function, "INFO"))
+    assert missing(lines, EXPECTED[function]) == []
+    for line in lines:
+        assert {"level", "message", "service", *INVOCATION_KEYS} <= set(line), line
+        assert line["service"] == "mini-scheduler", line
+    # once each: the core's line (once per container) and the Powertools logger's own
+    once = ["Scheduler instance us-east-1/prod", "Event rejected:"]
+    assert [sum(line["message"].startswith(text) for line in lines) for text in once] == [1, 1]
+
+
+@pytest.mark.parametrize("function", ["ticker", "recorder"])
+def test_log_level_warning_drops_the_info_lines(function: str) -> None:
+    lines = log_lines(run_function(function, "WARNING"))
+    assert [line["message"] for line in lines if line["level"] in ("DEBUG", "INFO")] == []
+    louder = [row for row in EXPECTED[function] if row[1] != "INFO"]
+    assert missing(lines, louder) == []
