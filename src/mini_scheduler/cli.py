@@ -24,6 +24,7 @@ ones, and it makes no client before a command needs one.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import logging
 import os
@@ -774,11 +775,14 @@ def _span(delta: timedelta) -> str:
 
 
 def _took(run: RunRecord) -> str:
+    """How long a run took; 0 when its end is stamped before its start (clocks of two machines
+    disagree), as the recorder logs it."""
     started = run.started_at or run.claimed_at
     if started is None or run.ended_at is None:
         return "-"
-    millis = int((run.ended_at - started).total_seconds() * 1000)
-    return f"{millis} ms" if millis < 10_000 else _span(run.ended_at - started)
+    took = max(timedelta(0), run.ended_at - started)
+    millis = int(took.total_seconds() * 1000)
+    return f"{millis} ms" if millis < 10_000 else _span(took)
 
 
 @dataclass(slots=True)
@@ -954,13 +958,16 @@ def _add_history(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser = commands.add_parser(
         "history",
         help="a job's runs, newest first",
-        description="Print a job's run records from the state table, newest first.",
+        description=(
+            "Print a job's run records from the state table, newest first. A job without runs "
+            "is looked up in the cron file: a name in neither is an error."
+        ),
     )
     parser.add_argument("job", metavar="JOB", help="the job's name")
     parser.add_argument(
         "--limit", "-n", type=_history_limit, default=20, help="how many runs (default 20)"
     )
-    _add_where(parser)
+    _add_where(parser, cron_file=True)
 
 
 def _run_note(run: RunRecord) -> str:
@@ -976,6 +983,32 @@ def _run_note(run: RunRecord) -> str:
     return "; ".join(parts) or "-"
 
 
+def _check_job_known(job: str, context: Context, where: _Where) -> None:
+    """A job with no runs must be in the cron file the CLI reads: else the name is wrong
+    (CommandError, a usage error, with the nearest name in the file)."""
+    where_runs = f"table {where.table} ({where.region})"
+    try:
+        cron_file = _cron_source(context, where).load()
+    except CronFileError as exc:
+        if where.cron_file is None and "not found" in str(exc):
+            raise CommandError(
+                f"no run of {job} in {where_runs}, and no cron file to tell whether it is a "
+                f"job: {exc}: give --cron-file (the file the ticker reads) or set CRON_FILE",
+                EXIT_USAGE,
+            ) from exc
+        raise
+    if cron_file.job(job) is not None:
+        return
+    names = [known.name for known in cron_file.jobs]
+    close = difflib.get_close_matches(job, names, n=1, cutoff=0.6)
+    hint = f" - did you mean {close[0]}?" if close else ""
+    raise CommandError(
+        f"unknown job {job}: it is not in {cron_file.source} and {where_runs} holds no run of "
+        f"it{hint}",
+        EXIT_USAGE,
+    )
+
+
 def history(args: argparse.Namespace, context: Context) -> int:
     problem = name_problem(args.job)
     if problem:
@@ -983,6 +1016,8 @@ def history(args: argparse.Namespace, context: Context) -> int:
     region = _one_region(args, context)
     where = _where(args, context, region)
     runs = list(_claims(context, where).history(args.job, args.limit))
+    if not runs:
+        _check_job_known(args.job, context, where)
     if args.json:
         report = {
             "job": args.job,

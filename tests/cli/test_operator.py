@@ -130,7 +130,8 @@ def test_the_stack_names_the_table_the_function_and_the_parameter(
     capsys: pytest.CaptureFixture[str], aws: Aws
 ) -> None:
     bare = without("STATE_TABLE", "CRON_FILE")
-    run = cli(capsys, "history", "heartbeat", "--stack", STACK, environ=bare)
+    # (a job without runs is looked up in the cron file: CRON_FILE names it)
+    run = cli(capsys, "history", "heartbeat", "--stack", STACK, environ=without("STATE_TABLE"))
     assert run.code == 0, run.err
     assert run.out == f"No runs recorded for heartbeat in table {TABLE} (us-east-1).\n"
     invoker = FakeInvoker({"status": "DISPATCHED"})
@@ -526,6 +527,72 @@ def test_history_notes_manual_runs_and_skips(capsys: pytest.CaptureFixture[str],
     assert cells(run.lines[1])[0] == "2026-11-30 14:00:07.000Z"
     assert cells(run.lines[2])[1:2] == ["SKIPPED"] and cells(run.lines[2])[-1] == "overlap"
     assert run.lines[-1] == "2 runs of heartbeat in us-east-1"
+
+
+def test_history_never_shows_a_negative_took(capsys: pytest.CaptureFixture[str], aws: Aws) -> None:
+    """A completion stamped before the run's start (the clocks of two machines): 0, as the
+    recorder logs it."""
+    store = aws.store()
+    firing = Firing("heartbeat", datetime(2026, 11, 30, 14, 0, 15, tzinfo=UTC))
+    began = firing.scheduled + timedelta(seconds=2)
+    start = JobStart("mini-scheduler-sample-heartbeat", "0/15 * * * * ? @UTC", {})
+    store.claim(firing, now=began, lease_until=began + timedelta(minutes=2), origin="x")
+    store.mark_dispatched(firing, now=began, deadline=began + timedelta(minutes=1), start=start)
+    store.close(firing.id, RunStatus.SUCCEEDED, now=began - timedelta(milliseconds=1500))
+    run = cli(capsys, "history", "heartbeat")
+    assert run.code == 0, run.err
+    assert cells(run.lines[1])[2:5] == ["2026-11-30 14:00:17Z", "2026-11-30 14:00:15Z", "0 ms"]
+
+
+def test_history_of_an_unknown_job_says_so_and_fails(
+    capsys: pytest.CaptureFixture[str], aws: Aws
+) -> None:
+    run = cli(capsys, "history", "heartbaet")
+    assert (run.code, run.out) == (2, "")
+    assert run.err == (
+        f"mini-scheduler history: unknown job heartbaet: it is not in {SAMPLE} and table "
+        f"{TABLE} (us-east-1) holds no run of it - did you mean heartbeat?\n"
+    )
+    run = cli(capsys, "history", "no-such-job", "--json")
+    assert (run.code, run.out) == (2, "")
+    assert run.err.startswith("mini-scheduler history: unknown job no-such-job: it is not in ")
+    assert "did you mean" not in run.err
+
+
+def test_history_of_a_job_without_runs_reads_the_cron_file(
+    capsys: pytest.CaptureFixture[str], aws: Aws, tmp_path: Path
+) -> None:
+    run = cli(capsys, "history", "heartbeat")
+    assert (run.code, run.out) == (
+        0,
+        f"No runs recorded for heartbeat in table {TABLE} (us-east-1).\n",
+    )
+    mine = tmp_path / "cron.yaml"
+    mine.write_text('jobs:\n  - {name: "nightly", cron: "0 0 2 * * ?", service: "fn"}\n')
+    run = cli(capsys, "history", "nightly", "--cron-file", str(mine))
+    assert run.code == 0 and run.out.startswith("No runs recorded for nightly")
+    run = cli(capsys, "history", "heartbeat", "--cron-file", str(mine))
+    assert run.code == 2 and f"unknown job heartbeat: it is not in {mine} and " in run.err
+    # no cron file to look the name up in: say what to give
+    run = cli(capsys, "history", "heartbeat", environ=without("CRON_FILE"))
+    assert (run.code, run.out) == (2, "")
+    assert run.err.startswith(
+        f"mini-scheduler history: no run of heartbeat in table {TABLE} (us-east-1), and no cron "
+        "file to tell whether it is a job: Scheduler configuration not found in [file:cron.yaml]"
+    )
+    assert run.err.endswith(": give --cron-file (the file the ticker reads) or set CRON_FILE\n")
+
+
+def test_history_of_a_job_gone_from_the_cron_file_still_shows_its_runs(
+    capsys: pytest.CaptureFixture[str], aws: Aws
+) -> None:
+    store = aws.store()
+    firing = Firing("retired-job", datetime(2026, 11, 30, 13, 0, tzinfo=UTC))
+    store.claim(firing, now=NOW, lease_until=NOW + timedelta(minutes=2), origin="us-east-1/prod")
+    run = cli(capsys, "history", "retired-job")
+    assert run.code == 0, run.err
+    assert cells(run.lines[1])[:2] == ["2026-11-30 13:00:00Z", "CLAIMED"]
+    assert run.lines[-1] == "1 run of retired-job in us-east-1"
 
 
 def test_history_usage_errors(capsys: pytest.CaptureFixture[str], aws: Aws) -> None:
