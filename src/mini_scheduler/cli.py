@@ -55,7 +55,7 @@ from mini_scheduler.zones import get_zone, is_fixed_offset
 if TYPE_CHECKING:
     from mini_scheduler.claims.base import ClaimStore, RunRecord
     from mini_scheduler.environment.base import EnvironmentStore
-    from mini_scheduler.planner import TickPlan
+    from mini_scheduler.planner import Action, TickPlan
     from mini_scheduler.wiring import Clients
 
 PROG: Final = "mini-scheduler"
@@ -1501,6 +1501,63 @@ _ACTION_TEXT: Final = {
 }
 
 
+ROWS_PER_JOB: Final = 5
+"""A dry run's table shows a job's first five actions, then one line for the rest when there are
+two or more (a long gap holds thousands of a frequent job's firings); --json lists each."""
+
+
+def _action_row(action: Action) -> list[str]:
+    detail: list[str] = []
+    if action.kind == "dispatch":
+        detail.append(f"to {action.service} at {_utc(action.at)[11:]}")
+    if action.kind == "skip-range":
+        detail.append(f"{action.count} firings to {_utc(action.until)}")
+    if action.misfire:
+        detail.append("missed")
+    if action.reason:
+        detail.append(action.reason)
+    return [
+        _utc(action.scheduled),
+        action.job,
+        _ACTION_TEXT.get(action.kind, action.kind),
+        "; ".join(detail),
+    ]
+
+
+def _summary_row(rest: Sequence[Action]) -> list[str]:
+    """One line for a job's actions past the first five: how many, the first and last, and how
+    many of each kind."""
+    kinds: dict[str, int] = {}
+    for action in rest:
+        text = _ACTION_TEXT.get(action.kind, action.kind)
+        kinds[text] = kinds.get(text, 0) + 1
+    counted = ", ".join(f"{text} {count:,}" for text, count in kinds.items())
+    return [
+        _utc(rest[0].scheduled),
+        rest[0].job,
+        f"{len(rest):,} more",
+        f"to {_utc(rest[-1].scheduled)}: {counted} (--json lists each)",
+    ]
+
+
+def _plan_rows(actions: Sequence[Action]) -> list[list[str]]:
+    """The table's rows, in the plan's order: each job's first actions, and past
+    :data:`ROWS_PER_JOB` one summary line in place of the rest."""
+    by_job: dict[str, list[Action]] = {}
+    for action in actions:
+        by_job.setdefault(action.job, []).append(action)
+    rows: list[list[str]] = []
+    seen: dict[str, int] = {}
+    for action in actions:
+        mine = by_job[action.job]
+        index = seen[action.job] = seen.get(action.job, -1) + 1
+        if len(mine) <= ROWS_PER_JOB + 1 or index < ROWS_PER_JOB:
+            rows.append(_action_row(action))
+        elif index == ROWS_PER_JOB:
+            rows.append(_summary_row(mine[ROWS_PER_JOB:]))
+    return rows
+
+
 def _print_plan(context: Context, plan: TickPlan, store: str, *, verbose: bool) -> None:
     summary = plan.summary
     start, end = plan.window
@@ -1525,25 +1582,7 @@ def _print_plan(context: Context, plan: TickPlan, store: str, *, verbose: bool) 
         context.print(f"  note         {summary.note}")
     context.print()
     if plan.actions:
-        rows = [["SCHEDULED", "JOB", "ACTION", "DETAIL"]]
-        for action in plan.actions:
-            detail: list[str] = []
-            if action.kind == "dispatch":
-                detail.append(f"to {action.service} at {_utc(action.at)[11:]}")
-            if action.kind == "skip-range":
-                detail.append(f"{action.count} firings to {_utc(action.until)}")
-            if action.misfire:
-                detail.append("missed")
-            if action.reason:
-                detail.append(action.reason)
-            rows.append(
-                [
-                    _utc(action.scheduled),
-                    action.job,
-                    _ACTION_TEXT.get(action.kind, action.kind),
-                    "; ".join(detail),
-                ]
-            )
+        rows = [["SCHEDULED", "JOB", "ACTION", "DETAIL"], *_plan_rows(plan.actions)]
         for line in _columns(rows):
             context.print(line)
     else:

@@ -363,6 +363,59 @@ def test_tick_execute_refuses_a_minute_that_has_not_begun(
     assert aws.items() == []
 
 
+FREQUENT = """
+misfire.grace: 7200
+misfire.max: 1000
+jobs:
+  - {name: "every-10s", cron: "0/10 * * * * ?", service: "fn-a", misfire: "skip"}
+  - {name: "daily", cron: "0 0 14 * * ?", service: "fn-b"}
+"""
+
+
+def test_a_dry_run_after_a_long_gap_summarises_each_job_past_five_lines(
+    capsys: pytest.CaptureFixture[str], aws: Aws, tmp_path: Path
+) -> None:
+    """Two hours missed by a 10-second job: 720 misfires recorded SKIPPED one by one and six
+    dispatches. The text shows its first five and one line for the other 721; --json lists
+    every one."""
+    (tmp_path / "cron.yaml").write_text(FREQUENT)
+    environ = {**ENV, "CRON_FILE": str(tmp_path / "cron.yaml")}
+    aws.store().advance_watermark("us-east-1/prod", datetime(2026, 11, 30, 12, 0, tzinfo=UTC))
+    run = cli(capsys, "tick", "--at", "2026-11-30T14:00:00Z", environ=environ)
+    assert run.code == 0, run.err
+    table = run.lines[5 : run.lines.index("Run it for real with --execute.")]
+    assert [cells(line) for line in table] == [
+        ["SCHEDULED", "JOB", "ACTION", "DETAIL"],
+        *(
+            [f"2026-11-30 12:00:{s:02d}Z", "every-10s", "record SKIPPED", "missed; misfire"]
+            for s in (0, 10, 20, 30, 40)
+        ),
+        [
+            "2026-11-30 12:00:50Z",
+            "every-10s",
+            "721 more",
+            "to 2026-11-30 14:00:50Z: record SKIPPED 715, dispatch 6 (--json lists each)",
+        ],
+        ["2026-11-30 14:00:00Z", "daily", "dispatch", "to fn-b at 14:00:07Z"],
+        ["Would claim 7, dispatch 7, skip 720; 720 missed before the window."],
+    ]
+    assert_aligned(table[:-1])
+    plan = cli(capsys, "tick", "--at", "2026-11-30T14:00:00Z", "--json", environ=environ).json()
+    assert len([a for a in plan["actions"] if a["job"] == "every-10s"]) == 726
+
+
+def test_a_dry_run_shows_six_lines_of_a_job_in_full(
+    capsys: pytest.CaptureFixture[str], aws: Aws, tmp_path: Path
+) -> None:
+    """A summary line stands for two lines or more: a job's sixth line is shown as it is."""
+    (tmp_path / "cron.yaml").write_text(FREQUENT)
+    environ = {**ENV, "CRON_FILE": str(tmp_path / "cron.yaml")}
+    run = cli(capsys, "tick", "--at", "2026-11-30T14:00:00Z", environ=environ)
+    rows = [cells(line) for line in run.lines if "every-10s" in line]
+    assert [row[0][-3:] for row in rows] == ["00Z", "10Z", "20Z", "30Z", "40Z", "50Z"]
+    assert {row[2] for row in rows} == {"dispatch"}
+
+
 def test_tick_verbose_shows_what_the_ticker_would_log(
     capsys: pytest.CaptureFixture[str], aws: Aws
 ) -> None:
