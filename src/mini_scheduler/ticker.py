@@ -55,6 +55,15 @@ def _latest(*moments: datetime | None) -> datetime | None:
     return max((m for m in moments if m is not None), default=None)
 
 
+def _keys(job: str, firing_id: str | None = None, **more: Any) -> dict[str, Any]:
+    """A job's log line's structured keys (JSON keys in the function's logs): searchable
+    without parsing the message."""
+    keys: dict[str, Any] = {"job": job, **more}
+    if firing_id:
+        keys["firingId"] = firing_id
+    return keys
+
+
 def check_operator(operator: Any) -> str:
     """The operator who asked: required, at most 128 letters, digits, '.', '_', '-', '@'."""
     if not isinstance(operator, str) or not operator.strip():
@@ -308,7 +317,12 @@ class Ticker:
                 if cron_file.deferred_start:
                     delay = self._rng.randint(0, 9)
                     if delay:
-                        log.info("Defer execution of %s for %d seconds", job.name, delay)
+                        log.info(
+                            "Defer execution of %s for %d seconds",
+                            job.name,
+                            delay,
+                            extra=_keys(job.name, Firing(job.name, at).id),
+                        )
                         due = at + timedelta(seconds=delay)
                 plans.append(_Plan(job, Firing(job.name, at), due))
 
@@ -399,7 +413,7 @@ class Ticker:
         text = "Standby: job %s skipped - the active environment is %s, this instance is %s"
         detail = log.debug if len(lines) > _STANDBY_DETAIL_LIMIT else log.info
         for job_name in lines:
-            detail(text, job_name, active, name)
+            detail(text, job_name, active, name, extra=_keys(job_name))
         if len(lines) > _STANDBY_DETAIL_LIMIT:
             log.info(
                 "Standby: %d jobs skipped - the active environment is %s, this instance is %s",
@@ -415,7 +429,13 @@ class Ticker:
         if due:
             tally.skip("paused", due)
             self.metrics.add(m.skipped("paused"), due)
-            log.info("Job %s skipped - paused by %s (%d firings)", job.name, operator, due)
+            log.info(
+                "Job %s skipped - paused by %s (%d firings)",
+                job.name,
+                operator,
+                due,
+                extra=_keys(job.name),
+            )
 
     def _misfires(
         self, job: Job, cron_file: CronFile, watermark: datetime, start: datetime, tally: _Tally
@@ -456,6 +476,7 @@ class Ticker:
             job.misfire,
             len(runs),
             len(older) + len(skipped),
+            extra=_keys(job.name),
         )
         return runs, singles, ranged
 
@@ -520,6 +541,7 @@ class Ticker:
             plan.job.name,
             plan.firing.id,
             iso_seconds(deadline),
+            extra=_keys(plan.job.name, plan.firing.id),
         )
 
     def _fire(self, plan: _Plan, tally: _Tally, deadline: datetime | None = None) -> None:
@@ -541,12 +563,23 @@ class Ticker:
             tally.add("errors")
             tally.hold(firing.scheduled)
             self.metrics.add(m.CLAIM_ERRORS)
-            log.error("Job %s not claimed this tick - firing %s: %s", job.name, firing.id, exc)
+            log.error(
+                "Job %s not claimed this tick - firing %s: %s",
+                job.name,
+                firing.id,
+                exc,
+                extra=_keys(job.name, firing.id),
+            )
             return
         if result is ClaimResult.LOST:
             tally.skip("lost_claim")
             self.metrics.add(m.skipped("lost_claim"))
-            log.debug("Job %s claimed by a peer - firing %s", job.name, firing.id)
+            log.debug(
+                "Job %s claimed by a peer - firing %s",
+                job.name,
+                firing.id,
+                extra=_keys(job.name, firing.id),
+            )
             return
         if result is ClaimResult.OVERLAP:
             self._skip(job, firing, SkipReason.OVERLAP, tally)
@@ -569,6 +602,7 @@ class Ticker:
                 job.service,
                 firing.id,
                 exc,
+                extra=_keys(job.name, firing.id),
             )
             try:
                 self.claims.fail(firing, now=self.clock.now(), error=str(exc))
@@ -578,6 +612,7 @@ class Ticker:
                     job.name,
                     firing.id,
                     store_exc,
+                    extra=_keys(job.name, firing.id),
                 )
             return
         log.info(
@@ -585,7 +620,7 @@ class Ticker:
             job.name,
             job.service,
             firing.id,
-            extra={"reference": reference},
+            extra=_keys(job.name, firing.id, reference=reference),
         )
         tally.add("dispatched")
         self.metrics.add(m.FIRINGS_DISPATCHED)
@@ -613,6 +648,7 @@ class Ticker:
                 job.name,
                 firing.id,
                 error,
+                extra=_keys(job.name, firing.id),
             )
 
     def _skip(self, job: Job, firing: Firing, reason: str, tally: _Tally) -> None:
@@ -624,7 +660,11 @@ class Ticker:
             tally.add("errors")
             tally.hold(firing.scheduled)
             log.error(
-                "Job %s - firing %s could not be recorded SKIPPED: %s", job.name, firing.id, exc
+                "Job %s - firing %s could not be recorded SKIPPED: %s",
+                job.name,
+                firing.id,
+                exc,
+                extra=_keys(job.name, firing.id),
             )
             return
         if not written:
@@ -636,9 +676,16 @@ class Ticker:
                 "Job %s skipped - its previous run has not ended (overlap: skip) - firing %s",
                 job.name,
                 firing.id,
+                extra=_keys(job.name, firing.id),
             )
         else:
-            log.info("Job %s skipped - firing %s (%s)", job.name, firing.id, reason)
+            log.info(
+                "Job %s skipped - firing %s (%s)",
+                job.name,
+                firing.id,
+                reason,
+                extra=_keys(job.name, firing.id),
+            )
 
     def _skip_range(self, job: Job, firings: list[datetime], reason: str, tally: _Tally) -> None:
         # The range's record is keyed by its first firing. When that firing has a record of its
@@ -667,6 +714,7 @@ class Ticker:
                 job.name,
                 len(firings) - first,
                 exc,
+                extra=_keys(job.name),
             )
             return
         if first == len(firings):
@@ -681,6 +729,7 @@ class Ticker:
             iso_seconds(firings[0]),
             iso_seconds(firings[-1]),
             reason,
+            extra=_keys(job.name),
         )
 
     # -- the sweep -------------------------------------------------------------------------
@@ -716,6 +765,7 @@ class Ticker:
             RunStatus.TIMED_OUT,
             took,
             run.firing_id,
+            extra=_keys(run.job, run.firing_id),
         )
 
     def _take_over(self, run: RunRecord, now: datetime, cron_file: CronFile, tally: _Tally) -> None:
@@ -729,7 +779,13 @@ class Ticker:
                 else "the claim's lease expired and the firing is older than misfire.grace"
             )
             self.claims.fail(base, now=now, error=f"not dispatched: {why}")
-            log.error("Job %s not dispatched - firing %s: %s", run.job, run.firing_id, why)
+            log.error(
+                "Job %s not dispatched - firing %s: %s",
+                run.job,
+                run.firing_id,
+                why,
+                extra=_keys(run.job, run.firing_id),
+            )
             return
         lease = now + timedelta(seconds=self.settings.claim_lease_seconds)
         if not self.claims.take_over(run, now=now, lease_until=lease, origin=self.settings.origin):
@@ -739,6 +795,7 @@ class Ticker:
             "Job %s - firing %s taken over: its claim was not dispatched within the lease",
             run.job,
             run.firing_id,
+            extra=_keys(run.job, run.firing_id),
         )
         firing = Firing(
             base.job, base.scheduled, base.manual, base.nonce, run.operator, run.parameters or {}
@@ -764,6 +821,7 @@ class Ticker:
                     "for the system",
                     job.name,
                     key,
+                    extra=_keys(job.name),
                 )
             else:
                 merged[key] = value
@@ -779,8 +837,9 @@ class Ticker:
                 job.name,
                 reading.active,
                 self.environment.environment_name,
+                extra=_keys(job.name),
             )
-        log.info("Operator %s runs %s manually", operator, job.name)
+        log.info("Operator %s runs %s manually", operator, job.name, extra=_keys(job.name))
         now = self.clock.now()
         firing = Firing.manual_run(job.name, now, operator, merged)
         tally = _Tally()
@@ -821,5 +880,11 @@ class Ticker:
         operator = check_operator(operator)
         job = self._job(job_name)
         self.claims.set_paused(job.name, paused, operator=operator, now=self.clock.now())
-        log.info("Job %s %s by %s", job.name, "paused" if paused else "resumed", operator)
+        log.info(
+            "Job %s %s by %s",
+            job.name,
+            "paused" if paused else "resumed",
+            operator,
+            extra=_keys(job.name),
+        )
         return {"job": job.name, "paused": paused, "operator": operator}
