@@ -32,6 +32,7 @@ from mini_scheduler.claims.base import (
     Control,
     JobStart,
     JobState,
+    Redrive,
     RunRecord,
 )
 from mini_scheduler.clock import FixedClock
@@ -267,9 +268,18 @@ class DryRunClaimStore:
         return True
 
     def close(
-        self, firing_id: str, status: RunStatus, *, now: datetime, error: str | None = None
+        self,
+        firing_id: str,
+        status: RunStatus,
+        *,
+        now: datetime,
+        error: str | None = None,
+        redrive: Redrive | None = None,
     ) -> RunRecord | None:
         raise NotImplementedError("a tick never closes a run")
+
+    def redrive(self, firing_id: str, redrive: Redrive) -> RunRecord | None:
+        raise NotImplementedError("a tick never records a redrive")
 
     def time_out(self, run: RunRecord, *, now: datetime) -> bool:
         self._note("time_out", run)

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 import pytest
 
-from mini_scheduler.claims.base import ClaimResult, ClaimStore, JobStart
+from mini_scheduler.claims.base import (
+    EARLIER_ENDS_KEPT,
+    TIMED_OUT_ERROR,
+    ClaimResult,
+    ClaimStore,
+    EarlierEnd,
+    JobStart,
+    Redrive,
+)
 from mini_scheduler.errors import StoreError
 from mini_scheduler.model import Firing, RunStatus
 
@@ -284,6 +294,239 @@ def test_a_skipped_range_is_recorded_once(claim_store: ClaimStore) -> None:
     assert run.reason == "misfire_grace" and run.ended_at == T0
 
 
+# -- late ends and redrives (issue 11, items 4 and 5): the same rules on every backend --------
+
+TIMEOUT = timedelta(minutes=10)
+SWEPT = T0 + TIMEOUT + timedelta(minutes=1)
+
+
+def _dispatched(store: ClaimStore, firing: Firing, *, exclusive: bool = False) -> None:
+    assert _claim(store, firing, now=firing.scheduled, exclusive=exclusive) is ClaimResult.WON
+    store.mark_dispatched(
+        firing, now=firing.scheduled, deadline=firing.scheduled + TIMEOUT, start=START
+    )
+
+
+def _time_out(store: ClaimStore, firing: Firing, now: datetime = SWEPT) -> None:
+    (run,) = [r for r in store.due_runs(now) if r.firing_id == firing.id]
+    assert store.time_out(run, now=now)
+
+
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [
+        (RunStatus.SUCCEEDED, None),
+        (RunStatus.FAILED, "States.TaskFailed: boom"),
+        (RunStatus.TIMED_OUT, "States.Timeout"),
+    ],
+)
+def test_a_late_end_after_the_sweep_is_recorded_and_keeps_that_it_timed_out(
+    claim_store: ClaimStore, status: RunStatus, error: str | None
+) -> None:
+    firing = Firing("report", T0)
+    _dispatched(claim_store, firing)
+    _time_out(claim_store, firing)
+    swept = claim_store.run(firing.id)
+    assert swept is not None and swept.status is RunStatus.TIMED_OUT and swept.swept
+    assert swept.timed_out_at == SWEPT == swept.ended_at and swept.error == TIMED_OUT_ERROR
+    ended = SWEPT + timedelta(minutes=5)
+    before = claim_store.close(firing.id, status, now=ended, error=error)
+    assert before is not None and before.status is RunStatus.TIMED_OUT and before.swept
+    run = claim_store.run(firing.id)
+    assert run is not None and run.status is status and run.ended_at == ended
+    assert run.timed_out_at == SWEPT and run.error == error and not run.swept
+    assert run.to_json()["timedOutAt"] == "2026-11-30T14:11:00Z"
+    state = claim_store.job_state("report")
+    assert state is not None and state.last_status is status and state.end == ended
+    # a second delivery of the event, or another end, changes nothing
+    assert claim_store.close(firing.id, status, now=ended, error=error) is None
+    assert claim_store.close(firing.id, RunStatus.FAILED, now=ended, error="again") is None
+    assert claim_store.run(firing.id) == run
+
+
+def test_a_late_end_leaves_the_slot_of_the_run_after_it(claim_store: ClaimStore) -> None:
+    first, second = Firing("solo", T0), Firing("solo", SWEPT)
+    _dispatched(claim_store, first, exclusive=True)
+    _time_out(claim_store, first)  # frees the slot
+    _dispatched(claim_store, second, exclusive=True)
+    assert claim_store.close(first.id, RunStatus.SUCCEEDED, now=SWEPT) is not None
+    state = claim_store.job_state("solo")
+    assert state is not None and state.open_firing == second.id
+    third = Firing("solo", SWEPT + timedelta(minutes=1))
+    assert _claim(claim_store, third, exclusive=True) is ClaimResult.OVERLAP
+
+
+def test_a_redriven_run_reopens_then_ends_with_its_real_status(claim_store: ClaimStore) -> None:
+    firing = Firing("flow", T0)
+    _dispatched(claim_store, firing)
+    failed = T0 + timedelta(minutes=2)
+    claim_store.close(firing.id, RunStatus.FAILED, now=failed, error="States.TaskFailed: boom")
+    redriven = T0 + timedelta(hours=1)
+    before = claim_store.redrive(firing.id, Redrive(1, redriven))
+    assert before is not None and before.status is RunStatus.FAILED
+    run = claim_store.run(firing.id)
+    assert run is not None and run.status is RunStatus.DISPATCHED
+    assert run.redrives == 1 and run.redriven_at == redriven
+    assert run.ended_at is None and run.error is None
+    assert run.earlier_ends == (EarlierEnd(RunStatus.FAILED, failed, "States.TaskFailed: boom"),)
+    # the job's timeout counts again from the redrive: the sweep sees it then, not before
+    assert run.deadline == redriven + TIMEOUT and run.started_at == T0
+    assert claim_store.due_runs(redriven + TIMEOUT - timedelta(seconds=1)) == []
+    assert [r.firing_id for r in claim_store.due_runs(redriven + TIMEOUT)] == [firing.id]
+    state = claim_store.job_state("flow")
+    assert state is not None and state.last_status is RunStatus.DISPATCHED and state.end is None
+    # the same redrive heard twice, and the first attempt's end delivered again: nothing
+    assert claim_store.redrive(firing.id, Redrive(1, redriven)) is None
+    assert claim_store.close(firing.id, RunStatus.FAILED, now=failed, error="boom") is None
+    ended = redriven + timedelta(minutes=3)
+    before = claim_store.close(
+        firing.id, RunStatus.SUCCEEDED, now=ended, redrive=Redrive(1, redriven)
+    )
+    assert before is not None and before.status is RunStatus.DISPATCHED
+    run = claim_store.run(firing.id)
+    assert run is not None and run.status is RunStatus.SUCCEEDED and run.ended_at == ended
+    assert run.redrives == 1 and len(run.earlier_ends) == 1 and run.error is None
+    assert run.to_json()["earlierEnds"] == [
+        {"status": "FAILED", "endedAt": "2026-11-30T14:02:00Z", "error": "States.TaskFailed: boom"}
+    ]
+    state = claim_store.job_state("flow")
+    assert state is not None and state.last_status is RunStatus.SUCCEEDED and state.end == ended
+    assert claim_store.due_runs(ended + TIMEOUT) == []
+    assert (
+        claim_store.close(firing.id, RunStatus.SUCCEEDED, now=ended, redrive=Redrive(1, redriven))
+        is None
+    )
+
+
+def test_a_redriven_end_heard_without_its_running_event_still_ends_the_run(
+    claim_store: ClaimStore,
+) -> None:
+    firing = Firing("flow", T0)
+    _dispatched(claim_store, firing)
+    failed = T0 + timedelta(minutes=2)
+    claim_store.close(firing.id, RunStatus.FAILED, now=failed, error="boom")
+    redrive, ended = Redrive(1, T0 + timedelta(hours=1)), T0 + timedelta(hours=2)
+    before = claim_store.close(firing.id, RunStatus.SUCCEEDED, now=ended, redrive=redrive)
+    assert before is not None and before.status is RunStatus.FAILED
+    run = claim_store.run(firing.id)
+    assert run is not None and run.status is RunStatus.SUCCEEDED and run.ended_at == ended
+    assert run.redrives == 1 and run.redriven_at == redrive.at
+    assert run.earlier_ends == (EarlierEnd(RunStatus.FAILED, failed, "boom"),)
+    # its RUNNING event, delivered late, changes nothing
+    assert claim_store.redrive(firing.id, redrive) is None
+    assert claim_store.run(firing.id) == run
+
+
+def test_a_timed_out_run_redriven_twice_keeps_each_earlier_end(claim_store: ClaimStore) -> None:
+    firing = Firing("flow", T0)
+    _dispatched(claim_store, firing)
+    _time_out(claim_store, firing)
+    first = Redrive(1, SWEPT + timedelta(minutes=5))
+    assert claim_store.redrive(firing.id, first) is not None
+    run = claim_store.run(firing.id)
+    assert run is not None and run.timed_out_at is None and run.status is RunStatus.DISPATCHED
+    failed = first.at + timedelta(minutes=1)
+    claim_store.close(firing.id, RunStatus.FAILED, now=failed, error="again", redrive=first)
+    second = Redrive(2, failed + timedelta(minutes=5))
+    assert claim_store.redrive(firing.id, second) is not None
+    ended = second.at + timedelta(minutes=1)
+    claim_store.close(firing.id, RunStatus.SUCCEEDED, now=ended, redrive=second)
+    run = claim_store.run(firing.id)
+    assert run is not None and run.status is RunStatus.SUCCEEDED and run.redrives == 2
+    assert run.earlier_ends == (
+        EarlierEnd(RunStatus.TIMED_OUT, SWEPT, TIMED_OUT_ERROR),
+        EarlierEnd(RunStatus.FAILED, failed, "again"),
+    )
+    # an end of the first redrive heard now is older than the second: nothing
+    assert claim_store.close(firing.id, RunStatus.FAILED, now=ended, redrive=first) is None
+
+
+def test_a_redriven_run_keeps_its_first_and_latest_earlier_ends(claim_store: ClaimStore) -> None:
+    firing = Firing("flow", T0)
+    _dispatched(claim_store, firing)
+    at = T0
+    for count in range(EARLIER_ENDS_KEPT + 3):
+        at += timedelta(minutes=1)
+        redrive = Redrive(count, at) if count else None
+        claim_store.close(
+            firing.id, RunStatus.FAILED, now=at, error=f"failure {count}", redrive=redrive
+        )
+        at += timedelta(minutes=1)
+        assert claim_store.redrive(firing.id, Redrive(count + 1, at)) is not None
+    ends = claim_store.run(firing.id).earlier_ends  # type: ignore[union-attr]
+    assert len(ends) == EARLIER_ENDS_KEPT
+    assert [e.error for e in ends[:2]] == ["failure 0", "failure 4"]
+    assert ends[-1].error == f"failure {EARLIER_ENDS_KEPT + 2}"
+
+
+def test_a_redriven_exclusive_run_takes_the_free_slot_back(claim_store: ClaimStore) -> None:
+    first, second = Firing("solo", T0), Firing("solo", T0 + timedelta(minutes=30))
+    _dispatched(claim_store, first, exclusive=True)
+    claim_store.close(first.id, RunStatus.FAILED, now=T0 + timedelta(minutes=1), error="boom")
+    redrive = Redrive(1, T0 + timedelta(minutes=20))
+    assert claim_store.redrive(first.id, redrive) is not None
+    state = claim_store.job_state("solo")
+    assert state is not None and state.open_firing == first.id
+    assert _claim(claim_store, second, exclusive=True) is ClaimResult.OVERLAP
+    claim_store.close(
+        first.id, RunStatus.SUCCEEDED, now=T0 + timedelta(minutes=25), redrive=redrive
+    )
+    assert _claim(claim_store, second, exclusive=True) is ClaimResult.WON
+
+
+def test_a_redriven_exclusive_run_leaves_a_slot_another_run_holds(
+    claim_store: ClaimStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    first, second = Firing("solo", T0), Firing("solo", T0 + timedelta(minutes=15))
+    _dispatched(claim_store, first, exclusive=True)
+    claim_store.close(first.id, RunStatus.FAILED, now=T0 + timedelta(minutes=1), error="boom")
+    _dispatched(claim_store, second, exclusive=True)
+    redrive = Redrive(1, T0 + timedelta(minutes=20))
+    assert claim_store.redrive(first.id, redrive) is not None
+    assert claim_store.run(first.id).status is RunStatus.DISPATCHED  # type: ignore[union-attr]
+    assert f"firing {first.id} redriven while another run holds the job's slot" in caplog.text
+    claim_store.close(
+        first.id, RunStatus.SUCCEEDED, now=T0 + timedelta(minutes=25), redrive=redrive
+    )
+    state = claim_store.job_state("solo")
+    assert state is not None and state.open_firing == second.id
+    third = Firing("solo", T0 + timedelta(minutes=30))
+    assert _claim(claim_store, third, exclusive=True) is ClaimResult.OVERLAP
+
+
+def test_nothing_redrives_a_run_that_succeeded_was_skipped_or_is_unknown(
+    claim_store: ClaimStore,
+) -> None:
+    done, skipped = Firing("flow", T0), Firing("flow", T0 + timedelta(minutes=1))
+    _dispatched(claim_store, done)
+    claim_store.close(done.id, RunStatus.SUCCEEDED, now=T0 + timedelta(seconds=5))
+    claim_store.record_skipped(skipped, now=T0, reason="overlap", origin=ORIGIN)
+    redrive = Redrive(1, T0 + timedelta(hours=1))
+    for firing in (done, skipped, Firing("ghost", T0)):
+        assert claim_store.redrive(firing.id, redrive) is None
+        assert claim_store.close(firing.id, RunStatus.FAILED, now=T0, redrive=redrive) is None
+    assert claim_store.run(done.id).status is RunStatus.SUCCEEDED  # type: ignore[union-attr]
+    assert claim_store.run(skipped.id).status is RunStatus.SKIPPED  # type: ignore[union-attr]
+
+
+def test_an_open_run_redriven_before_its_end_was_heard_takes_the_later_end(
+    claim_store: ClaimStore,
+) -> None:
+    """The FAILED event of the first attempt lost or late: the redrive's RUNNING event finds the
+    run open, notes the redrive, and only an end of that redrive closes it."""
+    firing = Firing("flow", T0)
+    _dispatched(claim_store, firing)
+    redrive = Redrive(1, T0 + timedelta(minutes=30))
+    assert claim_store.redrive(firing.id, redrive) is not None
+    run = claim_store.run(firing.id)
+    assert run is not None and run.status is RunStatus.DISPATCHED and run.redrives == 1
+    assert run.deadline == redrive.at + TIMEOUT
+    assert claim_store.close(firing.id, RunStatus.FAILED, now=T0, error="late") is None
+    ended = redrive.at + timedelta(minutes=1)
+    assert claim_store.close(firing.id, RunStatus.SUCCEEDED, now=ended, redrive=redrive)
+    assert claim_store.run(firing.id).status is RunStatus.SUCCEEDED  # type: ignore[union-attr]
+
+
 # -- races (on the backends whose conditional writes are atomic: see conftest) ---------------
 
 RACERS = 8
@@ -322,6 +565,39 @@ def test_racing_exclusive_claimers_of_one_firing_have_exactly_one_winner(
         # the losers left the winner's slot in place
         later = Firing(firing.job, T0 + timedelta(minutes=1))
         assert _claim(racing_claim_store, later, exclusive=True) is ClaimResult.OVERLAP
+
+
+def _together(actions: list[Callable[[], object]]) -> list[object]:
+    """Each action on its own thread, all let go at once."""
+    barrier = threading.Barrier(len(actions))
+
+    def one(action: Callable[[], object]) -> object:
+        barrier.wait()
+        return action()
+
+    with ThreadPoolExecutor(max_workers=len(actions)) as pool:
+        return list(pool.map(one, actions))
+
+
+def test_racing_late_ends_and_redrives_change_a_run_once(racing_claim_store: ClaimStore) -> None:
+    """The read-then-write of a late end or a redrive is conditional on the run as read."""
+    store = racing_claim_store
+    for round_ in range(ROUNDS // 5):
+        firing = Firing("late", T0 + timedelta(minutes=round_))
+        _dispatched(store, firing)
+        swept = firing.scheduled + TIMEOUT + timedelta(minutes=1)
+        _time_out(store, firing, swept)
+        late = [
+            partial(store.close, firing.id, RunStatus.FAILED, now=swept, error=f"racer {n}")
+            for n in range(RACERS)
+        ]
+        assert sum(before is not None for before in _together(late)) == 1
+        redrive = Redrive(1, swept + timedelta(minutes=1))
+        again = [partial(store.redrive, firing.id, redrive) for _ in range(RACERS)]
+        assert sum(before is not None for before in _together(again)) == 1
+        run = store.run(firing.id)
+        assert run is not None and run.status is RunStatus.DISPATCHED
+        assert len(run.earlier_ends) == 1 and run.earlier_ends[0].error.startswith("racer ")  # type: ignore[union-attr]
 
 
 # -- a store that cannot be reached ----------------------------------------------------------

@@ -66,7 +66,14 @@ import pytest
 import yaml
 
 from mini_scheduler import ticker as ticker_module
-from mini_scheduler.claims.base import ClaimResult, Control, JobStart, JobState, RunRecord
+from mini_scheduler.claims.base import (
+    ClaimResult,
+    Control,
+    JobStart,
+    JobState,
+    Redrive,
+    RunRecord,
+)
 from mini_scheduler.claims.memory import MemoryClaimStore
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.config import Settings
@@ -272,10 +279,20 @@ class SimClaims:
         )
 
     def close(
-        self, firing_id: str, status: RunStatus, *, now: datetime, error: str | None = None
+        self,
+        firing_id: str,
+        status: RunStatus,
+        *,
+        now: datetime,
+        error: str | None = None,
+        redrive: Redrive | None = None,
     ) -> RunRecord | None:
         self._call("close")
-        return self.store.close(firing_id, status, now=now, error=error)
+        return self.store.close(firing_id, status, now=now, error=error, redrive=redrive)
+
+    def redrive(self, firing_id: str, redrive: Redrive) -> RunRecord | None:
+        self._call("redrive")
+        return self.store.redrive(firing_id, redrive)
 
     def time_out(self, run: RunRecord, *, now: datetime) -> bool:
         self._call("time out")

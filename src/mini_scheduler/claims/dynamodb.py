@@ -23,6 +23,7 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -31,13 +32,19 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from mini_scheduler.claims.base import (
+    TIMED_OUT_ERROR,
     ClaimResult,
     Control,
     JobStart,
     JobState,
     Pause,
+    Redrive,
     RunRecord,
+    after_end,
+    after_redrive,
+    changed_fields,
     job_state_from,
+    log_slot_held,
     run_record_from,
 )
 from mini_scheduler.errors import StoreError, describe_aws_error
@@ -96,6 +103,15 @@ def _item(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 def _instant(value: Any) -> datetime | None:
     return parse_instant(value) if isinstance(value, str) and value else None
+
+
+def _stored(value: Any) -> Any:
+    """A changed field as the table keeps it: times as ISO strings with milliseconds."""
+    if isinstance(value, datetime):
+        return iso_millis(value)
+    if isinstance(value, list):
+        return [{k: _stored(v) for k, v in end.items()} for end in value]
+    return value
 
 
 def _record(raw: Mapping[str, Any]) -> RunRecord:
@@ -439,26 +455,24 @@ class DynamoDBClaimStore:
         error: str | None,
         condition: str,
         values: Mapping[str, Any],
+        extra: Mapping[str, Any] | None = None,
     ) -> RunRecord | None:
-        update = "SET #status = :status, #endedAt = :now REMOVE #openPk, #deadline"
-        attribute_values: dict[str, Any] = {
-            ":status": {"S": str(status)},
-            ":now": {"S": iso_millis(now)},
-            **values,
-        }
+        """An open run's end in one conditional write (its deadline stays), then the job's
+        state and slot; the run as it was before, or None when ``condition`` failed."""
+        sets = {"status": str(status), "endedAt": iso_millis(now), **(extra or {})}
         if error is not None:
-            update = (
-                "SET #status = :status, #endedAt = :now, #error = :error REMOVE #openPk, #deadline"
-            )
-            attribute_values[":error"] = {"S": error[:4000]}
+            sets["error"] = error[:4000]
+        attribute_values: dict[str, Any] = {f":{k}": _value(v) for k, v in sets.items()}
         answer = self._update(
             _named(
                 {
                     "TableName": self.table,
                     "Key": _run_key(firing),
-                    "UpdateExpression": update,
+                    "UpdateExpression": "SET "
+                    + ", ".join(f"#{k} = :{k}" for k in sets)
+                    + " REMOVE #openPk",
                     "ConditionExpression": condition,
-                    "ExpressionAttributeValues": attribute_values,
+                    "ExpressionAttributeValues": {**attribute_values, **values},
                     "ReturnValues": "ALL_OLD",
                 }
             ),
@@ -468,38 +482,123 @@ class DynamoDBClaimStore:
         if answer is None:
             return None
         before = _record(answer["Attributes"])
+        after = replace(
+            before, status=status, ended_at=now, error=error if error is not None else before.error
+        )
+        self._follow(firing, before, after)
+        return before
+
+    def _change(
+        self, firing: Firing, decide: Callable[[RunRecord], RunRecord | None]
+    ) -> RunRecord | None:
+        """Read the run, write ``decide``'s answer conditionally on the run being as read (its
+        status, end and redrive count: every change moves one of them), and follow it in the
+        job's state and slot. A run changed meanwhile is read again. The run as it was before,
+        or None (unknown, or nothing to change)."""
+        for _ in range(_CONFLICT_ATTEMPTS):
+            before = self.run(firing.id)
+            after = decide(before) if before is not None else None
+            if before is None or after is None:
+                return None
+            if self._write_change(firing, before, after):
+                self._follow(firing, before, after)
+                return before
+        return None
+
+    def _write_change(self, firing: Firing, before: RunRecord, after: RunRecord) -> bool:
+        sets: dict[str, Any] = {}
+        removes: list[str] = []
+        for name, value in changed_fields(before, after).items():
+            if value is None:
+                removes.append(name)
+            else:
+                sets[name] = _stored(value)
+        if after.status.open and not before.status.open:
+            sets["openPk"] = _OPEN
+        elif before.status.open and not after.status.open:
+            removes.append("openPk")
+        values: dict[str, Any] = {f":{k}": _value(v) for k, v in sets.items()}
+        values[":seenStatus"] = {"S": str(before.status)}
+        condition = ["#status = :seenStatus"]
+        for name, seen in (
+            ("endedAt", iso_millis(before.ended_at) if before.ended_at else None),
+            ("redrives", before.redrives),
+        ):
+            if seen is None:
+                condition.append(f"attribute_not_exists(#{name})")
+            else:
+                values[f":seen{name}"] = _value(seen)
+                condition.append(f"#{name} = :seen{name}")
+        update = " ".join(
+            part
+            for part in (
+                "SET " + ", ".join(f"#{k} = :{k}" for k in sets) if sets else "",
+                "REMOVE " + ", ".join(f"#{k}" for k in removes) if removes else "",
+            )
+            if part
+        )
+        request = {
+            "TableName": self.table,
+            "Key": _run_key(firing),
+            "UpdateExpression": update,
+            "ConditionExpression": " AND ".join(condition),
+            "ExpressionAttributeValues": values,
+        }
+        return (
+            self._update(_named(request), "UpdateItem (end run)", tolerate_condition=True)
+            is not None
+        )
+
+    def _follow(self, firing: Firing, before: RunRecord, after: RunRecord) -> None:
+        """The job's latest state follows its last firing's run; an exclusive run's end
+        releases the job's slot if it holds it, and its reopening takes the slot if it is
+        free (every write conditional: never another run's slot or state)."""
+        values: dict[str, Any] = {
+            ":status": {"S": str(after.status)},
+            ":fid": {"S": firing.id},
+        }
+        if after.ended_at is not None:
+            update = "SET #end = :end, #lastStatus = :status"
+            values[":end"] = {"S": iso_millis(after.ended_at)}
+        else:
+            update = "SET #lastStatus = :status REMOVE #end"
         self._update(
             _named(
                 {
                     "TableName": self.table,
                     "Key": _job_key(firing.job),
-                    "UpdateExpression": "SET #end = :now, #lastStatus = :status",
+                    "UpdateExpression": update,
                     "ConditionExpression": "#lastFiringId = :fid",
-                    "ExpressionAttributeValues": {
-                        ":now": {"S": iso_millis(now)},
-                        ":status": {"S": str(status)},
-                        ":fid": {"S": firing.id},
-                    },
+                    "ExpressionAttributeValues": values,
                 }
             ),
             "UpdateItem (job end)",
             tolerate_condition=True,
         )
-        if before.exclusive:
-            self._update(
-                _named(
-                    {
-                        "TableName": self.table,
-                        "Key": _job_key(firing.job),
-                        "UpdateExpression": "REMOVE #openFiring",
-                        "ConditionExpression": "#openFiring = :fid",
-                        "ExpressionAttributeValues": {":fid": {"S": firing.id}},
-                    }
-                ),
-                "UpdateItem (release job)",
-                tolerate_condition=True,
+        if not before.exclusive or after.status.open == before.status.open:
+            return
+        if after.status.open:
+            slot = (
+                "SET #openFiring = :fid",
+                "attribute_not_exists(#openFiring) OR #openFiring = :fid",
             )
-        return before
+        else:
+            slot = ("REMOVE #openFiring", "#openFiring = :fid")
+        taken = self._update(
+            _named(
+                {
+                    "TableName": self.table,
+                    "Key": _job_key(firing.job),
+                    "UpdateExpression": slot[0],
+                    "ConditionExpression": slot[1],
+                    "ExpressionAttributeValues": {":fid": {"S": firing.id}},
+                }
+            ),
+            "UpdateItem (take job)" if after.status.open else "UpdateItem (release job)",
+            tolerate_condition=True,
+        )
+        if after.status.open and taken is None:
+            log_slot_held(firing.job, firing.id)
 
     def fail(self, firing: Firing, *, now: datetime, error: str) -> None:
         self._finish(
@@ -512,21 +611,36 @@ class DynamoDBClaimStore:
         )
 
     def close(
-        self, firing_id: str, status: RunStatus, *, now: datetime, error: str | None = None
+        self,
+        firing_id: str,
+        status: RunStatus,
+        *,
+        now: datetime,
+        error: str | None = None,
+        redrive: Redrive | None = None,
     ) -> RunRecord | None:
         firing = firing_from_id(firing_id)
-        return self._finish(
-            firing,
-            status,
-            now,
-            error,
-            "#status IN (:c, :d, :t)",
-            {
-                ":c": {"S": str(RunStatus.CLAIMED)},
-                ":d": {"S": str(RunStatus.DISPATCHED)},
-                ":t": {"S": str(RunStatus.TIMED_OUT)},
-            },
+        if redrive is None:
+            # The usual end: an open run never redriven, in one conditional write.
+            before = self._finish(
+                firing,
+                status,
+                now,
+                error,
+                "#status IN (:c, :d) AND attribute_not_exists(#redrives)",
+                {
+                    ":c": {"S": str(RunStatus.CLAIMED)},
+                    ":d": {"S": str(RunStatus.DISPATCHED)},
+                },
+            )
+            if before is not None:
+                return before
+        return self._change(
+            firing, lambda run: after_end(run, status, now=now, error=error, redrive=redrive)
         )
+
+    def redrive(self, firing_id: str, redrive: Redrive) -> RunRecord | None:
+        return self._change(firing_from_id(firing_id), lambda run: after_redrive(run, redrive))
 
     def time_out(self, run: RunRecord, *, now: datetime) -> bool:
         firing = firing_from_id(run.firing_id)
@@ -534,9 +648,10 @@ class DynamoDBClaimStore:
             firing,
             RunStatus.TIMED_OUT,
             now,
-            "no completion event before the job's timeout",
+            TIMED_OUT_ERROR,
             "#status = :d AND #deadline <= :now",
-            {":d": {"S": str(RunStatus.DISPATCHED)}},
+            {":d": {"S": str(RunStatus.DISPATCHED)}, ":now": {"S": iso_millis(now)}},
+            extra={"timedOutAt": iso_millis(now)},
         )
         return done is not None
 

@@ -5,12 +5,24 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from mini_scheduler.claims.base import ClaimResult, Control, JobStart, JobState, Pause, RunRecord
+from mini_scheduler.claims.base import (
+    ClaimResult,
+    Control,
+    JobStart,
+    JobState,
+    Pause,
+    Redrive,
+    RunRecord,
+    after_end,
+    after_redrive,
+    after_time_out,
+    log_slot_held,
+)
 from mini_scheduler.model import Firing, RunStatus, firing_from_id, iso_seconds
 
 
@@ -112,71 +124,68 @@ class MemoryClaimStore:
                 last_status=current.status if ended and current else RunStatus.DISPATCHED,
             )
 
-    def _finish(
-        self,
-        firing: Firing,
-        status: RunStatus,
-        now: datetime,
-        error: str | None,
-        allowed: tuple[RunStatus, ...],
+    def _change(
+        self, firing_id: str, decide: Callable[[RunRecord], RunRecord | None]
     ) -> RunRecord | None:
+        """Apply ``decide``'s answer to the run and follow it in the job's state and slot:
+        the run as it was before, or None (unknown, or nothing to change)."""
+        firing = firing_from_id(firing_id)
         key = self._key(firing)
         current = self._runs.get(key)
-        if current is None or current.status not in allowed:
+        after = decide(current) if current is not None else None
+        if current is None or after is None:
             return None
-        self._runs[key] = replace(
-            current,
-            status=status,
-            ended_at=now,
-            deadline=None,
-            error=error if error is not None else current.error,
-        )
+        self._runs[key] = after
         state = self._jobs.get(firing.job)
-        if state is not None:
-            if state.last_firing_id == firing.id:
-                state = replace(state, end=now, last_status=status)
-            if current.exclusive and state.open_firing == firing.id:
-                state = replace(state, open_firing=None)
-            self._jobs[firing.job] = state
+        if state is None:
+            return current
+        if state.last_firing_id == firing.id:
+            state = replace(state, end=after.ended_at, last_status=after.status)
+        if current.exclusive and not after.status.open and state.open_firing == firing.id:
+            state = replace(state, open_firing=None)
+        if current.exclusive and after.status.open and not current.status.open:
+            if state.open_firing in (None, firing.id):
+                state = replace(state, open_firing=firing.id)
+            else:
+                log_slot_held(firing.job, firing.id)
+        self._jobs[firing.job] = state
         return current
 
     def fail(self, firing: Firing, *, now: datetime, error: str) -> None:
+        def failed(run: RunRecord) -> RunRecord | None:
+            if not run.status.open:
+                return None
+            return replace(run, status=RunStatus.FAILED, ended_at=now, error=error)
+
         with self._lock:
             self.calls += 1
-            self._finish(
-                firing, RunStatus.FAILED, now, error, (RunStatus.CLAIMED, RunStatus.DISPATCHED)
-            )
+            self._change(firing.id, failed)
 
     def close(
-        self, firing_id: str, status: RunStatus, *, now: datetime, error: str | None = None
+        self,
+        firing_id: str,
+        status: RunStatus,
+        *,
+        now: datetime,
+        error: str | None = None,
+        redrive: Redrive | None = None,
     ) -> RunRecord | None:
         with self._lock:
             self.calls += 1
-            return self._finish(
-                firing_from_id(firing_id),
-                status,
-                now,
-                error,
-                (RunStatus.CLAIMED, RunStatus.DISPATCHED, RunStatus.TIMED_OUT),
+            return self._change(
+                firing_id,
+                lambda run: after_end(run, status, now=now, error=error, redrive=redrive),
             )
+
+    def redrive(self, firing_id: str, redrive: Redrive) -> RunRecord | None:
+        with self._lock:
+            self.calls += 1
+            return self._change(firing_id, lambda run: after_redrive(run, redrive))
 
     def time_out(self, run: RunRecord, *, now: datetime) -> bool:
         with self._lock:
             self.calls += 1
-            firing = firing_from_id(run.firing_id)
-            current = self._runs.get(self._key(firing))
-            if current is None or current.deadline is None or current.deadline > now:
-                return False
-            return (
-                self._finish(
-                    firing,
-                    RunStatus.TIMED_OUT,
-                    now,
-                    "no completion event before the job's timeout",
-                    (RunStatus.DISPATCHED,),
-                )
-                is not None
-            )
+            return self._change(run.firing_id, lambda r: after_time_out(r, now=now)) is not None
 
     def record_skipped(self, firing: Firing, *, now: datetime, reason: str, origin: str) -> bool:
         with self._lock:

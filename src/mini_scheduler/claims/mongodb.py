@@ -46,6 +46,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -59,13 +60,19 @@ from pymongo.errors import (
 )
 
 from mini_scheduler.claims.base import (
+    TIMED_OUT_ERROR,
     ClaimResult,
     Control,
     JobStart,
     JobState,
     Pause,
+    Redrive,
     RunRecord,
+    after_end,
+    after_redrive,
+    changed_fields,
     job_state_from,
+    log_slot_held,
     run_record_from,
 )
 from mini_scheduler.errors import StoreError
@@ -89,7 +96,6 @@ DUE_INDEX = "due-runs"
 EXPIRY_INDEX = "expiry"
 _ATTEMPTS = 3  # a claim insert whose connection broke is tried again, with the same token
 _OPEN = (str(RunStatus.CLAIMED), str(RunStatus.DISPATCHED))
-_TIMED_OUT_ERROR = "no completion event before the job's timeout"
 _WATERMARK = "watermark#"  # control document ids: watermark#<scope>, pause#<job>
 _PAUSE = "pause#"
 
@@ -110,6 +116,15 @@ def _utc(value: Any) -> datetime | None:
 
 def _record(doc: Mapping[str, Any]) -> RunRecord:
     return run_record_from(str(doc["_id"]), doc, _utc)
+
+
+def _stored(value: Any) -> Any:
+    """A changed field as the collection keeps it: times as dates cut to the millisecond."""
+    if isinstance(value, datetime):
+        return _ms(value)
+    if isinstance(value, list):
+        return [{k: _stored(v) for k, v in end.items()} for end in value]
+    return value
 
 
 def _retryable(exc: PyMongoError) -> bool:
@@ -414,44 +429,101 @@ class MongoDBClaimStore:
         now: datetime,
         error: str | None,
         allowed: Sequence[RunStatus],
+        extra: Mapping[str, Any] | None = None,
         **condition: Any,
     ) -> RunRecord | None:
+        """An open run's end in one conditional write (its deadline stays), then the job's
+        state and slot; the run as it was before, or None when the condition failed."""
         self.ensure_indexes()
-        changes: Document = {"status": str(status), "endedAt": _ms(now)}
+        changes: Document = {"status": str(status), "endedAt": _ms(now), **(extra or {})}
         if error is not None:
             changes["error"] = error[:4000]
         try:
-            before = self.runs.find_one_and_update(
+            found = self.runs.find_one_and_update(
                 {"_id": firing.id, "status": {"$in": [str(s) for s in allowed]}, **condition},
-                {"$set": changes, "$unset": {"open": "", "deadline": ""}},
+                {"$set": changes, "$unset": {"open": ""}},
                 return_document=ReturnDocument.BEFORE,
             )
         except PyMongoError as exc:
             raise self._fail("findAndModify (close run)", RUNS, exc) from exc
-        if before is None:
+        if found is None:
             return None
-        # The run is closed; the job's state follows. A failure here is logged, not raised:
-        # the run's end is what the caller asked for, and a slot left behind by an ended run
-        # is released by the next exclusive claim.
+        before = _record(found)
+        after = replace(
+            before, status=status, ended_at=now, error=error if error is not None else before.error
+        )
+        self._follow(firing, before, after)
+        return before
+
+    def _change(
+        self, firing: Firing, decide: Callable[[RunRecord], RunRecord | None]
+    ) -> RunRecord | None:
+        """Read the run, write ``decide``'s answer conditionally on the run being as read (its
+        status, end and redrive count: every change moves one of them), and follow it in the
+        job's state and slot. A run changed meanwhile is read again. The run as it was before,
+        or None (unknown, or nothing to change)."""
+        for _ in range(_ATTEMPTS):
+            before = self.run(firing.id)
+            after = decide(before) if before is not None else None
+            if before is None or after is None:
+                return None
+            sets: Document = {}
+            unsets: Document = {}
+            for name, value in changed_fields(before, after).items():
+                if value is None:
+                    unsets[name] = ""
+                else:
+                    sets[name] = _stored(value)
+            if after.status.open and not before.status.open:
+                sets["open"] = True
+            elif before.status.open and not after.status.open:
+                unsets["open"] = ""
+            seen = {
+                "_id": firing.id,
+                "status": str(before.status),
+                "endedAt": _ms(before.ended_at) if before.ended_at else None,
+                "redrives": before.redrives,
+            }
+            update = {k: v for k, v in (("$set", sets), ("$unset", unsets)) if v}
+            try:
+                changed = self.runs.update_one(seen, update).modified_count == 1
+            except PyMongoError as exc:
+                raise self._fail("update (end run)", RUNS, exc) from exc
+            if changed:
+                self._follow(firing, before, after)
+                return before
+        return None
+
+    def _follow(self, firing: Firing, before: RunRecord, after: RunRecord) -> None:
+        """The job's latest state follows its last firing's run; an exclusive run's end
+        releases the job's slot if it holds it, and its reopening takes the slot if it is free.
+        A failure here is logged, not raised: the run's change is what the caller asked for,
+        and a slot left behind by an ended run is released by the next exclusive claim."""
+        state: Document = {"$set": {"lastStatus": str(after.status)}}
+        if after.ended_at is not None:
+            state["$set"]["end"] = _ms(after.ended_at)
+        else:
+            state["$unset"] = {"end": ""}
         try:
-            self.states.update_one(
-                {"_id": firing.job, "lastFiringId": firing.id},
-                {"$set": {"end": _ms(now), "lastStatus": str(status)}},
-            )
-            if before.get("exclusive"):
-                self.states.update_one(
-                    {"_id": firing.job, "openFiring": firing.id},
-                    {"$unset": {"openFiring": "", "openUntil": ""}},
+            self.states.update_one({"_id": firing.job, "lastFiringId": firing.id}, state)
+            if before.exclusive and before.status.open and not after.status.open:
+                self._release_slot(firing.job, {"openFiring": firing.id}, "release job")
+            elif before.exclusive and after.status.open and not before.status.open:
+                until = _ms(after.deadline) if after.deadline else None
+                taken = self.states.update_one(
+                    {"_id": firing.job, "openFiring": {"$in": [None, firing.id]}},
+                    {"$set": {"openFiring": firing.id, "openUntil": until}},
                 )
-        except PyMongoError as exc:
+                if taken.matched_count == 0:
+                    log_slot_held(firing.job, firing.id)
+        except (PyMongoError, StoreError) as exc:
             log.warning(
-                "Job %s - firing %s ended %s, but the job's latest state was not updated (%s)",
+                "Job %s - firing %s %s, but the job's latest state was not updated (%s)",
                 firing.job,
                 firing.id,
-                status,
-                describe_error(exc),
+                f"ended {after.status}" if after.ended_at else "redriven",
+                exc if isinstance(exc, StoreError) else describe_error(exc),
             )
-        return _record(before)
 
     def fail(self, firing: Firing, *, now: datetime, error: str) -> None:
         self._finish(
@@ -459,23 +531,42 @@ class MongoDBClaimStore:
         )
 
     def close(
-        self, firing_id: str, status: RunStatus, *, now: datetime, error: str | None = None
+        self,
+        firing_id: str,
+        status: RunStatus,
+        *,
+        now: datetime,
+        error: str | None = None,
+        redrive: Redrive | None = None,
     ) -> RunRecord | None:
-        return self._finish(
-            firing_from_id(firing_id),
-            status,
-            now,
-            error,
-            (RunStatus.CLAIMED, RunStatus.DISPATCHED, RunStatus.TIMED_OUT),
+        firing = firing_from_id(firing_id)
+        if redrive is None:
+            # The usual end: an open run never redriven, in one conditional write.
+            before = self._finish(
+                firing,
+                status,
+                now,
+                error,
+                (RunStatus.CLAIMED, RunStatus.DISPATCHED),
+                redrives=None,
+            )
+            if before is not None:
+                return before
+        return self._change(
+            firing, lambda run: after_end(run, status, now=now, error=error, redrive=redrive)
         )
+
+    def redrive(self, firing_id: str, redrive: Redrive) -> RunRecord | None:
+        return self._change(firing_from_id(firing_id), lambda run: after_redrive(run, redrive))
 
     def time_out(self, run: RunRecord, *, now: datetime) -> bool:
         done = self._finish(
             firing_from_id(run.firing_id),
             RunStatus.TIMED_OUT,
             now,
-            _TIMED_OUT_ERROR,
+            TIMED_OUT_ERROR,
             (RunStatus.DISPATCHED,),
+            extra={"timedOutAt": _ms(now)},
             deadline={"$lte": _ms(now)},
         )
         return done is not None
