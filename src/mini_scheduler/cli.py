@@ -978,6 +978,11 @@ def _run_note(run: RunRecord) -> str:
         parts.append(f"{run.skipped_count} firings to {run.skipped_until}")
     if run.reason:
         parts.append(run.reason)
+    if run.timed_out_at is not None and not run.swept:
+        parts.append(f"ended after it was marked TIMED_OUT at {_utc(run.timed_out_at)}")
+    if run.redrives:
+        earlier = ", ".join(str(end.status) for end in run.earlier_ends)
+        parts.append(f"redriven {run.redrives}x" + (f" after {earlier}" if earlier else ""))
     if run.error:
         parts.append(run.error.splitlines()[0][:200] if run.error.strip() else run.error)
     return "; ".join(parts) or "-"

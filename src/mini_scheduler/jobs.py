@@ -18,7 +18,10 @@ Two kinds of trouble, kept apart:
   naming the source. Nothing is half-loaded: the caller gets a whole file or an error.
 * A bad entry is skipped with ``Invalid job entry#<n> - check name, schedule and service:
   <reason>`` and the others load; every reason found in an entry is listed (seed 001's
-  collect-all-errors validation), joined with ``"; "``.
+  collect-all-errors validation), joined with ``"; "``. An entry whose name reads as a name
+  (:func:`readable_name`) is named after its number, ``Invalid job entry#2 (bad-cron) - ...``;
+  any other name, and any key, is shown quoted, cut and on one line, never as it is. A reason
+  names a parameter by its key or path and the rule it breaks, never by its value.
 
 :func:`load` never reads the clock or the network; :mod:`mini_scheduler.locations` finds the
 file. Decisions where the spec is silent:
@@ -32,6 +35,9 @@ file. Decisions where the spec is silent:
 * A key written twice in one mapping is refused: in a job entry (its parameters included) the
   entry is invalid; at the top level of the file the whole file is; elsewhere it is a warning.
 * A YAML merge key (``<<: *defaults``) works, so entries can share settings.
+* A five-field statement is refused with its Quartz form (:mod:`mini_scheduler.unix_cron`); an
+  unknown zone with the id it most likely meant; a statement Quartz accepts that selects no time
+  from 1970 to 2999 in its zone (``0 0 0 30 2 ?``) loads with a warning that it never fires.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol, cast
 from zoneinfo import ZoneInfo
 
@@ -53,7 +60,8 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from mini_scheduler.cron import CronExpression, CronSyntaxError, parse
 from mini_scheduler.errors import CronFileError, UnknownTimeZoneError
-from mini_scheduler.zones import get_zone, is_fixed_offset
+from mini_scheduler.unix_cron import unix_hint
+from mini_scheduler.zones import get_zone, is_fixed_offset, suggest_zone
 
 __all__ = [
     "DEFAULT_TIMEZONE",
@@ -71,6 +79,7 @@ __all__ = [
     "name_problem",
     "parameters_limit",
     "parse_service",
+    "readable_name",
     "scheduled_line",
 ]
 
@@ -348,28 +357,28 @@ def _limit_reason(kind: Literal["lambda", "flow"]) -> str:
     return f"{what}, less {DISPATCH_RESERVE} kept for the rest of the dispatch"
 
 
-def _shown(path: str) -> str:
-    """A parameter's path as an error quotes it: keys may be long, the error is not."""
-    return path if len(path) <= 200 else path[:200] + "..."
+def _shown(path: str, limit: int = 200) -> str:
+    """A key or a parameter's path as a message shows it: keys may be long, and hold line
+    breaks or other control characters, the message is one short line."""
+    cut = path if len(path) <= limit else path[:limit] + "..."
+    return (
+        cut if cut.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in cut)
+    )
 
 
 def _json_problem(value: object, path: str, depth: int) -> str | None:
-    """Why ``value`` cannot travel as JSON, or None."""
+    """Why ``value`` cannot travel as JSON, or None. The reason names the parameter's path and
+    the rule it breaks, never the value: a parameter's value may be a secret."""
     if value is None or isinstance(value, bool | str):
         return None
     if isinstance(value, float) and not math.isfinite(value):
-        return f"parameter {_shown(path)} is {value!r}, which JSON cannot carry"
+        return f"parameter {_shown(path)} is NaN or an infinity, which JSON cannot carry"
     if isinstance(value, int | float):
         if _storable_number(value):
             return None
-        shown = (
-            f"an integer of {value.bit_length()} bits"
-            if isinstance(value, int) and value.bit_length() > _LARGEST_BITS
-            else str(value)[:40]
-        )
         return (
-            f"parameter {_shown(path)} is {shown}, a number DynamoDB cannot store "
-            "(at most 38 digits, from 1E-130 to 9.99E+125): write it as text"
+            f"parameter {_shown(path)} is a number DynamoDB cannot store (at most 38 digits, "
+            "from 1E-130 to 9.99E+125): write it as text"
         )
     if depth >= MAX_PARAMETER_DEPTH:
         return f"parameter {_shown(path)} nests deeper than {MAX_PARAMETER_DEPTH} levels"
@@ -408,7 +417,7 @@ def check_parameters_fit(target: Target, parameters: Mapping[str, Any]) -> str |
     parameters as well.
     """
     if not isinstance(parameters, Mapping):
-        return f"parameters must be a mapping of keys to values, not {_describe(parameters)}"
+        return f"parameters must be a mapping of keys to values, not {_kind(parameters)}"
     plain = dict(parameters)
     for key, value in plain.items():
         if not isinstance(key, str):
@@ -421,7 +430,7 @@ def check_parameters_fit(target: Target, parameters: Mapping[str, Any]) -> str |
     try:
         size = len(_compact_json(plain).encode("utf-8"))
     except (TypeError, ValueError, RecursionError) as exc:
-        return f"parameters are not JSON: {exc}"
+        return f"parameters are not JSON ({type(exc).__name__})"  # its text may quote a value
     limit = parameters_limit(target.kind)
     if size > limit:
         label = "Lambda" if target.kind == "lambda" else "flow"
@@ -475,7 +484,8 @@ def _compact_json(value: object) -> str:
 
 _TIMESTAMP_TAG: Final = "tag:yaml.org,2002:timestamp"
 _MERGE_TAG: Final = "tag:yaml.org,2002:merge"
-_STR_TAG: Final = "tag:yaml.org,2002:str"
+_YAML_TAG: Final = "tag:yaml.org,2002:"
+_STR_TAG: Final = _YAML_TAG + "str"
 
 
 class _Refused(Exception):
@@ -572,6 +582,18 @@ class _BoundedLoader(yaml.SafeLoader):
         self._reached = max(reached_before, self._reached)
         self._depth = parent_depth
         return node
+
+    def construct_object(self, node: Node, deep: bool = False) -> Any:
+        """A value its tag cannot read (``!!int nope``) is refused naming the tag and the place,
+        not quoting the value, which may be a parameter's (and secret): Python's own text
+        (``invalid literal for int() with base 10: 'nope'``) would."""
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, TypeError, AttributeError, OverflowError, IndexError, KeyError):
+            tag = str(node.tag).replace(_YAML_TAG, "!!")
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a value cannot be read as {tag[:40]}", node.start_mark
+            ) from None
 
     def compose_mapping_node(self, anchor: Any) -> MappingNode:
         node = super().compose_mapping_node(anchor)
@@ -690,7 +712,12 @@ _LIKELY: Final = {
     "payload": "parameters",
     "disabled": "enabled",
 }
-_INVALID_ENTRY: Final = "Invalid job entry#{n} - check name, schedule and service: {reason}"
+_INVALID_ENTRY: Final = "Invalid job entry#{n}{name} - check name, schedule and service: {reason}"
+_ZONE_GUESSES: Final = 20
+"""Unknown zones per file that get a spelling suggestion (each compares with ~600 ids): a file of
+thousands of bad zones must not make loading it slow."""
+_SEARCH_FROM: Final = datetime(1969, 12, 31, tzinfo=UTC)
+"""A statement that has no firing after this in its zone never fires (firings start in 1970)."""
 
 
 def _describe(value: object) -> str:
@@ -708,6 +735,19 @@ def _describe(value: object) -> str:
         return repr(value)
     text = repr(value)
     return f"{type(value).__name__} {text[:40]}"
+
+
+def _kind(value: object) -> str:
+    """What ``value`` is, without what it holds: for parameters, whose values may be secret."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if value is None or isinstance(value, dict | list):
+        return _describe(value)
+    if isinstance(value, str):
+        return "text"
+    if isinstance(value, int | float):
+        return "a number"
+    return f"a {type(value).__name__}"
 
 
 def _words(items: Sequence[str]) -> str:
@@ -730,7 +770,7 @@ def _suggest(key: object, known: Sequence[str]) -> str | None:
 
 def _unknown_key(label: str, key: object, known: Sequence[str]) -> str:
     guess = _suggest(key, known)
-    shown = key if isinstance(key, str) else repr(key)
+    shown = _shown(key, 40) if isinstance(key, str) else repr(key)[:40]
     if guess:
         return f"{label} key {shown} ignored - did you mean {guess}?"
     return f"{label} key {shown} ignored - the keys are {', '.join(known)}"
@@ -740,14 +780,15 @@ def name_problem(name: str) -> str | None:
     """Why ``name`` is not a valid job name (seed 000's rule, bounded to 64), or None."""
     if not name:
         return "name is empty"
+    shown = _quoted(name, MAX_NAME_LENGTH)
     if not set(name) <= _NAME_CHARS:
-        return f"name {name!r} may hold only letters, digits, '.', '_' and '-'"
+        return f"name {shown} may hold only letters, digits, '.', '_' and '-'"
     if name[0] in _EDGE or name[-1] in _EDGE:
-        return f"name {name!r} must not start or end with '.', '_' or '-'"
+        return f"name {shown} must not start or end with '.', '_' or '-'"
     if ".." in name:
-        return f"name {name!r} must not hold '..'"
+        return f"name {shown} must not hold '..'"
     if len(name) > MAX_NAME_LENGTH:
-        return f"name {name[:20]!r}... is longer than {MAX_NAME_LENGTH} characters"
+        return f"name {_quoted(name, 20)} is longer than {MAX_NAME_LENGTH} characters"
     return None
 
 
@@ -756,23 +797,75 @@ class _Entry:
     """What reading one entry found."""
 
     number: int
-    label: str
+    name: str | None  # the entry's name when a message may show it (readable_name)
     reasons: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # warnings reported whether it loads or not
     warnings: list[str] = field(default_factory=list)  # warnings reported when it loads
     job: Job | None = None
 
+    @property
+    def label(self) -> str:
+        """How its warnings name the entry: its name, or ``entry#<n>``."""
+        return self.name or f"entry#{self.number}"
 
-def _parse_statement(statement: str, seen: dict[str, CronExpression | str]) -> CronExpression | str:
-    """The parsed statement, or CronSyntaxError's text; ``seen`` memoises within one file."""
-    found = seen.get(statement)
-    if found is None:
-        try:
-            found = parse(statement)
-        except CronSyntaxError as exc:
-            found = str(exc)
-        seen[statement] = found
-    return found
+    def invalid(self) -> str:
+        """The error line that skips the entry."""
+        shown = "" if self.name is None else f" ({self.name})"
+        return _INVALID_ENTRY.format(n=self.number, name=shown, reason="; ".join(self.reasons))
+
+
+def _quoted(text: str, limit: int) -> str:
+    return repr(text) if len(text) <= limit else f"{text[:limit]!r}..."
+
+
+def readable_name(name: object) -> str | None:
+    """``name`` when a message may show it as the entry's name: text of 1 to 64 of the
+    characters a job name may hold. Anything else (a number, a control character, a line of
+    someone else's log format, a megabyte) is shown only quoted and cut, in the reason."""
+    if isinstance(name, str) and 0 < len(name) <= MAX_NAME_LENGTH and set(name) <= _NAME_CHARS:
+        return name
+    return None
+
+
+@dataclass(slots=True)
+class _Memo:
+    """What one load works out once: parsed statements, never-firing checks, zone guesses."""
+
+    statements: dict[str, CronExpression | str] = field(default_factory=dict)
+    silent: dict[tuple[str, str], bool] = field(default_factory=dict)
+    zone_guesses: dict[str, str | None] = field(default_factory=dict)
+
+    def parse(self, statement: str) -> CronExpression | str:
+        """The parsed statement, or the reason it is refused (with its Quartz form when it is
+        a Unix cron line)."""
+        found = self.statements.get(statement)
+        if found is None:
+            try:
+                found = parse(statement)
+            except CronSyntaxError as exc:
+                hint = unix_hint(statement)
+                found = str(exc) if hint is None else f"{exc} - {hint}"
+            self.statements[statement] = found
+        return found
+
+    def never_fires(self, expression: CronExpression, zone: str, tz: ZoneInfo) -> bool:
+        """Whether ``expression`` selects no time of ``tz`` in 1970-2999 (30 February)."""
+        key = (expression.statement, zone)
+        found = self.silent.get(key)
+        if found is None:
+            found = self.silent[key] = expression.next_after(_SEARCH_FROM, tz) is None
+        return found
+
+    def unknown_zone(self, zone: str) -> str:
+        """The reason for an unknown zone, with the id it most likely meant: past
+        :data:`_ZONE_GUESSES` different unknown zones, only a slip of case or a place's name."""
+        if zone in self.zone_guesses:
+            guess = self.zone_guesses[zone]
+        else:
+            fuzzy = len(self.zone_guesses) < _ZONE_GUESSES
+            guess = self.zone_guesses[zone] = suggest_zone(zone, fuzzy=fuzzy)
+        reason = f"unknown time zone {_quoted(zone, 64)}"
+        return reason if guess is None else f"{reason} - did you mean {guess}?"
 
 
 def _read_entry(
@@ -780,14 +873,14 @@ def _read_entry(
     raw: object,
     default_zone: str,
     duplicates: Sequence[_Duplicate],
-    statements: dict[str, CronExpression | str],
+    memo: _Memo,
 ) -> _Entry:
     if not isinstance(raw, dict):
-        entry = _Entry(number, f"entry#{number}")
+        entry = _Entry(number, None)
         entry.reasons.append(f"the entry is {_describe(raw)}, not a mapping of job keys")
         return entry
     name = raw.get("name")
-    entry = _Entry(number, name if isinstance(name, str) and name else f"entry#{number}")
+    entry = _Entry(number, readable_name(name))
     label = f"Job {entry.label}"
     reasons = entry.reasons
     for key in raw:
@@ -811,7 +904,7 @@ def _read_entry(
         if not isinstance(statement, str):
             reasons.append(f"cron must be text, not {_describe(statement)}: quote it")
         else:
-            parsed_statement = _parse_statement(statement, statements)
+            parsed_statement = memo.parse(statement)
             if isinstance(parsed_statement, CronExpression):
                 expression = parsed_statement
             else:
@@ -839,7 +932,7 @@ def _read_entry(
         try:
             tz = get_zone(zone)
         except UnknownTimeZoneError:
-            reasons.append(f"unknown time zone {zone[:64]!r}")
+            reasons.append(memo.unknown_zone(zone))
         else:
             if is_fixed_offset(zone):
                 entry.warnings.append(
@@ -852,7 +945,7 @@ def _read_entry(
     if raw_parameters is not None:
         if not isinstance(raw_parameters, dict):
             reasons.append(
-                f"parameters must be a mapping of keys to values, not {_describe(raw_parameters)}"
+                f"parameters must be a mapping of keys to values, not {_kind(raw_parameters)}"
             )
         else:
             for key, value in raw_parameters.items():
@@ -860,8 +953,8 @@ def _read_entry(
                     reasons.append(f"parameter key {_describe(key)} is not text: quote it")
                 elif key.startswith("_"):
                     entry.warnings.append(
-                        f"{label} parameter {key} ignored - a key that starts with '_' is "
-                        "reserved for the system"
+                        f"{label} parameter {_shown(key, 40)} ignored - a key that starts "
+                        "with '_' is reserved for the system"
                     )
                 else:
                     parameters[key] = value
@@ -911,6 +1004,11 @@ def _read_entry(
         return entry
     assert isinstance(name, str) and isinstance(statement, str) and isinstance(zone, str)  # nosec B101 # type narrowing: no reason left means each is set
     assert expression is not None and tz is not None and target is not None  # nosec B101 # type narrowing, as above
+    if memo.never_fires(expression, zone, tz):
+        entry.warnings.append(
+            f"{label} never fires - {statement} selects no time in {zone} from 1970 to 2999: "
+            "check its day, month and year fields"
+        )
     entry.job = Job(
         name=name,
         statement=statement,
@@ -986,9 +1084,11 @@ def load(
     try:
         get_zone(default_timezone)
     except UnknownTimeZoneError:
+        guess = suggest_zone(default_timezone)
         raise CronFileError(
             f"Cron file {source} cannot be read in the default time zone "
-            f"{default_timezone!r}: it is unknown (DEFAULT_TIMEZONE)"
+            f"{_quoted(default_timezone, 64)}: it is unknown (DEFAULT_TIMEZONE)"
+            + ("" if guess is None else f" - did you mean {guess}?")
         ) from None
 
     root, data, duplicates = _compose(document, source)
@@ -1068,26 +1168,22 @@ def load(
             names.setdefault(raw_entry["name"], []).append(number)
 
     loaded: list[Job] = []
-    statements: dict[str, CronExpression | str] = {}
+    memo = _Memo()
     for number, raw_entry in enumerate(jobs, start=1):
-        entry = _read_entry(
-            number, raw_entry, default_timezone, by_entry.get(number, ()), statements
-        )
+        entry = _read_entry(number, raw_entry, default_timezone, by_entry.get(number, ()), memo)
         if isinstance(raw_entry, dict):
             name = raw_entry.get("name")
             sharing = names.get(name, []) if isinstance(name, str) else []
-            if len(sharing) > 1:
+            if isinstance(name, str) and len(sharing) > 1:
+                numbers = _words([f"#{n}" for n in sharing])
                 entry.reasons.append(
-                    f"name {name!r} is used by entries {_words([f'#{n}' for n in sharing])} - "
+                    f"name {_quoted(name, MAX_NAME_LENGTH)} is used by entries {numbers} - "
                     "every entry with this name is skipped"
                 )
                 entry.job = None
         problems.extend(Problem("warning", note, number) for note in entry.notes)
         if entry.reasons:
-            reason = "; ".join(entry.reasons)
-            problems.append(
-                Problem("error", _INVALID_ENTRY.format(n=number, reason=reason), number)
-            )
+            problems.append(Problem("error", entry.invalid(), number))
             continue
         problems.extend(Problem("warning", warning, number) for warning in entry.warnings)
         assert entry.job is not None  # nosec B101 # type narrowing: no reason means a job

@@ -144,13 +144,22 @@ _SFN_NAME_MAX = 80
 
 
 def execution_name(firing_id: str) -> str:
-    """A Step Functions execution name for a firing: refused characters replaced, and past 80
-    characters cut with a short hash of the whole id, so two firings never share a name."""
+    """A Step Functions execution name for a firing: the firing id with refused characters
+    replaced (``:`` becomes ``-``). Past 80 characters the job's name is cut and marked ``..``
+    (which no job name holds, so a cut name never reads as a firing id, nor equals an uncut
+    one), and a short hash of the whole id follows the instant, so two firings never share a
+    name: ``<job, cut>..@2026-11-30T14-00-00Z-<10 hex>`` keeps the instant (and a manual run's
+    nonce) readable."""
     name = _SFN_REFUSED.sub("-", firing_id)
     if len(name) <= _SFN_NAME_MAX:
         return name
-    digest = hashlib.sha256(firing_id.encode()).hexdigest()[:12]
-    return f"{name[: _SFN_NAME_MAX - len(digest) - 1]}-{digest}"
+    digest = hashlib.sha256(firing_id.encode()).hexdigest()[:10]
+    job, _, rest = name.rpartition("@")
+    tail = f"@{rest}-{digest}"
+    keep = _SFN_NAME_MAX - len(tail) - 2
+    if not job or keep < 1:  # not a firing id of ours: keep its start and the hash
+        return f"{name[: _SFN_NAME_MAX - len(digest) - 1]}-{digest}"
+    return f"{job[:keep]}..{tail}"
 
 
 def job_of(firing_id: str) -> str:

@@ -205,7 +205,13 @@ def build_recorder(
     clock: Clock | None = None,
     metrics: Metrics | None = None,
 ) -> Recorder:
+    from mini_scheduler.dispatch.stepfunctions import ExecutionInputs
     from mini_scheduler.recorder import Recorder
 
-    clients = clients or Clients(settings.region, pool=8)
-    return Recorder(claim_store(settings, clients), clock or SystemClock(), metrics)
+    made = clients or Clients(settings.region, pool=8)
+    return Recorder(
+        claim_store(settings, made),
+        clock or SystemClock(),
+        metrics,
+        execution_input=ExecutionInputs(lambda: made("stepfunctions")),
+    )

@@ -8,11 +8,12 @@ within a segment wall time and UTC move together, which is what makes the DST ru
 from __future__ import annotations
 
 import bisect
+import difflib
 import re
 import struct
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import NamedTuple
 from zoneinfo import ZoneInfo
@@ -67,6 +68,58 @@ def get_zone(name: str) -> ZoneInfo:
     import io
 
     return ZoneInfo.from_file(io.BytesIO(data), key=name)
+
+
+_GUESS_CUTOFF = 0.88
+"""How alike (difflib's ratio, case aside) a zone id must be to an unknown one to be suggested:
+``America/NewYork`` is 0.97 like America/New_York, ``GMT+5`` only 0.8 like GMT+0 (a wrong hint)."""
+
+
+@cache
+def _zone_ids() -> dict[str, str]:
+    """Every zone id of the pinned tzdata, by its lower case; read on the first unknown zone."""
+    text = resources.files("tzdata").joinpath("zones").read_text(encoding="utf-8")
+    return {name.lower(): name for name in text.split()}
+
+
+@cache
+def _named_zone_ids() -> dict[str, str]:
+    """The zone ids without a digit, the ones a guess may name: a near miss of ``Etc/GMT+5``
+    (which is UTC-5) or ``EST5EDT`` is an offset written another way, not a typo."""
+    return {key: name for key, name in _zone_ids().items() if not any(c.isdigit() for c in key)}
+
+
+@cache
+def _zones_by_place() -> dict[str, tuple[str, ...]]:
+    """The zone ids by their last part in lower case (``new_york``: America/New_York)."""
+    places: dict[str, list[str]] = {}
+    for name in _named_zone_ids().values():
+        places.setdefault(name.rsplit("/", 1)[-1].lower(), []).append(name)
+    return {place: tuple(names) for place, names in places.items()}
+
+
+@lru_cache(maxsize=256)
+def suggest_zone(name: str, *, fuzzy: bool = True) -> str | None:
+    """The zone id an unknown ``name`` most likely meant, or None: the same id in another case
+    (``america/new_york``), a place with one zone (``New York``, ``Kolkata``), or with ``fuzzy``
+    the one closest in spelling (``Europe/Pariss``). The fuzzy search compares with each of the
+    ~600 ids (a few milliseconds): callers that meet many unknown zones bound how often they ask.
+    """
+    if not 0 < len(name) <= 64:
+        return None
+    key = "_".join(name.split()).lower()
+    ids = _zone_ids()
+    found = ids.get(key) or ids.get(key.replace("-", "_"))
+    if found:
+        return found
+    place = _zones_by_place().get(key)
+    if place is not None and len(place) == 1:
+        return place[0]
+    if not fuzzy:
+        return None
+    named = _named_zone_ids()
+    close = difflib.get_close_matches(key, named, n=1, cutoff=_GUESS_CUTOFF)
+    return named[close[0]] if close else None
 
 
 def resolve_zone(zone: tzinfo | str) -> tzinfo:

@@ -31,6 +31,7 @@ RECORDER_SAMPLES = (
     "lambda-destination-failure.json",
     "sfn-status-succeeded.json",
     "sfn-status-failed.json",
+    "sfn-status-redriven.json",
 )
 assert sorted(TICKER_SAMPLES + RECORDER_SAMPLES) == sorted(p.name for p in EVENTS.glob("*.json"))
 

@@ -150,7 +150,7 @@ def test_a_parameter_dynamodb_cannot_store_makes_the_entry_invalid() -> None:
             "  - {name: b, cron: '0 0 9 * * ?', service: fn, parameters: {n: 1.5}}\n"
         )
         assert [job.name for job in cron_file.jobs] == ["b"], value
-        assert errors(cron_file)[0].startswith("Invalid job entry#1 - "), value
+        assert errors(cron_file)[0].startswith("Invalid job entry#1 (a) - "), value
 
 
 @pytest.mark.dynamodb_local

@@ -7,7 +7,7 @@ from typing import Any
 
 from mini_scheduler.jobs import CronFile, load
 
-PREFIX = "Invalid job entry#{n} - check name, schedule and service: "
+PREFIX = "Invalid job entry#{n}{name} - check name, schedule and service: "
 BASE: dict[str, Any] = {"name": "report", "cron": "0 0 9 * * ?", "service": "report-fn"}
 
 
@@ -23,8 +23,9 @@ def one(**overrides: Any) -> CronFile:
     return load(document(entry))
 
 
-def invalid(reason: str, n: int = 1) -> str:
-    return PREFIX.format(n=n) + reason
+def invalid(reason: str, n: int = 1, name: str | None = BASE["name"]) -> str:
+    """The error line of entry ``n`` named ``name`` (None: an entry shown without a name)."""
+    return PREFIX.format(n=n, name="" if name is None else f" ({name})") + reason
 
 
 def errors(cron_file: CronFile) -> list[str]:

@@ -118,41 +118,9 @@ def test_null_optional_keys_mean_absent() -> None:
 @pytest.mark.parametrize(
     ("overrides", "reason"),
     [
-        pytest.param({"name": None}, "missing name", id="no-name"),
         pytest.param({"cron": None}, "missing cron", id="no-cron"),
         pytest.param({"service": None}, "missing service", id="no-service"),
         pytest.param({"cron": None, "service": None}, "missing cron and service", id="two"),
-        pytest.param(
-            {"name": "a b"},
-            "name 'a b' may hold only letters, digits, '.', '_' and '-'",
-            id="name-space",
-        ),
-        pytest.param(
-            {"name": "rapport-é"},
-            "name 'rapport-é' may hold only letters, digits, '.', '_' and '-'",
-            id="name-non-ascii",
-        ),
-        pytest.param(
-            {"name": "-report"},
-            "name '-report' must not start or end with '.', '_' or '-'",
-            id="name-start",
-        ),
-        pytest.param(
-            {"name": "report."},
-            "name 'report.' must not start or end with '.', '_' or '-'",
-            id="name-end",
-        ),
-        pytest.param(
-            {"name": "_report"},
-            "name '_report' must not start or end with '.', '_' or '-'",
-            id="name-underscore",
-        ),
-        pytest.param({"name": "a..b"}, "name 'a..b' must not hold '..'", id="name-dots"),
-        pytest.param(
-            {"name": "a" * 65}, f"name {'a' * 20!r}... is longer than 64 characters", id="name-long"
-        ),
-        pytest.param({"name": ""}, "name is empty", id="name-empty"),
-        pytest.param({"name": 123}, "name must be text, not 123: quote it", id="name-number"),
         pytest.param(
             {"cron": "0 61 * * * ?"},
             "Bad minute in '0 61 * * * ?': values are 0 to 59",
@@ -160,8 +128,19 @@ def test_null_optional_keys_mean_absent() -> None:
         ),
         pytest.param(
             {"cron": "0 0 9 * *"},
-            "Bad field count in '0 0 9 * *': 5 fields; a statement has 6 or 7",
+            "Bad field count in '0 0 9 * *': 5 fields; a statement has 6 or 7 - written for "
+            "Unix cron? In Quartz it is '0 0 0 9 * ?'",
+            id="cron-unix-fields",
+        ),
+        pytest.param(
+            {"cron": "0 0 9 1W *"},
+            "Bad field count in '0 0 9 1W *': 5 fields; a statement has 6 or 7",
             id="cron-fields",
+        ),
+        pytest.param(
+            {"cron": "0 0 9 1 * ? 2030 x"},
+            "Bad field count in '0 0 9 1 * ? 2030 x': 8 fields; a statement has 6 or 7",
+            id="cron-eight-fields",
         ),
         pytest.param({"cron": 5}, "cron must be text, not 5: quote it", id="cron-number"),
         pytest.param(
@@ -203,7 +182,7 @@ def test_null_optional_keys_mean_absent() -> None:
         pytest.param({"service": ["fn"]}, "service must be text, not a list", id="service-list"),
         pytest.param(
             {"timezone": "America/NewYork"},
-            "unknown time zone 'America/NewYork'",
+            "unknown time zone 'America/NewYork' - did you mean America/New_York?",
             id="zone-unknown",
         ),
         pytest.param(
@@ -255,8 +234,8 @@ def test_null_optional_keys_mean_absent() -> None:
             id="parameters-list",
         ),
         pytest.param(
-            {"parameters": "a=1"},
-            "parameters must be a mapping of keys to values, not 'a=1'",
+            {"parameters": "token=s3cret"},
+            "parameters must be a mapping of keys to values, not text",
             id="parameters-text",
         ),
         pytest.param({"description": 5}, "description must be text, not 5", id="description"),
@@ -271,6 +250,64 @@ def test_invalid_entry(overrides: dict[str, Any], reason: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("name", "shown", "reason"),
+    [
+        pytest.param(None, None, "missing name", id="no-name"),
+        pytest.param(
+            "a b", None, "name 'a b' may hold only letters, digits, '.', '_' and '-'", id="space"
+        ),
+        pytest.param(
+            "rapport-é",
+            None,
+            "name 'rapport-é' may hold only letters, digits, '.', '_' and '-'",
+            id="non-ascii",
+        ),
+        pytest.param(
+            "-report",
+            "-report",
+            "name '-report' must not start or end with '.', '_' or '-'",
+            id="start",
+        ),
+        pytest.param(
+            "report.",
+            "report.",
+            "name 'report.' must not start or end with '.', '_' or '-'",
+            id="end",
+        ),
+        pytest.param(
+            "_report",
+            "_report",
+            "name '_report' must not start or end with '.', '_' or '-'",
+            id="underscore",
+        ),
+        pytest.param("a..b", "a..b", "name 'a..b' must not hold '..'", id="dots"),
+        pytest.param(
+            "a" * 65, None, f"name {'a' * 20!r}... is longer than 64 characters", id="long"
+        ),
+        pytest.param("", None, "name is empty", id="empty"),
+        pytest.param(123, None, "name must be text, not 123: quote it", id="number"),
+        pytest.param(
+            "x\nERROR forged",
+            None,
+            "name 'x\\nERROR forged' may hold only letters, digits, '.', '_' and '-'",
+            id="line-break",
+        ),
+        pytest.param(
+            "a b" * 100_000,
+            None,
+            f"name {('a b' * 22)[:64]!r}... may hold only letters, digits, '.', '_' and '-'",
+            id="huge",
+        ),
+    ],
+)
+def test_invalid_name(name: object, shown: str | None, reason: str) -> None:
+    """The error names the entry only by a name that is one (bounded, the characters of a
+    name); any other is quoted and cut in the reason, never copied into the line as it is."""
+    cron_file = one(name=name)
+    assert errors(cron_file) == [invalid(reason, name=shown)]
+
+
+@pytest.mark.parametrize(
     "raw",
     [
         pytest.param("42", id="number"),
@@ -282,7 +319,9 @@ def test_invalid_entry(overrides: dict[str, Any], reason: str) -> None:
 def test_entry_that_is_not_a_mapping(raw: str) -> None:
     cron_file = load(f"jobs:\n  - {raw}\n  - {{name: ok, cron: '0 0 9 * * ?', service: fn}}\n")
     shown = {"42": "42", "just text": "'just text'", "[a, b]": "a list", "": "null"}[raw]
-    assert errors(cron_file) == [invalid(f"the entry is {shown}, not a mapping of job keys")]
+    assert errors(cron_file) == [
+        invalid(f"the entry is {shown}, not a mapping of job keys", name=None)
+    ]
     assert [job.name for job in cron_file.jobs] == ["ok"]
     assert cron_file.jobs[0].entry == 2
 
@@ -295,13 +334,16 @@ def test_non_text_parameter_keys() -> None:
     assert errors(cron_file) == [
         invalid(
             "parameter key 1 is not text: quote it; "
-            "parameter nested has a key 2 that is not text: quote it"
+            "parameter nested has a key 2 that is not text: quote it",
+            name="a",
         )
     ]
     cron_file = load(
         "jobs:\n  - {name: a, cron: '0 0 9 * * ?', service: fn, parameters: {nested: {2: two}}}\n"
     )
-    assert errors(cron_file) == [invalid("parameter nested has a key 2 that is not text: quote it")]
+    assert errors(cron_file) == [
+        invalid("parameter nested has a key 2 that is not text: quote it", name="a")
+    ]
 
 
 def test_every_reason_of_an_entry_is_listed() -> None:
@@ -315,7 +357,8 @@ def test_every_reason_of_an_entry_is_listed() -> None:
             "service 'a.b' is a Mercury route name, not a Lambda function name (a dot is not "
             "allowed): name the Lambda function (or flow://state-machine) instead; "
             "unknown time zone 'Mars/Base'; "
-            "misfire 'later' is not one of fire_now, fire_all and skip"
+            "misfire 'later' is not one of fire_now, fire_all and skip",
+            name="-x",
         )
     ]
 
@@ -413,7 +456,9 @@ def test_zones_without_warning(zone: str) -> None:
 
 def test_unknown_zone_skips_only_that_entry() -> None:
     cron_file = load(document({**BASE, "timezone": "America/NewYork"}, {**BASE, "name": "b"}))
-    assert errors(cron_file) == [invalid("unknown time zone 'America/NewYork'")]
+    assert errors(cron_file) == [
+        invalid("unknown time zone 'America/NewYork' - did you mean America/New_York?")
+    ]
     assert [job.name for job in cron_file.jobs] == ["b"]
 
 
@@ -471,9 +516,9 @@ def test_entries_sharing_a_name_are_all_skipped() -> None:
     assert [job.name for job in cron_file.jobs] == ["b", "c"]
     shared = "name 'a' is used by entries #1, #3 and #5 - every entry with this name is skipped"
     assert errors(cron_file) == [
-        invalid(shared, 1),
-        invalid(shared, 3),
-        invalid("Bad second in 'bad': illegal characters 'BAD'; " + shared, 5),
+        invalid(shared, 1, "a"),
+        invalid(shared, 3, "a"),
+        invalid("Bad second in 'bad': illegal characters 'BAD'; " + shared, 5, "a"),
     ]
     assert [p.entry for p in cron_file.problems] == [1, 3, 5]
     assert cron_file.skipped == 3
@@ -493,8 +538,8 @@ def test_a_key_written_twice_in_an_entry_is_invalid() -> None:
         "  - name: c\n    cron: '0 0 9 * * ?'\n    service: fn\n"
     )
     assert errors(cron_file) == [
-        invalid("key cron appears twice (lines 3 and 5)", 1),
-        invalid("key x appears twice (lines 10 and 11)", 2),
+        invalid("key cron appears twice (lines 3 and 5)", 1, "a"),
+        invalid("key x appears twice (lines 10 and 11)", 2, "b"),
     ]
     assert [job.name for job in cron_file.jobs] == ["c"]
 
@@ -541,18 +586,22 @@ def test_values_json_cannot_carry(value: str, kind: str) -> None:
         reason = "parameter v[0] holds a tuple value, which JSON cannot carry: write it as text"
     else:
         reason = f"parameter v holds a {kind} value, which JSON cannot carry: write it as text"
-    assert errors(cron_file) == [invalid(reason)]
+    assert errors(cron_file) == [invalid(reason, name="a")]
 
 
 def test_infinity_is_refused() -> None:
     cron_file = load(
         "jobs:\n  - {name: a, cron: '0 0 9 * * ?', service: fn, parameters: {n: [1, .inf]}}\n"
     )
-    assert errors(cron_file) == [invalid("parameter n[1] is inf, which JSON cannot carry")]
+    assert errors(cron_file) == [
+        invalid("parameter n[1] is NaN or an infinity, which JSON cannot carry", name="a")
+    ]
     cron_file = load(
         "jobs:\n  - {name: a, cron: '0 0 9 * * ?', service: fn, parameters: {n: .nan}}\n"
     )
-    assert errors(cron_file) == [invalid("parameter n is nan, which JSON cannot carry")]
+    assert errors(cron_file) == [
+        invalid("parameter n is NaN or an infinity, which JSON cannot carry", name="a")
+    ]
 
 
 def test_file_settings() -> None:
@@ -638,7 +687,7 @@ def test_lines_follow_the_file() -> None:
             "Scheduled job: a, service: report-fn, statement: 0 0 9 * * ?, time zone: "
             "America/New_York",
         ),
-        ("error", invalid("Bad second in 'nope': illegal characters 'NOP'", 2)),
+        ("error", invalid("Bad second in 'nope': illegal characters 'NOP'", 2, "b")),
         ("info", "Scheduled job: c, service: flow://clean, statement: 0 0 9 * * ?, time zone: UTC"),
     ]
 

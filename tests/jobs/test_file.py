@@ -87,9 +87,23 @@ from tests.jobs.helpers import BASE, document
         ),
         pytest.param(
             "jobs: !!int nope\n",
-            "Cron file cron.yaml is not valid YAML: a value cannot be read (ValueError: "
-            "invalid literal for int() with base 10: 'nope')",
+            "Cron file cron.yaml is not valid YAML: a value cannot be read as !!int (line 1, "
+            "column 7)",
             id="bad-int-tag",
+        ),
+        pytest.param(
+            "jobs:\n  - {name: a, cron: '0 0 9 * * ?', service: fn, parameters: "
+            "{pin: !!float s3cret}}\n",
+            "Cron file cron.yaml is not valid YAML: a value cannot be read as !!float (line 2, "
+            "column 67)",
+            id="bad-float-tag-names-no-value",
+        ),
+        pytest.param(
+            "jobs:\n  - {name: a, cron: '0 0 9 * * ?', service: fn, parameters: "
+            "{pin: !!bool s3cret}}\n",
+            "Cron file cron.yaml is not valid YAML: a value cannot be read as !!bool (line 2, "
+            "column 67)",
+            id="bad-bool-tag-names-no-value",
         ),
         pytest.param(
             "jobs: *nowhere\n",
@@ -167,6 +181,12 @@ def test_unknown_default_timezone() -> None:
     assert str(raised.value) == (
         "Cron file <string> cannot be read in the default time zone 'Mars/Base': it is unknown "
         "(DEFAULT_TIMEZONE)"
+    )
+    with pytest.raises(CronFileError) as raised:
+        load(document(BASE), default_timezone="Europe/Pariss")
+    assert str(raised.value) == (
+        "Cron file <string> cannot be read in the default time zone 'Europe/Pariss': it is "
+        "unknown (DEFAULT_TIMEZONE) - did you mean Europe/Paris?"
     )
 
 

@@ -116,12 +116,18 @@ def circular() -> dict[str, Any]:
             {"raw": b"x"},
             "parameter raw holds a bytes value, which JSON cannot carry: write it as text",
         ),
-        ({"n": float("nan")}, "parameter n is nan, which JSON cannot carry"),
-        ({"n": [1, {"m": -float("inf")}]}, "parameter n[1].m is -inf, which JSON cannot carry"),
+        ({"n": float("nan")}, "parameter n is NaN or an infinity, which JSON cannot carry"),
+        (
+            {"n": [1, {"m": -float("inf")}]},
+            "parameter n[1].m is NaN or an infinity, which JSON cannot carry",
+        ),
         ({"deep": {1: "a"}}, "parameter deep has a key 1 that is not text: quote it"),
         ({1: "a"}, "parameters have a key 1 that is not text: quote it"),
         ({"loop": circular()}, "parameter loop" + ".self" * 30 + " nests deeper than 31 levels"),
-        ("a=1", "parameters must be a mapping of keys to values, not 'a=1'"),
+        ("a=1", "parameters must be a mapping of keys to values, not text"),
+        (["a=1"], "parameters must be a mapping of keys to values, not a list"),
+        (41, "parameters must be a mapping of keys to values, not a number"),
+        (True, "parameters must be a mapping of keys to values, not a boolean"),
     ],
 )
 def test_what_json_cannot_carry(parameters: Any, reason: str) -> None:
@@ -141,20 +147,23 @@ def test_numbers_dynamodb_stores_fit(number: float) -> None:
 
 
 @pytest.mark.parametrize(
-    ("number", "shown"),
+    "number",
     [
-        (10**38 + 1, str(10**38 + 1)),  # 39 digits
-        (1e126, "1e+126"),
-        (1e-131, "1e-131"),
-        (-1e300, "-1e+300"),
-        (int("f" * 4000, 16), "an integer of 16000 bits"),  # str() refuses it: 4,816 digits
+        10**38 + 1,  # 39 digits
+        4111111111111111411111111111111111111111,  # a card number twice over: 40 digits
+        1e126,
+        1e-131,
+        -1e300,
+        int("f" * 4000, 16),  # str() refuses it: 4,816 digits
     ],
-    ids=["39 digits", "1e126", "1e-131", "-1e300", "16000 bits"],
+    ids=["39 digits", "40 digits", "1e126", "1e-131", "-1e300", "16000 bits"],
 )
-def test_numbers_dynamodb_cannot_store_are_named(number: float, shown: str) -> None:
-    reason = check_parameters_fit(LAMBDA, {"n": number})
+def test_numbers_dynamodb_cannot_store_name_the_key_and_the_rule(number: float) -> None:
+    """Never the value (issue 11): a parameter's value may be a secret, and this text is logged
+    (cron.yaml) or answered to the invoker (a manual run)."""
+    reason = check_parameters_fit(LAMBDA, {"card_pan": {"n": [number]}})
     assert reason == (
-        f"parameter n is {shown[:40]}, a number DynamoDB cannot store (at most 38 digits, "
+        "parameter card_pan.n[0] is a number DynamoDB cannot store (at most 38 digits, "
         "from 1E-130 to 9.99E+125): write it as text"
     )
 
@@ -166,7 +175,13 @@ def test_a_huge_integer_from_a_hex_literal_skips_only_its_entry() -> None:
         "  - {name: b, cron: '0 0 9 * * ?', service: fn}\n"
     )
     assert [job.name for job in cron_file.jobs] == ["b"]
-    assert "an integer of 16000 bits" in errors(cron_file)[0]
+    assert errors(cron_file) == [
+        invalid(
+            "parameter n is a number DynamoDB cannot store (at most 38 digits, from 1E-130 to "
+            "9.99E+125): write it as text",
+            name="a",
+        )
+    ]
 
 
 def test_long_numbers_are_sized_by_all_their_digits() -> None:

@@ -15,10 +15,11 @@ from mini_scheduler.claims.base import JobStart
 from mini_scheduler.claims.memory import MemoryClaimStore
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.errors import EventError
+from mini_scheduler.handlers import recorder as recorder_handler
 from mini_scheduler.model import Firing, RunStatus, execution_name
 from mini_scheduler.recorder import Recorder, completion_from_event
 from tests.conftest import EVENTS, ROOT, load_event
-from tests.integration.conftest import Aws
+from tests.integration.conftest import CONTEXT, Aws
 from tests.integration.conftest import aws as aws  # the fixtures, for the events/ test
 from tests.integration.conftest import invoke_recorder as invoke_recorder
 from tests.integration.conftest import invoke_ticker as invoke_ticker
@@ -244,6 +245,26 @@ def _closed(firing_id: str, status: RunStatus, error: str | None) -> Check:
     return check
 
 
+def _failed_14_15(aws: Aws, ticker: Invoke) -> None:
+    """hourly-cleanup's flow started at 14:15, and failed."""
+    _dispatched_14_15(aws, ticker)
+    recorder_handler.handler(load_event("sfn-status-failed.json"), CONTEXT)
+
+
+def _redriven(answer: dict[str, Any], aws: Aws, event: dict[str, Any]) -> None:
+    """The failed run reopened: DISPATCHED again, its failure kept."""
+    assert answer == {
+        "recorded": True,
+        "firingId": "hourly-cleanup@2026-11-30T14:15:00Z",
+        "status": "DISPATCHED",
+        "redrive": 1,
+        "redrivenAt": "2026-11-30T14:30:00Z",
+    }
+    run = aws.store().run(answer["firingId"])
+    assert run is not None and run.status is RunStatus.DISPATCHED and run.redrives == 1
+    assert [end.status for end in run.earlier_ends] == [RunStatus.FAILED]
+
+
 EVENT_FILE_EXPECTATIONS: dict[str, EventExpectation] = {
     "tick.json": EventExpectation("ticker", _a_tick_of("2026-11-30T14:00:00Z"), _region_ticked),
     "scheduled-event.json": EventExpectation(
@@ -286,6 +307,7 @@ EVENT_FILE_EXPECTATIONS: dict[str, EventExpectation] = {
         ),
         _dispatched_14_15,
     ),
+    "sfn-status-redriven.json": EventExpectation("recorder", _redriven, _failed_14_15),
 }
 """Every file of events/, what its handler must answer. A file added to events/ fails
 test_every_event_file_gives_its_documented_answer until it has an entry here (and a row in

@@ -30,8 +30,9 @@ from typing import Any
 import pytest
 
 from mini_scheduler.clock import FixedClock
-from mini_scheduler.errors import SchedulerError
+from mini_scheduler.errors import CronFileError, SchedulerError
 from mini_scheduler.handlers import ticker as ticker_handler
+from mini_scheduler.jobs import Target, check_parameters_fit, load
 from tests.claims.conftest import closed_port
 from tests.conftest import load_event
 from tests.integration.conftest import Aws
@@ -41,6 +42,9 @@ Invoke = Callable[[Any], dict[str, Any]]
 SECRET = "s3cr3t-7f1d9c"
 AWS_SECRET = "aws-s3cr3t-51ab7e"
 PASSWORD = "m0ngo-s3cr3t-9d2"
+CARD = "4111111111111111411111111111111111111111"
+"""A parameter too long for a DynamoDB number (40 digits), holding a card number (16)."""
+PAN = CARD[:16]
 SCHEDULER_LOGGERS = ("mini_scheduler", "mini-scheduler")
 
 
@@ -107,7 +111,11 @@ def test_no_parameter_value_nor_credential_is_logged_even_at_debug(
     monkeypatch.setenv("AWS_SESSION_TOKEN", AWS_SECRET)
     text = aws.cron_path.read_text(encoding="utf-8")
     aws.cron_path.write_text(
-        text.replace('region: "east"', f'region: "east"\n      apiKey: "{SECRET}"'),
+        text.replace('region: "east"', f'region: "east"\n      apiKey: "{SECRET}"').replace(
+            "jobs:\n",
+            f"jobs:\n  - {{name: card-job, cron: '0 0 9 * * ?', service: fn, "
+            f"parameters: {{pan: {CARD}}}}}\n",
+        ),
         encoding="utf-8",
     )
     assert SECRET in aws.cron_path.read_text(encoding="utf-8")
@@ -126,6 +134,7 @@ def test_no_parameter_value_nor_credential_is_logged_even_at_debug(
         {"job": "morning-report", "operator": "jane.doe", "parameters": {"_x": SECRET}},
         {"job": "no-such-job", "operator": "jane.doe", "parameters": _secret_parameters()},
         {"job": "morning-report", "operator": "jane.doe", "parameters": [SECRET]},
+        {"job": "morning-report", "operator": "jane.doe", "parameters": {"pan": int(CARD)}},
     ]
     answers = [invoke_ticker(event) for event in rejected]
     assert [a.get("status") for a in answers[:2]] == ["rejected", "rejected"]
@@ -142,8 +151,53 @@ def test_no_parameter_value_nor_credential_is_logged_even_at_debug(
 
     logged = logs()
     assert "dispatched to" in logged and "Operator jane.doe runs morning-report" in logged
+    assert "Invalid job entry#1 (card-job) - " in logged
+    assert answers[-1]["status"] == "rejected" and PAN not in json.dumps(answers[-1])
     assert SECRET not in logged, _around(logged, SECRET)
     assert AWS_SECRET not in logged, _around(logged, AWS_SECRET)
+    assert PAN not in logged, _around(logged, PAN)
+
+
+PARAMETER_VALUES_REFUSED = {
+    "too-many-digits": f"{{pan: {CARD}}}",
+    "nested": f"{{card: {{numbers: [1, -{CARD}]}}}}",
+    "out-of-range": f"{{pan: {PAN}.0e+300}}",
+    "not-a-mapping": f'"pan={PAN}"',
+    "a-list": f"[{PAN}]",
+}
+WHOLE_FILE_REFUSED = ("!!int", "!!float", "!!bool", "!!timestamp")
+
+
+def test_a_refused_parameter_is_named_by_its_key_never_its_value(
+    logs: Callable[[], str],
+) -> None:
+    """Issue 11, item 11: `parameter card_pan is 4111...` reached the log. The load report (the
+    ticker logs it as it is) and the refusal of a manual run (answered to the invoker and logged
+    as `Event rejected: ...`) name the key and the rule; a value a YAML tag cannot read takes the
+    whole file down naming the tag and the line."""
+    entries = "".join(
+        f"  - {{name: {name}, cron: '0 0 9 * * ?', service: fn, parameters: {value}}}\n"
+        for name, value in PARAMETER_VALUES_REFUSED.items()
+    )
+    cron_file = load("jobs:\n" + entries, source="cron.yaml")
+    assert cron_file.jobs == () and len(cron_file.problems) == len(PARAMETER_VALUES_REFUSED)
+    cron_file.log(logging.getLogger("mini_scheduler.ticker"))
+    for tag in WHOLE_FILE_REFUSED:
+        with pytest.raises(CronFileError) as raised:
+            load(
+                f"jobs:\n  - {{name: a, cron: '0 0 9 * * ?', service: fn, parameters: "
+                f"{{pin: {tag} {PAN}x}}}}\n"
+            )
+        logging.getLogger("mini_scheduler.ticker").error("%s", raised.value)
+    for parameters in ({"pan": int(CARD)}, {"pan": [float(f"{PAN}e300")]}, f"pan={PAN}"):
+        logging.getLogger("mini_scheduler.ticker").warning(
+            "Event rejected: %s", check_parameters_fit(Target("lambda", "fn"), parameters)
+        )
+    logged = logs()
+    assert "parameter pan is a number DynamoDB cannot store" in logged
+    assert "parameter card.numbers[1] is a number DynamoDB cannot store" in logged
+    assert "a value cannot be read as !!int (line 2" in logged
+    assert PAN not in logged, _around(logged, PAN)
 
 
 def _around(text: str, secret: str) -> str:

@@ -206,6 +206,13 @@ def test_the_recorder_role_only_closes_runs(template: Template) -> None:
     assert _grants(template, "RecorderRole") == {
         "Logs": (["logs:CreateLogStream", "logs:PutLogEvents"], ["<RecorderLogGroup.Arn>"]),
         "StateTable": (["dynamodb:GetItem", "dynamodb:UpdateItem"], ["<StateTable.Arn>"]),
+        "ReadFlowInput": (
+            ["states:DescribeExecution"],
+            [
+                "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}"
+                ":execution:${TargetStateMachinePrefix}*"
+            ],
+        ),
         "FailedEvents": (["sqs:SendMessage"], ["<DeadLetterQueue.Arn>"]),
         "MongoUri": (["secretsmanager:GetSecretValue"], ["<Ref MongoUriSecretArn>"]),
     }

@@ -28,7 +28,7 @@ from mini_scheduler.claims.dynamodb import DynamoDBClaimStore
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.handlers import recorder as recorder_handler
 from mini_scheduler.handlers import ticker as ticker_handler
-from mini_scheduler.model import RunStatus
+from mini_scheduler.model import RunStatus, execution_name
 from tests.conftest import ROOT, load_event
 from tests.fakeaws import handler_zip, use_test_credentials
 from tests.template import cfn
@@ -460,6 +460,22 @@ def test_the_handlers_run_on_the_stack(
         assert again["recorded"] is False, again
         run = store.run("heartbeat@2026-11-30T14:15:15Z")
         assert run is not None and run.status is RunStatus.SUCCEEDED
+        # A flow's status event without its input, of an execution whose name was cut (a long
+        # job name): the recorder reads the input with DescribeExecution (no such run here).
+        firing_id = (
+            "a-job-whose-name-is-long-enough-to-cut-its-flow-s-execution-name@2026-11-30T14:15:00Z"
+        )
+        name = execution_name(firing_id)
+        arn = stack.client("stepfunctions").start_execution(
+            stateMachineArn=flow, name=name, input=json.dumps({"firingId": firing_id})
+        )["executionArn"]
+        status = load_event("sfn-status-succeeded.json")
+        status["detail"].update(
+            executionArn=arn, name=name, input=None, inputDetails={"included": False}
+        )
+        with calls.during():
+            answer = recorder_handler.handler(status, recorder_context)
+        assert answer == {"recorded": False, "firingId": firing_id, "reason": "unknown firing"}
         # sqs:SendMessage is Lambda's (the OnFailure destination), not the code's.
         assert calls.actions == _granted(stack, "RecorderRole") - {"sqs:SendMessage"}
     finally:

@@ -397,7 +397,10 @@ def test_the_recorder_hears_every_flow_the_ticker_may_start(template: Template) 
     pattern = event["Properties"]["Pattern"]
     assert pattern["source"] == ["aws.states"]
     assert pattern["detail-type"] == ["Step Functions Execution Status Change"]
-    assert sorted(pattern["detail"]["status"]) == ["ABORTED", "FAILED", "SUCCEEDED", "TIMED_OUT"]
+    # every end, and a redrive's RUNNING (a first start is not sent: it changes nothing)
+    ends, redrives = pattern["detail"]["$or"]
+    assert sorted(ends["status"]) == ["ABORTED", "FAILED", "SUCCEEDED", "TIMED_OUT"]
+    assert redrives == {"status": ["RUNNING"], "redriveCount": [{"numeric": [">", 0]}]}
     (prefix,) = pattern["detail"]["stateMachineArn"]
     assert prefix["prefix"]["Fn::Sub"].endswith(":stateMachine:${TargetStateMachinePrefix}")
     # ...the same state machines the ticker may start.
