@@ -50,7 +50,8 @@ from mini_scheduler.errors import (
 from mini_scheduler.jobs import DEFAULT_TIMEZONE, CronFile, name_problem
 from mini_scheduler.locations import CronFileSource, default_locations
 from mini_scheduler.model import floor_minute, iso_seconds
-from mini_scheduler.zones import get_zone, is_fixed_offset
+from mini_scheduler.unix_cron import unix_hint
+from mini_scheduler.zones import get_zone, is_fixed_offset, suggest_zone
 
 if TYPE_CHECKING:
     from mini_scheduler.claims.base import ClaimStore, RunRecord
@@ -270,7 +271,8 @@ def _add_next(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="the next firings of a cron file's jobs, or of one statement",
         description=(
             "Print the next firings of each job in FILE, or of the statement given with "
-            "--cron read in --zone, each in UTC and in the job's zone."
+            "--cron read in --zone, each in UTC and in the job's zone. The file's problems go "
+            "to stderr; exit 1 when an entry was skipped, as validate does."
         ),
     )
     parser.add_argument(
@@ -326,6 +328,7 @@ def _offset(local: datetime) -> str:
 def next_firings(args: argparse.Namespace, context: Context) -> int:
     after: datetime = args.after or context.clock.now().astimezone(UTC)
     schedules: list[_Schedule] = []
+    complete = True
     if args.cron is not None:
         if args.file is not None:
             return context.fail("next", "give FILE or --cron, not both")
@@ -334,11 +337,14 @@ def next_firings(args: argparse.Namespace, context: Context) -> int:
         try:
             get_zone(zone)
         except UnknownTimeZoneError:
-            return context.fail("next", f"unknown time zone {zone!r}")
+            guess = suggest_zone(zone)
+            hint = "" if guess is None else f" - did you mean {guess}?"
+            return context.fail("next", f"unknown time zone {zone!r}{hint}")
         try:
             expression = parse(args.cron)
         except CronSyntaxError as exc:
-            return context.fail("next", str(exc))
+            unix = unix_hint(args.cron)
+            return context.fail("next", str(exc) if unix is None else f"{exc} - {unix}")
         if is_fixed_offset(zone) or zone in ("EST", "MST", "HST"):
             print(
                 f"{_level('warning')} time zone {zone} never follows daylight saving - name a "
@@ -355,6 +361,7 @@ def next_firings(args: argparse.Namespace, context: Context) -> int:
             return context.fail("next", str(exc), EXIT_FAILED)
         for problem in cron_file.problems:
             print(f"{_level(problem.level)} {problem.message}", file=context.err)
+        complete = cron_file.ok  # a skipped entry fails the command, as in validate
         schedules.extend(
             _Schedule(j.name, j.statement, j.expression, j.zone, j.service, j.enabled)
             for j in cron_file.jobs
@@ -367,7 +374,7 @@ def next_firings(args: argparse.Namespace, context: Context) -> int:
         context.print(json.dumps(_next_json(after, table), indent=2))
     else:
         _next_text(context, after, table)
-    return EXIT_OK
+    return EXIT_OK if complete else EXIT_FAILED
 
 
 def _next_json(after: datetime, table: Sequence[tuple[_Schedule, list[datetime]]]) -> Any:

@@ -73,12 +73,12 @@ def test_validate_reports_every_problem(capsys: pytest.CaptureFixture[str], tmp_
     code, out, _ = run(capsys, "validate", path)
     assert code == 1
     assert out.splitlines() == [
-        "ERROR   Invalid job entry#1 - check name, schedule and service: unknown time zone "
-        "'America/NewYork'",
+        "ERROR   Invalid job entry#1 (report) - check name, schedule and service: unknown time "
+        "zone 'America/NewYork' - did you mean America/New_York?",
         "WARNING Job ok parameter _x ignored - a key that starts with '_' is reserved for the "
         "system",
         "INFO    Scheduled job: ok, service: report-fn, statement: 0 0 9 * * ?, time zone: UTC",
-        "ERROR   Invalid job entry#3 - check name, schedule and service: service "
+        "ERROR   Invalid job entry#3 (flow) - check name, schedule and service: service "
         "'morning.report' is a Mercury route name, not a Lambda function name (a dot is not "
         "allowed): name the Lambda function (or flow://state-machine) instead",
         f"{path}: 1 job loaded, 2 entries skipped (1 warning)",
@@ -107,7 +107,7 @@ def test_validate_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> No
     assert report["problems"] == [
         {
             "level": "error",
-            "message": "Invalid job entry#2 - check name, schedule and service: Bad second in "
+            "message": "Invalid job entry#2 (x) - check name, schedule and service: Bad second in "
             "'nope': illegal characters 'NOP'",
             "entry": 2,
         }
@@ -315,9 +315,9 @@ def test_next_of_a_file_reports_skipped_entries_on_stderr(
         document({**BASE, "enabled": False}, {**BASE, "name": "bad", "timezone": "Nowhere"}),
     )
     code, out, err = run(capsys, "next", path, "-n", "1")
-    assert code == 0
+    assert code == 1  # as validate: an entry was skipped
     assert err == (
-        "ERROR   Invalid job entry#2 - check name, schedule and service: unknown time "
+        "ERROR   Invalid job entry#2 (bad) - check name, schedule and service: unknown time "
         "zone 'Nowhere'\n"
     )
     assert "report  0 0 9 * * ? @UTC  -> report-fn  (disabled: the ticker skips it)" in out
@@ -327,6 +327,54 @@ def test_next_statement_that_never_fires_again(capsys: pytest.CaptureFixture[str
     code, out, _ = run(capsys, "next", "--cron", "0 0 0 1 1 ? 2020")
     assert code == 0
     assert out.splitlines()[-1] == "  no firing after that"
+
+
+def test_next_of_a_file_with_a_skipped_entry_prints_the_rest_and_fails(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 11, item 12: `next FILE` exited 0 with entries skipped; it fails as validate does,
+    after printing the firings of the jobs that loaded (text and JSON alike)."""
+    path = write(tmp_path, document(BASE, {**BASE, "name": "bad-cron", "cron": "*/5 * * * *"}))
+    skipped = (
+        "ERROR   Invalid job entry#2 (bad-cron) - check name, schedule and service: Bad field "
+        "count in '*/5 * * * *': 5 fields; a statement has 6 or 7 - written for Unix cron? In "
+        "Quartz it is '0 */5 * * * ?'\n"
+    )
+    code, out, err = run(capsys, "next", path, "-n", "1")
+    assert (code, err) == (1, skipped)
+    assert out.splitlines()[2:] == [
+        "report  0 0 9 * * ? @UTC  -> report-fn",
+        "  Sun 2026-03-08 09:00:00 UTC",
+    ]
+    code, out, err = run(capsys, "next", path, "-n", "1", "--json")
+    assert (code, err) == (1, skipped)
+    assert [s["job"] for s in json.loads(out)["schedules"]] == ["report"]
+    assert run(capsys, "validate", "-q", path)[0] == 1
+
+
+def test_next_and_validate_show_a_job_that_never_fires(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = write(tmp_path, document({**BASE, "cron": "0 0 0 30 2 ?"}))
+    warning = (
+        "WARNING Job report never fires - 0 0 0 30 2 ? selects no time in UTC from 1970 to "
+        "2999: check its day, month and year fields"
+    )
+    code, out, err = run(capsys, "next", path)
+    assert (code, err) == (0, warning + "\n")
+    assert out.splitlines()[-1] == "  no firing after that"
+    code, out, _ = run(capsys, "validate", path)
+    assert code == 0 and out.splitlines()[0] == warning
+    assert out.splitlines()[-1] == f"{path}: 1 job loaded, 0 entries skipped (1 warning)"
+
+
+def test_next_of_a_unix_statement_says_its_quartz_form(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "next", "--cron", "0 9 * * 1-5")
+    assert (code, out) == (2, "")
+    assert err == (
+        "mini-scheduler next: Bad field count in '0 9 * * 1-5': 5 fields; a statement has 6 or "
+        "7 - written for Unix cron? In Quartz it is '0 0 9 ? * MON-FRI'\n"
+    )
 
 
 def test_next_fixed_offset_zone_warns(capsys: pytest.CaptureFixture[str]) -> None:
@@ -347,7 +395,8 @@ def test_next_fixed_offset_zone_warns(capsys: pytest.CaptureFixture[str]) -> Non
         ),
         (
             ["--cron", "0 0 9 * * ?", "--zone", "America/NewYork"],
-            "mini-scheduler next: unknown time zone 'America/NewYork'\n",
+            "mini-scheduler next: unknown time zone 'America/NewYork' - did you mean "
+            "America/New_York?\n",
         ),
         ([], "mini-scheduler next: give a cron FILE, or --cron STATEMENT\n"),
         (
