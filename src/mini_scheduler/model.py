@@ -164,3 +164,12 @@ def execution_name(firing_id: str) -> str:
 
 def job_of(firing_id: str) -> str:
     return firing_id.rpartition("@")[0]
+
+
+def log_keys(job: str, firing_id: str | None = None, **more: Any) -> dict[str, Any]:
+    """A job's log line's structured keys (JSON keys in the functions' logs), so a search can
+    use them without parsing the message."""
+    keys: dict[str, Any] = {"job": job, **more}
+    if firing_id:
+        keys["firingId"] = firing_id
+    return keys

@@ -30,7 +30,14 @@ from mini_scheduler.clock import Clock
 from mini_scheduler.errors import EventError
 from mini_scheduler.jobs import name_problem
 from mini_scheduler.metrics import Metrics, RecordingMetrics
-from mini_scheduler.model import RunStatus, firing_from_id, iso_seconds, job_of, parse_instant
+from mini_scheduler.model import (
+    RunStatus,
+    firing_from_id,
+    iso_seconds,
+    job_of,
+    log_keys,
+    parse_instant,
+)
 
 log = logging.getLogger("mini_scheduler.recorder")
 
@@ -323,7 +330,9 @@ class Recorder:
             took,
             completion.firing_id,
             notes,
-            extra={"error": completion.error} if completion.error else None,
+            extra=log_keys(before.job, completion.firing_id, error=completion.error)
+            if completion.error
+            else log_keys(before.job, completion.firing_id),
         )
 
     def _redriven(self, found: Redriven) -> dict[str, Any]:
@@ -339,6 +348,7 @@ class Recorder:
             "(its earlier end was not heard)"
             if before.status.open
             else f"after it ended {before.status}",
+            extra=log_keys(before.job, found.firing_id),
         )
         return {
             "recorded": True,
@@ -355,7 +365,13 @@ class Recorder:
         what = f"Redrive {count}" if redrive else "Completion"
         known = self.claims.run(firing_id)
         if known is None:
-            log.warning("%s for unknown firing %s ignored (%s)", what, firing_id, source)
+            log.warning(
+                "%s for unknown firing %s ignored (%s)",
+                what,
+                firing_id,
+                source,
+                extra=log_keys(job_of(firing_id), firing_id),
+            )
             return {"recorded": False, "firingId": firing_id, "reason": "unknown firing"}
         seen = known.redrives or 0
         if seen > count or (redrive and seen == count):
@@ -366,7 +382,13 @@ class Recorder:
             reason = f"the run is {known.status}"
         else:
             reason = f"already ended {known.status}"
-        log.info("%s for firing %s ignored - %s", what, firing_id, reason)
+        log.info(
+            "%s for firing %s ignored - %s",
+            what,
+            firing_id,
+            reason,
+            extra=log_keys(known.job, firing_id),
+        )
         return {"recorded": False, "firingId": firing_id, "reason": reason}
 
 

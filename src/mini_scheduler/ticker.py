@@ -40,6 +40,7 @@ from mini_scheduler.model import (
     firing_from_id,
     floor_minute,
     iso_seconds,
+    log_keys,
     payload,
 )
 
@@ -53,15 +54,6 @@ _MARK_ATTEMPTS = 3  # tries of a dispatched firing's mark, on top of the SDK's o
 
 def _latest(*moments: datetime | None) -> datetime | None:
     return max((m for m in moments if m is not None), default=None)
-
-
-def _keys(job: str, firing_id: str | None = None, **more: Any) -> dict[str, Any]:
-    """A job's log line's structured keys (JSON keys in the function's logs): searchable
-    without parsing the message."""
-    keys: dict[str, Any] = {"job": job, **more}
-    if firing_id:
-        keys["firingId"] = firing_id
-    return keys
 
 
 def check_operator(operator: Any) -> str:
@@ -321,7 +313,7 @@ class Ticker:
                             "Defer execution of %s for %d seconds",
                             job.name,
                             delay,
-                            extra=_keys(job.name, Firing(job.name, at).id),
+                            extra=log_keys(job.name, Firing(job.name, at).id),
                         )
                         due = at + timedelta(seconds=delay)
                 plans.append(_Plan(job, Firing(job.name, at), due))
@@ -413,7 +405,7 @@ class Ticker:
         text = "Standby: job %s skipped - the active environment is %s, this instance is %s"
         detail = log.debug if len(lines) > _STANDBY_DETAIL_LIMIT else log.info
         for job_name in lines:
-            detail(text, job_name, active, name, extra=_keys(job_name))
+            detail(text, job_name, active, name, extra=log_keys(job_name))
         if len(lines) > _STANDBY_DETAIL_LIMIT:
             log.info(
                 "Standby: %d jobs skipped - the active environment is %s, this instance is %s",
@@ -434,7 +426,7 @@ class Ticker:
                 job.name,
                 operator,
                 due,
-                extra=_keys(job.name),
+                extra=log_keys(job.name),
             )
 
     def _misfires(
@@ -476,7 +468,7 @@ class Ticker:
             job.misfire,
             len(runs),
             len(older) + len(skipped),
-            extra=_keys(job.name),
+            extra=log_keys(job.name),
         )
         return runs, singles, ranged
 
@@ -541,7 +533,7 @@ class Ticker:
             plan.job.name,
             plan.firing.id,
             iso_seconds(deadline),
-            extra=_keys(plan.job.name, plan.firing.id),
+            extra=log_keys(plan.job.name, plan.firing.id),
         )
 
     def _fire(self, plan: _Plan, tally: _Tally, deadline: datetime | None = None) -> None:
@@ -568,7 +560,7 @@ class Ticker:
                 job.name,
                 firing.id,
                 exc,
-                extra=_keys(job.name, firing.id),
+                extra=log_keys(job.name, firing.id),
             )
             return
         if result is ClaimResult.LOST:
@@ -578,7 +570,7 @@ class Ticker:
                 "Job %s claimed by a peer - firing %s",
                 job.name,
                 firing.id,
-                extra=_keys(job.name, firing.id),
+                extra=log_keys(job.name, firing.id),
             )
             return
         if result is ClaimResult.OVERLAP:
@@ -602,7 +594,7 @@ class Ticker:
                 job.service,
                 firing.id,
                 exc,
-                extra=_keys(job.name, firing.id),
+                extra=log_keys(job.name, firing.id),
             )
             try:
                 self.claims.fail(firing, now=self.clock.now(), error=str(exc))
@@ -612,7 +604,7 @@ class Ticker:
                     job.name,
                     firing.id,
                     store_exc,
-                    extra=_keys(job.name, firing.id),
+                    extra=log_keys(job.name, firing.id),
                 )
             return
         log.info(
@@ -620,7 +612,7 @@ class Ticker:
             job.name,
             job.service,
             firing.id,
-            extra=_keys(job.name, firing.id, reference=reference),
+            extra=log_keys(job.name, firing.id, reference=reference),
         )
         tally.add("dispatched")
         self.metrics.add(m.FIRINGS_DISPATCHED)
@@ -648,7 +640,7 @@ class Ticker:
                 job.name,
                 firing.id,
                 error,
-                extra=_keys(job.name, firing.id),
+                extra=log_keys(job.name, firing.id),
             )
 
     def _skip(self, job: Job, firing: Firing, reason: str, tally: _Tally) -> None:
@@ -664,7 +656,7 @@ class Ticker:
                 job.name,
                 firing.id,
                 exc,
-                extra=_keys(job.name, firing.id),
+                extra=log_keys(job.name, firing.id),
             )
             return
         if not written:
@@ -676,7 +668,7 @@ class Ticker:
                 "Job %s skipped - its previous run has not ended (overlap: skip) - firing %s",
                 job.name,
                 firing.id,
-                extra=_keys(job.name, firing.id),
+                extra=log_keys(job.name, firing.id),
             )
         else:
             log.info(
@@ -684,7 +676,7 @@ class Ticker:
                 job.name,
                 firing.id,
                 reason,
-                extra=_keys(job.name, firing.id),
+                extra=log_keys(job.name, firing.id),
             )
 
     def _skip_range(self, job: Job, firings: list[datetime], reason: str, tally: _Tally) -> None:
@@ -714,7 +706,7 @@ class Ticker:
                 job.name,
                 len(firings) - first,
                 exc,
-                extra=_keys(job.name),
+                extra=log_keys(job.name),
             )
             return
         if first == len(firings):
@@ -729,7 +721,7 @@ class Ticker:
             iso_seconds(firings[0]),
             iso_seconds(firings[-1]),
             reason,
-            extra=_keys(job.name),
+            extra=log_keys(job.name),
         )
 
     # -- the sweep -------------------------------------------------------------------------
@@ -765,7 +757,7 @@ class Ticker:
             RunStatus.TIMED_OUT,
             took,
             run.firing_id,
-            extra=_keys(run.job, run.firing_id),
+            extra=log_keys(run.job, run.firing_id),
         )
 
     def _take_over(self, run: RunRecord, now: datetime, cron_file: CronFile, tally: _Tally) -> None:
@@ -784,7 +776,7 @@ class Ticker:
                 run.job,
                 run.firing_id,
                 why,
-                extra=_keys(run.job, run.firing_id),
+                extra=log_keys(run.job, run.firing_id),
             )
             return
         lease = now + timedelta(seconds=self.settings.claim_lease_seconds)
@@ -795,7 +787,7 @@ class Ticker:
             "Job %s - firing %s taken over: its claim was not dispatched within the lease",
             run.job,
             run.firing_id,
-            extra=_keys(run.job, run.firing_id),
+            extra=log_keys(run.job, run.firing_id),
         )
         firing = Firing(
             base.job, base.scheduled, base.manual, base.nonce, run.operator, run.parameters or {}
@@ -821,7 +813,7 @@ class Ticker:
                     "for the system",
                     job.name,
                     key,
-                    extra=_keys(job.name),
+                    extra=log_keys(job.name),
                 )
             else:
                 merged[key] = value
@@ -837,9 +829,9 @@ class Ticker:
                 job.name,
                 reading.active,
                 self.environment.environment_name,
-                extra=_keys(job.name),
+                extra=log_keys(job.name),
             )
-        log.info("Operator %s runs %s manually", operator, job.name, extra=_keys(job.name))
+        log.info("Operator %s runs %s manually", operator, job.name, extra=log_keys(job.name))
         now = self.clock.now()
         firing = Firing.manual_run(job.name, now, operator, merged)
         tally = _Tally()
@@ -885,6 +877,6 @@ class Ticker:
             job.name,
             "paused" if paused else "resumed",
             operator,
-            extra=_keys(job.name),
+            extra=log_keys(job.name),
         )
         return {"job": job.name, "paused": paused, "operator": operator}

@@ -51,8 +51,16 @@ TICKER_LINES = [
     ("Event rejected:", "WARNING", set()),
 ]
 RECORDER_LINES = [
-    ("Job <job> ended", "INFO", set()),  # SUCCEEDED, from lambda-destination-success.json
-    ("Job <job> ended", "ERROR", {"error"}),  # FAILED, from sfn-status-failed.json
+    (
+        "Job <job> ended",
+        "INFO",
+        {"job", "firingId"},
+    ),  # SUCCEEDED, from lambda-destination-success.json
+    (
+        "Job <job> ended",
+        "ERROR",
+        {"job", "firingId", "error"},
+    ),  # FAILED, from sfn-status-failed.json
     ("Event rejected:", "WARNING", set()),
 ]
 EXPECTED = {"ticker": TICKER_LINES, "recorder": RECORDER_LINES}
