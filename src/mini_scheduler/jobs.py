@@ -1,7 +1,7 @@
 """cron.yaml: read the job declarations, check every entry, and say what loaded and what did not.
 
 The format is Mercury's (seed 000, "Declare the jobs"), with AWS targets and this project's
-per-job additions (DESIGN.md, "cron.yaml")::
+per-job additions (README.md, "cron.yaml")::
 
     jobs:
       - name: "morning-report"
@@ -357,7 +357,7 @@ def _limit_reason(kind: Literal["lambda", "flow"]) -> str:
     return f"{what}, less {DISPATCH_RESERVE} kept for the rest of the dispatch"
 
 
-def _shown(path: str, limit: int = 200) -> str:
+def printable(path: str, limit: int = 200) -> str:
     """A key or a parameter's path as a message shows it: keys may be long, and hold line
     breaks or other control characters, the message is one short line."""
     cut = path if len(path) <= limit else path[:limit] + "..."
@@ -372,16 +372,16 @@ def _json_problem(value: object, path: str, depth: int) -> str | None:
     if value is None or isinstance(value, bool | str):
         return None
     if isinstance(value, float) and not math.isfinite(value):
-        return f"parameter {_shown(path)} is NaN or an infinity, which JSON cannot carry"
+        return f"parameter {printable(path)} is NaN or an infinity, which JSON cannot carry"
     if isinstance(value, int | float):
         if _storable_number(value):
             return None
         return (
-            f"parameter {_shown(path)} is a number DynamoDB cannot store (at most 38 digits, "
+            f"parameter {printable(path)} is a number DynamoDB cannot store (at most 38 digits, "
             "from 1E-130 to 9.99E+125): write it as text"
         )
     if depth >= MAX_PARAMETER_DEPTH:
-        return f"parameter {_shown(path)} nests deeper than {MAX_PARAMETER_DEPTH} levels"
+        return f"parameter {printable(path)} nests deeper than {MAX_PARAMETER_DEPTH} levels"
     if isinstance(value, list):
         for index, item in enumerate(value):
             found = _json_problem(item, f"{path}[{index}]", depth + 1)
@@ -392,18 +392,19 @@ def _json_problem(value: object, path: str, depth: int) -> str | None:
         for key, item in value.items():
             if not isinstance(key, str):
                 return (
-                    f"parameter {_shown(path)} has a key {repr(key)[:40]} that is not text: "
+                    f"parameter {printable(path)} has a key {repr(key)[:40]} that is not text: "
                     "quote it"
                 )
             if not key:
-                return f"parameter {_shown(path)} has an empty key, which DynamoDB cannot store"
+                return f"parameter {printable(path)} has an empty key, which DynamoDB cannot store"
             found = _json_problem(item, f"{path}.{key}", depth + 1)
             if found:
                 return found
         return None
     kind = type(value).__name__
     return (
-        f"parameter {_shown(path)} holds a {kind} value, which JSON cannot carry: write it as text"
+        f"parameter {printable(path)} holds a {kind} value, which JSON cannot carry: "
+        "write it as text"
     )
 
 
@@ -770,7 +771,7 @@ def _suggest(key: object, known: Sequence[str]) -> str | None:
 
 def _unknown_key(label: str, key: object, known: Sequence[str]) -> str:
     guess = _suggest(key, known)
-    shown = _shown(key, 40) if isinstance(key, str) else repr(key)[:40]
+    shown = printable(key, 40) if isinstance(key, str) else repr(key)[:40]
     if guess:
         return f"{label} key {shown} ignored - did you mean {guess}?"
     return f"{label} key {shown} ignored - the keys are {', '.join(known)}"
@@ -953,7 +954,7 @@ def _read_entry(
                     reasons.append(f"parameter key {_describe(key)} is not text: quote it")
                 elif key.startswith("_"):
                     entry.warnings.append(
-                        f"{label} parameter {_shown(key, 40)} ignored - a key that starts "
+                        f"{label} parameter {printable(key, 40)} ignored - a key that starts "
                         "with '_' is reserved for the system"
                     )
                 else:

@@ -31,7 +31,7 @@ from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers
 from mini_scheduler.environment.active import ActiveEnvironment
 from mini_scheduler.errors import CronFileUnreadableError, DispatchError, EventError, StoreError
-from mini_scheduler.jobs import CronFile, Job, check_parameters_fit
+from mini_scheduler.jobs import CronFile, Job, check_parameters_fit, printable
 from mini_scheduler.metrics import Metrics, RecordingMetrics
 from mini_scheduler.model import (
     Firing,
@@ -812,7 +812,7 @@ class Ticker:
                     "Job %s parameter %s ignored - a key that starts with '_' is reserved "
                     "for the system",
                     job.name,
-                    key,
+                    printable(key, 40),
                     extra=log_keys(job.name),
                 )
             else:

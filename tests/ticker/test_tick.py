@@ -535,3 +535,14 @@ def test_tick_lead_serves_the_next_minute_and_waits_for_each_firing() -> None:
     assert sorted(r.dispatcher.firing_ids) == [
         f"quarter@2026-11-30T14:01:{s:02d}Z" for s in (0, 15, 30, 45)
     ]
+
+
+def test_a_manual_run_s_reserved_key_is_logged_on_one_short_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    r = rig(EVERY_MINUTE)
+    key = "_" + "x" * 500 + "\nforged line"
+    with caplog.at_level(logging.WARNING, logger="mini_scheduler"):
+        r.ticker.run_manual("minutely", "jane.doe", {key: 1})
+    [line] = [rec.getMessage() for rec in caplog.records if "reserved" in rec.getMessage()]
+    assert "\n" not in line and "forged" not in line and len(line) < 200
