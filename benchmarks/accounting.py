@@ -28,9 +28,10 @@ from typing import Any
 import boto3
 
 from benchmarks.rig import FIRST_MINUTE, REGION, Bench, CallLog, Rig, TickRun, cron_file
+from mini_scheduler.aws import Clients
 from mini_scheduler.config import Settings
 from mini_scheduler.model import Firing, firing_from_id, iso_millis
-from mini_scheduler.wiring import Clients, build_recorder
+from mini_scheduler.wiring import build_recorder
 
 KB = 1024
 

@@ -33,6 +33,7 @@ import boto3
 from tests.emulators.dynamodb_local import DynamoDBLocal, make_client
 
 from benchmarks.stub_lambda import StubLambda
+from mini_scheduler.aws import Clients
 from mini_scheduler.claims.dynamodb import create_state_table
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.config import Settings
@@ -40,7 +41,7 @@ from mini_scheduler.jobs import CronFile, load
 from mini_scheduler.metrics import Metrics
 from mini_scheduler.model import Firing
 from mini_scheduler.ticker import Shard, Ticker, TickSummary
-from mini_scheduler.wiring import Clients, build_ticker
+from mini_scheduler.wiring import build_ticker
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -205,7 +205,7 @@ def _read_secret(arn: str, secrets: Callable[[], SecretsManagerClient] | None) -
 def _default_secrets_client() -> SecretsManagerClient:
     import boto3
 
-    from mini_scheduler.wiring import client_config
+    from mini_scheduler.aws import client_config
 
     client: SecretsManagerClient = boto3.session.Session().client(
         "secretsmanager", config=client_config(pool=2)

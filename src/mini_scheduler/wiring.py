@@ -1,23 +1,19 @@
-"""Build the scheduler's parts from Settings: AWS clients, stores, dispatchers, the ticker.
+"""Build the scheduler's parts from Settings: stores, dispatchers, the ticker, the recorder.
 
-Used by the Lambda handlers (once per container, on the first event), the CLI and the local
-scheduler. Clients honour ``AWS_ENDPOINT_URL`` / ``AWS_ENDPOINT_URL_<SERVICE>`` through boto3,
-which is how tests and the local run reach emulators: there is no code path of their own.
+Used by the entry points only: the Lambda handlers (once per container, on the first event), the
+CLI and the local scheduler. The AWS clients come from :class:`mini_scheduler.aws.Clients`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import boto3
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from mini_scheduler.aws import Clients, partition
 from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.clock import Clock, SystemClock
 from mini_scheduler.config import Settings
@@ -32,48 +28,6 @@ if TYPE_CHECKING:
     from mini_scheduler.jobs import CronFile
     from mini_scheduler.recorder import Recorder
     from mini_scheduler.ticker import Ticker
-
-# Adaptive retries with backoff: throttling and 5xx are retried by the SDK, bounded per call.
-RETRIES: Any = {"mode": "adaptive", "total_max_attempts": 5}  # 5 attempts: 1 + 4 retries
-
-
-def client_config(pool: int = 64) -> Config:
-    return Config(
-        retries=RETRIES,
-        max_pool_connections=pool,
-        connect_timeout=3,
-        read_timeout=10,
-        tcp_keepalive=True,
-    )
-
-
-@dataclass
-class Clients:
-    """boto3 clients, each made on first use (never at import)."""
-
-    region: str
-    session: boto3.session.Session | None = None
-    pool: int = 64
-    _made: dict[str, Any] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def __call__(self, service: str) -> Any:
-        with self._lock:
-            found = self._made.get(service)
-            if found is None:
-                session = self.session or boto3.session.Session()
-                found = session.client(
-                    service,
-                    region_name=self.region,  # type: ignore[call-overload]
-                    config=client_config(self.pool),
-                )
-                self._made[service] = found
-            return found
-
-
-def account_from_arn(arn: str | None) -> str | None:
-    parts = (arn or "").split(":")
-    return parts[4] if len(parts) > 5 and parts[4].isdigit() else None
 
 
 def claim_store(settings: Settings, clients: Clients) -> ClaimStore:
@@ -121,22 +75,20 @@ def dispatchers(settings: Settings, clients: Clients, account: str | None) -> Di
         account = os.environ.get("AWS_ACCOUNT_ID") or None
     if account is None:
         account = str(clients("sts").get_caller_identity()["Account"])
-    partition = (
-        "aws-us-gov"
-        if settings.region.startswith("us-gov-")
-        else ("aws-cn" if settings.region.startswith("cn-") else "aws")
-    )
     by_kind: dict[str, Dispatcher] = {
         "lambda": LambdaDispatcher(clients("lambda")),
         "flow": StepFunctionsDispatcher(
-            clients("stepfunctions"), region=settings.region, account=account, partition=partition
+            clients("stepfunctions"),
+            region=settings.region,
+            account=account,
+            partition=partition(settings.region),
         ),
     }
     return Dispatchers(by_kind)
 
 
 def cron_source(settings: Settings, clients: Clients) -> Callable[[], CronFile]:
-    from mini_scheduler.locations import CronFileSource
+    from mini_scheduler.jobs.locations import CronFileSource
 
     locations = settings.cron_file
     if locations is None:

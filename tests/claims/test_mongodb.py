@@ -20,13 +20,14 @@ from pymongo import ReadPreference
 from pymongo.errors import AutoReconnect, OperationFailure, ServerSelectionTimeoutError
 
 from mini_scheduler import mongo
+from mini_scheduler.aws import Clients
 from mini_scheduler.claims.base import ClaimResult, JobStart
 from mini_scheduler.claims.mongodb import DUE_INDEX, EXPIRY_INDEX, HISTORY_INDEX, MongoDBClaimStore
 from mini_scheduler.config import Settings
 from mini_scheduler.environment.mongodb import MongoDBEnvironmentStore
 from mini_scheduler.errors import StoreError
 from mini_scheduler.model import Firing, RunStatus
-from mini_scheduler.wiring import Clients, claim_store, environment_store
+from mini_scheduler.wiring import claim_store, environment_store
 from tests.claims.conftest import closed_port, mongodb_server_database, mongomock_database
 
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
@@ -357,7 +358,8 @@ def test_a_dynamodb_deployment_never_imports_pymongo() -> None:
         import mini_scheduler.handlers.ticker
         import mini_scheduler.handlers.recorder
         from mini_scheduler.config import Settings
-        from mini_scheduler.wiring import Clients, claim_store, environment_store
+        from mini_scheduler.aws import Clients
+        from mini_scheduler.wiring import claim_store, environment_store
 
         settings = Settings.from_environment()
         clients = Clients("us-east-1")
@@ -381,7 +383,8 @@ def test_a_mongodb_deployment_imports_pymongo_when_it_builds_the_store() -> None
         import mini_scheduler.handlers.ticker
         assert "pymongo" not in sys.modules
         from mini_scheduler.config import Settings
-        from mini_scheduler.wiring import Clients, claim_store
+        from mini_scheduler.aws import Clients
+        from mini_scheduler.wiring import claim_store
 
         store = claim_store(Settings.from_environment(), Clients("us-east-1"))
         print(type(store).__name__, "pymongo" in sys.modules)

@@ -27,13 +27,14 @@ from botocore.config import Config
 from botocore.retries import bucket, standard
 from moto import mock_aws
 
+from mini_scheduler.aws import Clients
 from mini_scheduler.claims.dynamodb import DynamoDBClaimStore, create_state_table
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers
 from mini_scheduler.metrics import RecordingMetrics
 from mini_scheduler.ticker import Ticker
-from mini_scheduler.wiring import Clients, build_ticker
+from mini_scheduler.wiring import build_ticker
 from tests.fakeaws import create_targets, make_role, use_test_credentials
 from tests.faults.injection import Faults
 

@@ -1,7 +1,7 @@
 """Faults injected at the HTTP level, through botocore's own event system.
 
 A handler registered first on ``before-send.<service id>.<Operation>`` of the boto3 Session
-that the scheduler's :class:`~mini_scheduler.wiring.Clients` uses answers an attempt with the
+that the scheduler's :class:`~mini_scheduler.aws.Clients` uses answers an attempt with the
 response AWS itself would send: the status, the headers and the body in the service's protocol.
 botocore then parses it, decides whether to retry (and how long to back off) exactly as it would
 in production; our code sees only what the SDK hands it after its retries.
@@ -42,7 +42,7 @@ from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from botocore.compat import HTTPHeaders
 from botocore.httpsession import URLLib3Session
 
-from mini_scheduler.wiring import client_config
+from mini_scheduler.aws import client_config
 
 # The operations the scheduler calls, as botocore names their events (service id, hyphenized).
 OPERATIONS = (
@@ -61,7 +61,7 @@ _NOWHERE = "https://fault-injected.invalid/"
 
 def sdk_attempts(service: str = "dynamodb") -> int:
     """How many attempts botocore makes for one call with the scheduler's client config
-    (``wiring.client_config``): the first and its retries."""
+    (``aws.client_config``): the first and its retries."""
     client = boto3.session.Session().client(
         service,  # type: ignore[call-overload]
         region_name="us-east-1",

@@ -9,9 +9,10 @@ from pathlib import Path
 import boto3
 import pytest
 
+from mini_scheduler.aws import Clients
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.config import Settings
-from mini_scheduler.wiring import Clients, build_ticker
+from mini_scheduler.wiring import build_ticker
 from tests.integration.conftest import Aws
 
 pytestmark = pytest.mark.dynamodb_local

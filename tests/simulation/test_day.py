@@ -18,7 +18,7 @@ time; about one run in eight never reports, and the sweep times it out.
 
 Faults model the AWS SDK honestly: every AWS call the stores and dispatchers make is wrapped, and
 each attempt meets a throttling or 5xx fault with probability 5%, retried like the SDK
-(``wiring.client_config``: the attempts botocore makes with it); only a call whose every attempt
+(``aws.client_config``: the attempts botocore makes with it); only a call whose every attempt
 fails escapes as the store's or dispatcher's error. On top of that, 0.5% of the claims, skip
 records, environment reads and dispatches fail past the retries, to exercise the recovery paths:
 the watermark held, misfire policies, failing closed, runs FAILED with the dispatch error. Never

@@ -326,7 +326,8 @@ def test_the_package_runs_on_the_lambda_python(build: Path) -> None:
         "import sys, yaml\n"
         "import mini_scheduler.handlers.ticker, mini_scheduler.handlers.recorder\n"
         "from mini_scheduler.config import Settings\n"
-        "from mini_scheduler.wiring import Clients, cron_source\n"
+        "from mini_scheduler.aws import Clients\n"
+        "from mini_scheduler.wiring import cron_source\n"
         "cron = cron_source(Settings.from_environment(), Clients('us-east-1'))()\n"
         "print(sys.version_info[:2], yaml.__with_libyaml__, sorted(j.name for j in cron.jobs))\n"
     )

@@ -13,10 +13,11 @@ import boto3
 import pytest
 from benchmarks.stub_lambda import StubLambda
 
+from mini_scheduler.aws import Clients
 from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.lambda_ import LambdaDispatcher
 from mini_scheduler.jobs import Target
-from mini_scheduler.wiring import Clients, fanout
+from mini_scheduler.wiring import fanout
 
 POOL = 4
 FIRINGS = 120

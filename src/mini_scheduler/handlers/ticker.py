@@ -7,13 +7,14 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from mini_scheduler.aws import account_from_arn
 from mini_scheduler.clock import Clock, SystemClock
 from mini_scheduler.config import Settings
 from mini_scheduler.errors import EventError
 from mini_scheduler.handlers._runtime import EmfMetrics, error_answer, flush, logger, set_dimensions
 from mini_scheduler.model import iso_seconds, parse_instant
 from mini_scheduler.ticker import Shard, Ticker
-from mini_scheduler.wiring import account_from_arn, build_ticker
+from mini_scheduler.wiring import build_ticker
 
 _lock = threading.Lock()
 _ticker: Ticker | None = None
