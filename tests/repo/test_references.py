@@ -1,5 +1,6 @@
 """What the repository says about itself holds: cited files exist, package data matches files,
-and the README's Layout names every module (a stale map sends a newcomer looking for nothing)."""
+and the Layout in docs/development.md names every module (a stale map sends a newcomer looking for
+nothing)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.docs import code_block, section
+
+LAYOUT = "docs/development.md"
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "src" / "mini_scheduler"
 _CITED = re.compile(
@@ -55,13 +59,10 @@ def test_every_package_data_pattern_matches_a_file() -> None:
 
 
 def _layout() -> str:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    found = re.search(r"^## Layout\n+```\n(.*?)```", readme, re.S | re.M)
-    assert found, "README.md has no '## Layout' section with a code block"
-    return found[1]
+    return code_block(section(LAYOUT, "Layout"))
 
 
-def test_the_readme_layout_names_every_module() -> None:
+def test_the_layout_names_every_module() -> None:
     layout = _layout()
     named = set(re.findall(r"[\w.]+\.py|[\w]+/", layout))
     missing = []
@@ -72,10 +73,10 @@ def test_the_readme_layout_names_every_module() -> None:
             missing.append(str(path.relative_to(PACKAGE)))
     folders = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
     missing.extend(f"{name}/" for name in folders if f"{name}/" not in named)
-    assert missing == [], "README.md's Layout omits these (add a line saying what each does)"
+    assert missing == [], f"{LAYOUT}'s Layout omits these (add a line saying what each does)"
 
 
-def test_the_readme_layout_names_no_module_that_is_gone() -> None:
+def test_the_layout_names_no_module_that_is_gone() -> None:
     modules = {p.name for p in PACKAGE.rglob("*.py")}
     named = set(re.findall(r"\b[a-z_]+\.py\b", _layout()))
     assert named - modules == set()
