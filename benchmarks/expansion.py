@@ -28,7 +28,7 @@ from croniter import croniter
 
 from benchmarks.table import Row
 from mini_scheduler.cron import CronExpression, parse
-from mini_scheduler.zones import get_zone
+from mini_scheduler.cron.zones import get_zone
 
 # 2026-06-01 is a Monday, the first of the month: the minutes from 12:53Z hold firings of hourly,
 # daily (09:00 New York is 13:00Z), weekday and first-Monday jobs, and many minutes where nothing

@@ -19,7 +19,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mini_scheduler.cron import parse
-from mini_scheduler.zones import get_zone
+from mini_scheduler.cron.zones import get_zone
 
 MINUTE = timedelta(minutes=1)
 

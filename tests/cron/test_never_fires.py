@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mini_scheduler.cron import CronExpression, parse
-from mini_scheduler.zones import get_zone
+from mini_scheduler.cron.zones import get_zone
 
 FROM = datetime(2026, 1, 1, tzinfo=UTC)
 

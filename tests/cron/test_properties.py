@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mini_scheduler.cron import CronSyntaxError, parse
-from mini_scheduler.zones import get_zone
+from mini_scheduler.cron.zones import get_zone
 from tests.cron.oracle import (
     DAY,
     SECOND,

@@ -16,7 +16,7 @@ from importlib import resources
 
 import pytest
 
-from mini_scheduler.zones import _zone_file, get_zone, timeline
+from mini_scheduler.cron.zones import _zone_file, get_zone, timeline
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 HOUR = timedelta(hours=1)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from mini_scheduler.cron.zones import get_zone
 from mini_scheduler.jobs import (
     DEFAULT_FLOW_TIMEOUT,
     DEFAULT_LAMBDA_TIMEOUT,
@@ -17,7 +18,6 @@ from mini_scheduler.jobs import (
     load,
     parse_service,
 )
-from mini_scheduler.zones import get_zone
 from tests.jobs.helpers import BASE, document, errors, invalid, one, warnings
 
 SEED_000 = """
@@ -714,7 +714,7 @@ def test_log_to_powertools(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.parametrize("zone", ["EST", "MST", "HST", "Etc/GMT+5", "Etc/GMT-14"])
 def test_abbreviations_and_fixed_offsets_warn_that_they_never_follow_dst(zone: str) -> None:
-    from mini_scheduler.zones import is_fixed_offset
+    from mini_scheduler.cron.zones import is_fixed_offset
 
     assert is_fixed_offset(zone)
 
@@ -723,6 +723,6 @@ def test_abbreviations_and_fixed_offsets_warn_that_they_never_follow_dst(zone: s
     "zone", ["UTC", "Etc/UTC", "GMT", "America/Panama", "Asia/Tokyo", "America/New_York", "EST5EDT"]
 )
 def test_regions_and_utc_do_not_warn(zone: str) -> None:
-    from mini_scheduler.zones import is_fixed_offset
+    from mini_scheduler.cron.zones import is_fixed_offset
 
     assert not is_fixed_offset(zone)

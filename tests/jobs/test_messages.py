@@ -8,8 +8,8 @@ import logging
 
 import pytest
 
+from mini_scheduler.cron.zones import suggest_zone
 from mini_scheduler.jobs import load, readable_name
-from mini_scheduler.zones import suggest_zone
 from tests.jobs.helpers import BASE, document, errors, invalid, one, warnings
 
 

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from mini_scheduler.cron import parse
+from mini_scheduler.cron.parser import parse
 from mini_scheduler.errors import CronSyntaxError
 
 __all__ = ["quartz_for", "unix_hint"]
