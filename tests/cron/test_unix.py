@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mini_scheduler.cron import parse
-from mini_scheduler.unix_cron import quartz_for, unix_hint
+from mini_scheduler.cron.unix import quartz_for, unix_hint
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
 BOTH_DAYS = (
