@@ -13,7 +13,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from mini_scheduler.cli import main
+from mini_scheduler.cli.main import main
 from mini_scheduler.clock import FixedClock
 from tests.conftest import ROOT
 from tests.jobs.helpers import BASE, document

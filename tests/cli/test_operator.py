@@ -16,7 +16,8 @@ import pytest
 from botocore.exceptions import ClientError
 
 from mini_scheduler.claims.base import JobStart
-from mini_scheduler.cli import Invocation, RegionClients, main
+from mini_scheduler.cli.context import Invocation, RegionClients
+from mini_scheduler.cli.main import main
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.model import Firing, RunStatus
 from tests.cli.conftest import PARAMETER, STACK, TABLE, TICKER, Aws, stack_template

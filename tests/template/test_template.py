@@ -216,7 +216,7 @@ def test_the_stack_does_not_own_the_active_environment(template: Template) -> No
 
 def test_the_outputs_the_cli_reads(template: Template) -> None:
     """`mini-scheduler status|failover|run --stack NAME` finds the stack's parts in its outputs."""
-    from mini_scheduler import cli
+    from mini_scheduler.cli import where
 
     for output in (
         "StateTableName",
@@ -224,7 +224,7 @@ def test_the_outputs_the_cli_reads(template: Template) -> None:
         "ActiveEnvironmentParameter",
         "EnvironmentName",
     ):
-        assert f'"{output}"' in Path(cli.__file__).read_text(encoding="utf-8"), output
+        assert f'"{output}"' in Path(where.__file__).read_text(encoding="utf-8"), output
         assert output in template["Outputs"], output
 
 

@@ -1,0 +1,127 @@
+"""What every command is given besides its arguments, and how it says it cannot go on.
+
+A command is ``(args, context) -> exit code``. Exit codes: 0 done, 1 the thing checked is wrong
+or an operation failed (an entry skipped, a file that cannot be read, an AWS call refused), 2 a
+usage error (a bad argument, statement, zone, or missing configuration). The clock, the
+environment variables, the AWS clients and the ticker's invoker are injected through
+:class:`Context`, so tests are deterministic; the defaults here make no client before a command
+needs one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final, TextIO
+
+from mini_scheduler.clock import Clock
+from mini_scheduler.errors import SchedulerError
+
+if TYPE_CHECKING:
+    from mini_scheduler.aws import Clients
+
+PROG: Final = "mini-scheduler"
+EXIT_OK: Final = 0
+EXIT_FAILED: Final = 1
+EXIT_USAGE: Final = 2
+INVOKE_READ_TIMEOUT: Final = 300  # seconds a manual run may take to answer (the ticker's limit)
+
+
+@dataclass(frozen=True, slots=True)
+class Invocation:
+    """What a synchronous invoke of the ticker answered: its payload (parsed when it is JSON)
+    and the function error, when the function raised instead of answering."""
+
+    payload: Any
+    function_error: str | None = None
+
+
+Invoker = Callable[[str, str, Mapping[str, Any]], Invocation]
+"""``(region, function, event) -> Invocation``: invoke the ticker function synchronously."""
+ClientsFor = Callable[[str], "Clients"]
+"""``region -> Clients``: the AWS clients of one region, each made on first use."""
+
+
+class RegionClients:
+    """The default :data:`ClientsFor`: one :class:`~mini_scheduler.aws.Clients` a region,
+    all from one boto3 session (made on first use unless given)."""
+
+    def __init__(self, session: Any = None) -> None:
+        self._by_region: dict[str, Clients] = {}
+        self._session: Any = session
+
+    def __call__(self, region: str) -> Clients:
+        import boto3
+
+        from mini_scheduler.aws import Clients
+
+        found = self._by_region.get(region)
+        if found is None:
+            if self._session is None:  # one session: its service models load once
+                self._session = boto3.session.Session()
+            found = self._by_region[region] = Clients(region, session=self._session, pool=16)
+        return found
+
+
+def invoke_ticker(region: str, function: str, event: Mapping[str, Any]) -> Invocation:
+    """The default :data:`Invoker`: ``Invoke`` with ``RequestResponse``, never retried (a retry
+    after a lost answer would run the job a second time)."""
+    import boto3
+    from botocore.config import Config
+
+    client = boto3.session.Session().client(
+        "lambda",
+        region_name=region,
+        config=Config(
+            connect_timeout=5,
+            read_timeout=INVOKE_READ_TIMEOUT,
+            retries={"total_max_attempts": 1, "mode": "standard"},
+        ),
+    )
+    answer = client.invoke(
+        FunctionName=function,
+        InvocationType="RequestResponse",
+        Payload=json.dumps(dict(event)).encode(),
+    )
+    raw = answer["Payload"].read().decode("utf-8", "replace")
+    try:
+        payload: Any = json.loads(raw) if raw else None
+    except ValueError:
+        payload = raw
+    return Invocation(payload, answer.get("FunctionError"))
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What a subcommand may use besides its arguments."""
+
+    clock: Clock
+    out: TextIO
+    err: TextIO
+    environ: Mapping[str, str]
+    clients: ClientsFor = field(default_factory=RegionClients)
+    invoke: Invoker = invoke_ticker
+
+    def print(self, text: str = "") -> None:
+        print(text, file=self.out)
+
+    def warn(self, text: str) -> None:
+        print(text, file=self.err)
+
+    def fail(self, command: str, message: str, code: int = EXIT_USAGE) -> int:
+        """One line on stderr naming the command, and the exit code."""
+        print(f"{PROG} {command}: {message}", file=self.err)
+        return code
+
+
+Handler = Callable[[argparse.Namespace, Context], int]
+
+
+class CommandError(SchedulerError):
+    """A command cannot go on: ``code`` is its exit code (2 usage, 1 an operation failed)."""
+
+    def __init__(self, message: str, code: int = EXIT_FAILED) -> None:
+        super().__init__(message)
+        self.code = code

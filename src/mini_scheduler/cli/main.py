@@ -1,0 +1,135 @@
+"""``mini-scheduler``: the command line for developers and operators.
+
+One function per subcommand, each ``(args, context) -> exit code``, registered in
+:data:`COMMANDS` with the function that declares its arguments. Commands for developers:
+``validate``, ``next`` (files.py), ``local`` (local.py). Commands for operators, against a
+deployed stack (where.py says where they act): ``jobs``, ``history`` (jobs.py), ``run``,
+``pause``, ``resume``, ``status``, ``failover`` (operate.py) and ``tick`` (tick.py).
+
+Every command prints for people by default and JSON with ``--json``; an error is one line on
+stderr (exit codes in context.py). Only :func:`main` picks the real clock, environment, AWS
+clients and invoker, and it makes no client before a command needs one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Mapping
+from typing import Final
+
+from mini_scheduler import __version__
+from mini_scheduler.cli.context import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    PROG,
+    ClientsFor,
+    CommandError,
+    Context,
+    Handler,
+    Invoker,
+    RegionClients,
+    invoke_ticker,
+)
+from mini_scheduler.cli.files import add_next, add_validate, next_firings, validate
+from mini_scheduler.cli.jobs import add_history, add_jobs, history, jobs
+from mini_scheduler.cli.local import add_local, local
+from mini_scheduler.cli.operate import (
+    add_failover,
+    add_pause,
+    add_resume,
+    add_run,
+    add_status,
+    failover,
+    pause,
+    resume,
+    run_job,
+    status,
+)
+from mini_scheduler.cli.tick import add_tick, tick
+from mini_scheduler.clock import Clock, SystemClock
+from mini_scheduler.errors import ConfigurationError, SchedulerError, describe_aws_error
+
+Register = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
+
+COMMANDS: Final[dict[str, tuple[Register, Handler]]] = {
+    "validate": (add_validate, validate),
+    "next": (add_next, next_firings),
+    "jobs": (add_jobs, jobs),
+    "history": (add_history, history),
+    "run": (add_run, run_job),
+    "pause": (add_pause, pause),
+    "resume": (add_resume, resume),
+    "status": (add_status, status),
+    "failover": (add_failover, failover),
+    "tick": (add_tick, tick),
+    "local": (add_local, local),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description=(
+            "Quartz cron jobs on AWS: check cron files, see when jobs fire, run the scheduler "
+            "locally, and operate a deployed scheduler."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for register, _ in COMMANDS.values():
+        register(commands)
+    return parser
+
+
+def main(
+    argv: list[str] | None = None,
+    *,
+    clock: Clock | None = None,
+    environ: Mapping[str, str] | None = None,
+    clients: ClientsFor | None = None,
+    invoke: Invoker | None = None,
+) -> int:
+    """Run one command; return its exit code (argparse's own exits become return values).
+
+    ``clients`` (region -> AWS clients) and ``invoke`` (the ticker's synchronous invoke) are
+    injected by tests; by default they are made on first use, with boto3.
+    """
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error already printed
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE if exc.code else EXIT_OK
+    context = Context(
+        clock=clock or SystemClock(),
+        out=sys.stdout,
+        err=sys.stderr,
+        environ=os.environ if environ is None else environ,
+        clients=clients or RegionClients(),
+        invoke=invoke or invoke_ticker,
+    )
+    _, handler = COMMANDS[args.command]
+    try:
+        return handler(args, context)
+    except CommandError as exc:
+        return context.fail(args.command, str(exc), exc.code)
+    except ConfigurationError as exc:
+        return context.fail(args.command, str(exc), EXIT_USAGE)
+    except SchedulerError as exc:
+        return context.fail(args.command, str(exc), EXIT_FAILED)
+    except KeyboardInterrupt:
+        return context.fail(args.command, "interrupted", 130)
+    except Exception as exc:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        if isinstance(exc, (BotoCoreError, ClientError)):
+            return context.fail(args.command, describe_aws_error(exc), EXIT_FAILED)
+        if context.environ.get("MINI_SCHEDULER_TRACEBACK"):
+            raise
+        return context.fail(
+            args.command,
+            f"unexpected {type(exc).__name__}: {exc} (set MINI_SCHEDULER_TRACEBACK=1 to see where)",
+            EXIT_FAILED,
+        )

@@ -1,0 +1,378 @@
+"""Where an operator command acts: its regions, and in each the stack, the state table, the
+ticker function, the active-environment store and the cron file; and the stores built from them.
+
+Operator commands are configured like the functions, by ``STATE_TABLE``, ``CRON_FILE``,
+``ACTIVE_ENVIRONMENT_STORE``, ``ENVIRONMENT_NAME`` and ``AWS_REGION``, and by flags that win over
+them: ``--table``, ``--cron-file``, ``--parameter``, ``--function``, ``--region`` /
+``--regions``, and ``--stack NAME``, which reads the stack's outputs (``StateTableName``,
+``TickerFunctionName``, ``ActiveEnvironmentParameter``, and ``EnvironmentName`` when the stack
+has it) in each region. A flag wins over the stack, the stack over the environment
+variables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from mini_scheduler.cli.context import EXIT_USAGE, CommandError, Context
+from mini_scheduler.cli.render import level_tag
+from mini_scheduler.config import DEFAULT_PARAMETER, Settings
+from mini_scheduler.errors import (
+    ConfigurationError,
+    CronFileError,
+    EventError,
+    SchedulerError,
+    describe_aws_error,
+)
+from mini_scheduler.jobs import DEFAULT_TIMEZONE, CronFile
+from mini_scheduler.jobs.locations import CronFileSource, default_locations
+
+if TYPE_CHECKING:
+    from mini_scheduler.claims.base import ClaimStore
+    from mini_scheduler.environment.base import EnvironmentStore
+
+_REGION: Final = re.compile(r"[a-z]{2}(?:-[a-z]+)+-\d{1,2}")
+
+
+def _region_name(text: str) -> str:
+    region = text.strip()
+    if not _REGION.fullmatch(region):
+        raise argparse.ArgumentTypeError(f"not an AWS region: {text!r} (e.g. us-east-1)")
+    return region
+
+
+def _region_list(text: str) -> list[str]:
+    regions: list[str] = []
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        region = _region_name(part)
+        if region not in regions:
+            regions.append(region)
+    if not regions:
+        raise argparse.ArgumentTypeError("name at least one region, e.g. us-east-1,us-west-2")
+    return regions
+
+
+def add_where(
+    parser: argparse.ArgumentParser,
+    *,
+    many_regions: bool = False,
+    table: bool = True,
+    cron_file: bool = False,
+    function: bool = False,
+    parameter: bool = False,
+    environment_name: bool = False,
+) -> None:
+    """The options that say where a command acts; each wins over its environment variable."""
+    where = parser.add_argument_group("where it acts (flags win over --stack and variables)")
+    if many_regions:
+        where.add_argument(
+            "--regions",
+            "--region",
+            dest="regions",
+            type=_region_list,
+            metavar="R1,R2",
+            help="the regions, comma-separated, each done and reported in turn "
+            "(default AWS_REGION)",
+        )
+    else:
+        where.add_argument(
+            "--region", type=_region_name, help="the stack's region (default AWS_REGION)"
+        )
+    where.add_argument(
+        "--stack",
+        metavar="NAME",
+        help="read the table, the ticker function and the parameter from this stack's outputs",
+    )
+    if table:
+        where.add_argument("--table", metavar="NAME", help="the state table (STATE_TABLE)")
+    if cron_file:
+        where.add_argument(
+            "--cron-file",
+            metavar="LOCATION",
+            help="the cron file the ticker reads: a path, file:<path> or s3://bucket/key "
+            "(CRON_FILE)",
+        )
+    if function:
+        where.add_argument("--function", metavar="NAME", help="the ticker function's name or ARN")
+    if parameter:
+        where.add_argument(
+            "--parameter",
+            metavar="NAME",
+            help="the SSM parameter naming the active environment "
+            f"(ACTIVE_ENVIRONMENT_STORE, default ssm:{DEFAULT_PARAMETER})",
+        )
+    if environment_name:
+        where.add_argument(
+            "--environment-name",
+            metavar="NAME",
+            help="this region's environment name (ENVIRONMENT_NAME, default prod)",
+        )
+    parser.add_argument("--json", action="store_true", help="print JSON for scripts")
+
+
+def add_operator(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--operator",
+        metavar="NAME",
+        help="who asks (default: your AWS identity, the last part of its ARN)",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Where:
+    """One region's configuration, resolved: flag, then stack output, then variable."""
+
+    region: str
+    stack: str | None
+    table: str | None
+    function: str | None
+    store: str  # ssm:<parameter> or dynamodb
+    environment_name: str | None  # None: not known for this region
+    cron_file: str | None
+
+    def need_table(self) -> str:
+        if self.table:
+            return self.table
+        hint = (
+            f" (stack {self.stack} in {self.region} has no output StateTableName)"
+            if self.stack
+            else ""
+        )
+        raise CommandError(
+            f"no state table: give --table NAME, --stack NAME or set STATE_TABLE{hint}",
+            EXIT_USAGE,
+        )
+
+    def need_function(self) -> str:
+        if self.function:
+            return self.function
+        hint = (
+            f" (stack {self.stack} in {self.region} has no output TickerFunctionName)"
+            if self.stack
+            else ""
+        )
+        raise CommandError(
+            f"no ticker function: give --function NAME or --stack NAME{hint}", EXIT_USAGE
+        )
+
+
+def _default_region(context: Context) -> str:
+    for key in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        value = context.environ.get(key, "").strip()
+        if value:
+            if not _REGION.fullmatch(value):
+                raise CommandError(f"{key} {value!r} is not an AWS region", EXIT_USAGE)
+            return value
+    raise CommandError("no region: give --region (or --regions) or set AWS_REGION", EXIT_USAGE)
+
+
+def one_region(args: argparse.Namespace, context: Context) -> str:
+    region: str | None = getattr(args, "region", None)
+    return region or _default_region(context)
+
+
+def many_regions(args: argparse.Namespace, context: Context) -> list[str]:
+    regions: list[str] | None = getattr(args, "regions", None)
+    return regions or [_default_region(context)]
+
+
+def _stack_outputs(context: Context, stack: str, region: str) -> dict[str, str]:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        answer = context.clients(region)("cloudformation").describe_stacks(StackName=stack)
+    except ClientError as exc:
+        message = str(exc.response.get("Error", {}).get("Message", ""))
+        if "does not exist" in message:
+            raise CommandError(f"stack {stack} not found in {region}") from exc
+        raise CommandError(
+            f"CloudFormation DescribeStacks {stack} in {region} failed - {describe_aws_error(exc)}"
+        ) from exc
+    except BotoCoreError as exc:
+        raise CommandError(
+            f"CloudFormation DescribeStacks {stack} in {region} failed - {describe_aws_error(exc)}"
+        ) from exc
+    stacks = answer.get("Stacks") or []
+    if not stacks:
+        raise CommandError(f"stack {stack} not found in {region}")
+    return {
+        str(o["OutputKey"]): str(o["OutputValue"])
+        for o in stacks[0].get("Outputs") or []
+        if "OutputKey" in o and "OutputValue" in o
+    }
+
+
+def _store_text(value: str) -> str:
+    """An ``ACTIVE_ENVIRONMENT_STORE`` value from a parameter name or a store text."""
+    value = value.strip()
+    if value.startswith("ssm:") or value in ("dynamodb", "mongodb"):
+        return value
+    return f"ssm:{value}"
+
+
+def resolve(args: argparse.Namespace, context: Context, region: str, *, one_of: int = 1) -> Where:
+    """``region``'s configuration; ``one_of`` regions in the command (a flag or variable naming
+    one environment then names none: only each stack's output can)."""
+    env = context.environ
+    stack: str | None = getattr(args, "stack", None)
+    outputs = _stack_outputs(context, stack, region) if stack else {}
+
+    def pick(flag: str, output: str, variable: str | None) -> str | None:
+        value = getattr(args, flag, None) or outputs.get(output)
+        if not value and variable is not None:
+            value = env.get(variable, "").strip()
+        return value or None
+
+    parameter = getattr(args, "parameter", None)
+    if parameter:
+        store = _store_text(parameter)
+    elif outputs.get("ActiveEnvironmentParameter"):
+        store = _store_text(outputs["ActiveEnvironmentParameter"])
+    else:
+        store = env.get("ACTIVE_ENVIRONMENT_STORE", "").strip() or f"ssm:{DEFAULT_PARAMETER}"
+    name = outputs.get("EnvironmentName")
+    if one_of == 1:
+        name = getattr(args, "environment_name", None) or name
+        if not name and not stack:
+            name = env.get("ENVIRONMENT_NAME", "").strip() or None
+    return Where(
+        region=region,
+        stack=stack,
+        table=pick("table", "StateTableName", "STATE_TABLE"),
+        function=pick("function", "TickerFunctionName", None),
+        store=store,
+        environment_name=name,
+        cron_file=pick("cron_file", "", "CRON_FILE"),
+    )
+
+
+def claims_for(context: Context, where: Where) -> ClaimStore:
+    """The claim store the ticker uses (``CLAIM_STORE``, DynamoDB by default), built as the
+    functions build it."""
+    from mini_scheduler.wiring import claim_store
+
+    kind = context.environ.get("CLAIM_STORE", "").strip() or "dynamodb"
+    table = where.need_table() if kind == "dynamodb" else (where.table or "")
+    settings = Settings(state_table=table, claim_store=kind, region=where.region)
+    return claim_store(settings, context.clients(where.region))
+
+
+def environment_for(context: Context, where: Where) -> EnvironmentStore:
+    """The active-environment store the ticker reads, built as the functions build it."""
+    from mini_scheduler.wiring import environment_store
+
+    table = where.need_table() if where.store == "dynamodb" else (where.table or "")
+    settings = Settings(
+        state_table=table, active_environment_store=where.store, region=where.region
+    )
+    return environment_store(settings, context.clients(where.region))
+
+
+def settings_for(context: Context, where: Where) -> Settings:
+    env = dict(context.environ)
+    env.update(
+        STATE_TABLE=where.need_table(),
+        ACTIVE_ENVIRONMENT_STORE=where.store,
+        ENVIRONMENT_NAME=where.environment_name or "prod",
+        AWS_REGION=where.region,
+        CRON_FILE=where.cron_file or "",
+    )
+    env.pop("AWS_LAMBDA_FUNCTION_NAME", None)
+    try:
+        return Settings.from_environment(env)
+    except ConfigurationError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from exc
+
+
+def cron_source(context: Context, where: Where) -> CronFileSource:
+    locations = where.cron_file or default_locations({})
+    zone = context.environ.get("DEFAULT_TIMEZONE", "").strip() or DEFAULT_TIMEZONE
+    s3 = context.clients(where.region)("s3") if "s3://" in locations else None
+    return CronFileSource(locations, s3_client=s3, default_timezone=zone)
+
+
+def load_cron(context: Context, where: Where) -> CronFile:
+    """The cron file, its problems on stderr; CronFileError names what to give when missing."""
+    try:
+        cron_file = cron_source(context, where).load()
+    except CronFileError as exc:
+        if where.cron_file is None and "not found" in str(exc):
+            raise CommandError(
+                f"{exc}: give --cron-file (the file the ticker reads) or set CRON_FILE"
+            ) from exc
+        raise
+    for problem in cron_file.problems:
+        context.warn(f"{level_tag(problem.level)} {problem.message}")
+    return cron_file
+
+
+def operator_name(args: argparse.Namespace, context: Context, region: str) -> str:
+    """``--operator``, or the caller's identity (the last part of its ARN), checked as the
+    ticker checks it."""
+    from mini_scheduler.operator import check_operator
+
+    given: str | None = getattr(args, "operator", None)
+    if given is not None:
+        try:
+            return check_operator(given)
+        except EventError as exc:
+            raise CommandError(str(exc), EXIT_USAGE) from exc
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        arn = str(context.clients(region)("sts").get_caller_identity()["Arn"])
+    except (BotoCoreError, ClientError) as exc:
+        raise CommandError(
+            f"cannot tell who you are (STS GetCallerIdentity failed - "
+            f"{describe_aws_error(exc)}): give --operator NAME"
+        ) from exc
+    resource = arn.split(":", 5)[-1]
+    name = resource.rsplit("/", 1)[-1]
+    try:
+        return check_operator(name)
+    except EventError as exc:
+        raise CommandError(
+            f"your identity {arn} does not end in an operator name ({exc}): give --operator NAME",
+            EXIT_USAGE,
+        ) from exc
+
+
+@dataclass(slots=True)
+class Outcome:
+    """One region's result in a command done region by region."""
+
+    region: str
+    ok: bool
+    fields: dict[str, Any]
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = {"region": self.region, "ok": self.ok, **self.fields}
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+def each_region(regions: Sequence[str], act: Callable[[str], dict[str, Any]]) -> list[Outcome]:
+    """Do ``act`` in every region in turn; a failure is reported, and the next region done."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    outcomes: list[Outcome] = []
+    for region in regions:
+        try:
+            outcomes.append(Outcome(region, True, act(region)))
+        except CommandError as exc:
+            if exc.code == EXIT_USAGE:
+                raise
+            outcomes.append(Outcome(region, False, {}, str(exc)))
+        except SchedulerError as exc:
+            outcomes.append(Outcome(region, False, {}, str(exc)))
+        except (BotoCoreError, ClientError) as exc:
+            outcomes.append(Outcome(region, False, {}, describe_aws_error(exc)))
+    return outcomes
