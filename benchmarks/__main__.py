@@ -49,7 +49,7 @@ def request_rows(
             "4 requests",
             f"AWS requests per firing, hot path ({named})",
             f"{hot:.2f}",
-            f"the README's budget: {budget}",
+            f"the documented budget: {budget}",
             ratio(hot, budget, digits=2),
             f"<= {budget}",
             hot <= budget,

@@ -271,7 +271,7 @@ def rows(i: Inputs) -> list[Row]:
 
 
 def model_lines(i: Inputs, accounting: Accounting) -> list[str]:
-    """The cost model's inputs and breakdown, for the README to quote."""
+    """The cost model's inputs and breakdown, for docs/performance-and-cost.md to quote."""
     sizes, units = accounting.sizes, accounting.units
     lines = [
         f"Cost model (us-east-1, 730 h/month, ticker and recorder at {i.memory_mb} MB x86, "

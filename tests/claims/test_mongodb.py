@@ -1,6 +1,6 @@
 """What only the MongoDB claim store has to show (the shared contract is test_contract.py).
 
-mongomock runs these in process. What it cannot prove is listed in README's MongoDB section and
+mongomock runs these in process. What it cannot prove is listed in docs/mongodb.md (Testing) and
 checked, where a server can check it, by the ``mongodb_server`` tests at the end.
 """
 

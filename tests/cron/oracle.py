@@ -6,8 +6,8 @@ seconds, minutes, hours, months and years, and one day rule. The oracle asks it 
 ``datetime`` objects: does this wall time match, does this instant fire in this zone? Time zone
 arithmetic is ``zoneinfo``'s own (``astimezone`` and ``fold``), never the engine's timeline.
 
-The DST rules of README.md ("Time zones and daylight saving"), as the oracle states them: an
-instant fires when its wall time matches the statement and either the hour field selects every
+The DST rules of docs/cron-yaml.md ("Time zones and daylight saving"), as the oracle states them:
+an instant fires when its wall time matches the statement and either the hour field selects every
 hour, or the instant is the first occurrence of that wall time (``fold=0``). A wall time the
 clocks skip belongs to no instant, so it never fires.
 """

@@ -1,4 +1,4 @@
-"""Daylight saving time, case by case (README.md, "Time zones and daylight saving"):
+"""Daylight saving time, case by case (docs/cron-yaml.md, "Time zones and daylight saving"):
 
 * a wall time the clocks skip does not fire;
 * a wall time the clocks repeat fires once, at its first occurrence;

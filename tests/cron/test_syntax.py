@@ -242,7 +242,7 @@ def test_0_hash_k_is_7_hash_k(nth: int) -> None:
         assert len(saturday) == 40
 
 
-# Two Quartz oddities kept out on purpose (README.md, "Cron statements").
+# Two Quartz oddities kept out on purpose (docs/cron-yaml.md, "Where this differs from Quartz").
 def test_99_hash_is_refused_although_quartz_accepts_it() -> None:
     """Quartz accepts 99#1 (99 is its own marker for '*') and then never fires it."""
     with pytest.raises(CronSyntaxError, match=r"99 is not a day of the week") as caught:

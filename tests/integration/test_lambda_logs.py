@@ -1,4 +1,4 @@
-"""On Lambda, the README's log lines come out as Powertools JSON, at the function's LOG_LEVEL.
+"""On Lambda, the log lines of docs/reference.md come out as Powertools JSON, at LOG_LEVEL.
 
 pytest configures logging, so an in-process test cannot see what a Lambda container writes.
 Each test here starts one function in a fresh interpreter (tests/integration/lambda_driver.py):
@@ -6,11 +6,12 @@ logging set up as the Lambda runtime does (a plain-text handler on the root logg
 WARNING), the function's handler module imported first, events from events/ (or built like
 them) sent against moto. Its stdout is the function's log stream.
 
-Every line of the README's "Log lines" table that the events produce must be there, matched by
-the table's own text, as JSON with ``level``, ``message``, ``service``, the invocation's keys and
-the keys the line carries (``extra``); and nothing may be written twice or as plain text. The rows
-no event produces here need a failing store or a dead ticker: ``Environment store ...
-unreadable`` (both), ``not claimed this tick - firing <id>: <error>`` and ``taken over``.
+Every line of the "Log lines" table (docs/reference.md) that the events produce must be there,
+matched by the table's own text, as JSON with ``level``, ``message``, ``service``, the
+invocation's keys and the keys the line carries (``extra``); and nothing may be written twice or
+as plain text. The rows no event produces here need a failing store or a dead ticker:
+``Environment store ... unreadable`` (both), ``not claimed this tick - firing <id>: <error>`` and
+``taken over``.
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT
+from tests.docs import section
 
-# (the README row's first words, the line's level, the keys it carries besides the message)
+# (the table row's first words, the line's level, the keys it carries besides the message)
 TICKER_LINES = [
     ("Scheduled job:", "INFO", {"cronFile", "entry"}),
     ("Invalid job entry#", "ERROR", {"cronFile", "entry"}),
@@ -69,16 +71,16 @@ _AWS = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CRE
 
 
 def log_table() -> list[str]:
-    """The first column of the README's log table: each line's text, ``<...>`` for a value."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("\n## Log lines\n", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"^\| `([^`]+)` \|", section, flags=re.MULTILINE)
+    """The first column of the log table in docs/reference.md: each line's text, ``<...>`` for a
+    value."""
+    table = section("docs/reference.md", "Log lines")
+    return re.findall(r"^\| `([^`]+)` \|", table, flags=re.MULTILINE)
 
 
 def row_pattern(first_words: str) -> re.Pattern[str]:
-    """The one README row that starts with ``first_words``, as a pattern for a whole message."""
+    """The one table row that starts with ``first_words``, as a pattern for a whole message."""
     rows = [row for row in log_table() if row.startswith(first_words)]
-    assert len(rows) == 1, f"README's log table has {len(rows)} rows starting {first_words!r}"
+    assert len(rows) == 1, f"the log table has {len(rows)} rows starting {first_words!r}"
     parts = re.split(r"<[^>]+>|\.\.\.", rows[0])
     return re.compile(".+".join(re.escape(part) for part in parts), flags=re.DOTALL)
 

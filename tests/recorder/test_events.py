@@ -16,9 +16,11 @@ from mini_scheduler.claims.memory import MemoryClaimStore
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.errors import EventError
 from mini_scheduler.handlers import recorder as recorder_handler
+from mini_scheduler.handlers.events import completion_from_event
 from mini_scheduler.model import Firing, RunStatus, execution_name
-from mini_scheduler.recorder import Recorder, completion_from_event
-from tests.conftest import EVENTS, ROOT, load_event
+from mini_scheduler.recorder import Recorder
+from tests.conftest import EVENTS, load_event
+from tests.docs import section
 from tests.integration.conftest import CONTEXT, Aws
 from tests.integration.conftest import aws as aws  # the fixtures, for the events/ test
 from tests.integration.conftest import invoke_recorder as invoke_recorder
@@ -123,7 +125,9 @@ def test_the_recorder_logs_the_end_with_its_duration(caplog: pytest.LogCaptureFi
     )
     recorder = Recorder(claims, FixedClock(T0))
     with caplog.at_level("INFO"):
-        answer = recorder.record(load_event("lambda-destination-success.json"))
+        answer = recorder_handler.record_event(
+            recorder, load_event("lambda-destination-success.json")
+        )
     assert answer == {
         "recorded": True,
         "firingId": firing.id,
@@ -147,9 +151,9 @@ Check = Callable[[dict[str, Any], Aws, dict[str, Any]], None]
 
 @dataclass(frozen=True)
 class EventExpectation:
-    """What README's "Events the functions take" documents for one file of events/: the function
-    that takes it, what must have happened before (through the ticker), and the answer and the
-    state it leaves (``check(answer, aws, event)``)."""
+    """What "Events the functions take" (docs/reference.md) documents for one file of events/:
+    the function that takes it, what must have happened before (through the ticker), and the
+    answer and the state it leaves (``check(answer, aws, event)``)."""
 
     function: Literal["ticker", "recorder"]
     check: Check
@@ -311,7 +315,7 @@ EVENT_FILE_EXPECTATIONS: dict[str, EventExpectation] = {
 }
 """Every file of events/, what its handler must answer. A file added to events/ fails
 test_every_event_file_gives_its_documented_answer until it has an entry here (and a row in
-README's "Events the functions take")."""
+"Events the functions take", docs/reference.md)."""
 
 EVENT_FILES = sorted(path.name for path in EVENTS.iterdir() if path.is_file())
 
@@ -320,7 +324,7 @@ def _expectation(name: str) -> EventExpectation:
     expectation = EVENT_FILE_EXPECTATIONS.get(name)
     assert expectation is not None, (
         f"events/{name} has no entry in EVENT_FILE_EXPECTATIONS (tests/recorder/test_events.py): "
-        "add one naming the function that takes it and checking the answer README's "
+        "add one naming the function that takes it and checking the answer docs/reference.md's "
         '"Events the functions take" documents'
     )
     return expectation
@@ -340,12 +344,12 @@ def test_every_event_file_gives_its_documented_answer(
     expectation.check(answer, aws, event)
 
 
-def _readme_event_table() -> dict[str, str]:
-    """README's "Events the functions take": each file named in a row, and its function."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Events the functions take", 1)[1].split("\n## ", 1)[0]
+def _documented_event_table() -> dict[str, str]:
+    """docs/reference.md's "Events the functions take": each file named in a row, and its
+    function."""
+    text = section("docs/reference.md", "Events the functions take")
     table: dict[str, str] = {}
-    for line in section.splitlines():
+    for line in text.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if line.startswith("| `") and len(cells) >= 2:
             for file_name in re.findall(r"`([\w.-]+\.json)`", cells[0]):
@@ -353,8 +357,8 @@ def _readme_event_table() -> dict[str, str]:
     return table
 
 
-def test_the_readme_documents_every_event_file_with_its_function() -> None:
-    assert _readme_event_table() == {name: _expectation(name).function for name in EVENT_FILES}
+def test_the_docs_document_every_event_file_with_its_function() -> None:
+    assert _documented_event_table() == {name: _expectation(name).function for name in EVENT_FILES}
 
 
 def test_every_expectation_names_a_file_in_events() -> None:

@@ -6,7 +6,7 @@ taken over, and Lambda may deliver an asynchronous event more than once). This f
 deduplicates on ``firingId`` with Powertools' idempotency utility: a second delivery gets the
 first one's answer without running the report again.
 
-The event (README.md, "How a tick works", Dispatch)::
+The event (docs/how-a-tick-works.md, "Dispatch")::
 
     {"job": "morning-report", "firingId": "morning-report@2026-11-30T14:00:00Z",
      "scheduledTime": "2026-11-30T14:00:00Z", "origin": "us-east-1/prod",

@@ -1,7 +1,7 @@
 """When a parsed Quartz statement fires, in a zone: ``firings`` over a window, ``next_after``.
 
-Firings follow the wall clock of the zone, with the DST rules of README.md ("Time zones and
-daylight saving"):
+Firings follow the wall clock of the zone, with the DST rules of docs/cron-yaml.md ("Time zones
+and daylight saving"):
 
 * a wall time the clocks skip does not fire;
 * a wall time the clocks repeat fires once, at its first occurrence, unless the hour field selects
