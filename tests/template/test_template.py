@@ -1,5 +1,5 @@
 """template.yaml read as data: it matches the code (the state table, the settings, the metric
-names, the sample cron file) and the README (the schedule, the wiring to the recorder)."""
+names, the sample cron file) and the docs (the schedule, the wiring to the recorder)."""
 
 from __future__ import annotations
 
