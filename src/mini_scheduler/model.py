@@ -11,6 +11,8 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from mini_scheduler.jobs.limits import split_reserved
+
 _SECOND = timedelta(seconds=1)
 
 
@@ -125,7 +127,8 @@ def firing_from_id(firing_id: str) -> Firing:
 
 
 def payload(firing: Firing, parameters: Mapping[str, Any], origin: str) -> dict[str, Any]:
-    """What the target receives (the Lambda event, or the execution input)."""
+    """What the target receives (the Lambda event, or the execution input); a parameter key
+    that starts with ``_`` is reserved for the system and never sent (``split_reserved``)."""
     body: dict[str, Any] = {
         "job": firing.job,
         "firingId": firing.id,
@@ -135,7 +138,7 @@ def payload(firing: Firing, parameters: Mapping[str, Any], origin: str) -> dict[
     }
     if firing.operator is not None:
         body["operator"] = firing.operator
-    body["parameters"] = {k: v for k, v in parameters.items() if not str(k).startswith("_")}
+    body["parameters"], _ = split_reserved(parameters)
     return body
 
 

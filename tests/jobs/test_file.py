@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from yaml.nodes import Node
 
-from mini_scheduler import jobs
 from mini_scheduler.errors import CronFileError, SchedulerError
 from mini_scheduler.jobs import MAX_FILE_BYTES, CronFile, load
+from mini_scheduler.jobs import yaml as bounded_yaml
 from tests.jobs.helpers import BASE, document
 
 
@@ -214,7 +214,7 @@ def parse(monkeypatch: pytest.MonkeyPatch) -> Iterator[Parse]:
     """The loader of :func:`load`, watched."""
     seen = Parse()
 
-    class Watched(jobs._BoundedLoader):
+    class Watched(bounded_yaml._BoundedLoader):
         def __init__(self, stream: str) -> None:
             seen.made = True
             super().__init__(stream)
@@ -231,7 +231,7 @@ def parse(monkeypatch: pytest.MonkeyPatch) -> Iterator[Parse]:
             seen.read = self.index  # the reader's position: characters consumed so far
             super().dispose()
 
-    monkeypatch.setattr(jobs, "_BoundedLoader", Watched)
+    monkeypatch.setattr(bounded_yaml, "_BoundedLoader", Watched)
     yield seen
 
 

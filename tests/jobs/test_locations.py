@@ -15,7 +15,7 @@ from moto import mock_aws
 
 from mini_scheduler.errors import CronFileError
 from mini_scheduler.jobs import MAX_FILE_BYTES
-from mini_scheduler.locations import (
+from mini_scheduler.jobs.locations import (
     CronFileSource,
     Location,
     default_locations,

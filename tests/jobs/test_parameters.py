@@ -4,6 +4,7 @@ check_parameters_fit for a manual run's overrides."""
 from __future__ import annotations
 
 from datetime import date, datetime
+from decimal import Decimal
 from types import MappingProxyType
 from typing import Any
 
@@ -18,7 +19,10 @@ from mini_scheduler.jobs import (
     check_parameters_fit,
     load,
     parameters_limit,
+    reserved_note,
+    split_reserved,
 )
+from mini_scheduler.jobs.limits import item_size, value_size
 from tests.jobs.helpers import errors, invalid, one
 
 LAMBDA = Target("lambda", "report-fn")
@@ -189,3 +193,36 @@ def test_long_numbers_are_sized_by_all_their_digits() -> None:
     parameters = {"p": [[]] * 87_602 + [12345678901234567890123456789012345678] * 3000}
     reason = check_parameters_fit(LAMBDA, parameters)
     assert reason is not None and reason.startswith("parameters take 413412 bytes in DynamoDB")
+
+
+def test_reserved_keys_are_split_off_in_order() -> None:
+    """The one ``_`` rule the loader, a manual run and the payload share."""
+    kept, dropped = split_reserved({"_a": 1, "b": 2, "_c": {"_d": 3}, "e": {"_f": 4}})
+    assert kept == {"b": 2, "e": {"_f": 4}}  # only top-level keys are reserved
+    assert dropped == ["_a", "_c"]
+    assert reserved_note("Job nightly", "_a\nb") == (
+        "Job nightly parameter _a\\nb ignored - a key that starts with '_' is reserved for the "
+        "system"
+    )
+
+
+@pytest.mark.parametrize(
+    ("value", "size"),
+    [
+        ("RUN#a", 5),
+        ("é", 2),
+        (123, 3),
+        (Decimal("-1.50"), 2),
+        (0, 2),
+        (None, 1),
+        (True, 1),
+        ([], 3),
+        ({"a": "x"}, 3 + 1 + 1 + 1),
+        (b"abc", 3),
+        ({"ab", "c"}, 3),
+    ],
+    ids=repr,
+)
+def test_values_are_sized_by_dynamodbs_rules(value: object, size: int) -> None:
+    assert value_size(value) == size
+    assert item_size({"k": value}) == 1 + size

@@ -152,7 +152,7 @@ FLOW_PREFIX = (
 
 
 def test_the_ticker_role_is_exactly_what_the_ticker_calls(template: Template) -> None:
-    """Every call the ticker makes (claims/dynamodb.py, environment/, dispatch/, locations.py,
+    """Every call the ticker makes (claims/dynamodb.py, environment/, dispatch/, jobs/locations.py,
     mongo.py) and nothing else. DynamoDB authorises TransactWriteItems per item: there is no
     dynamodb:TransactWriteItems action, its Put and Update need PutItem and UpdateItem."""
     assert _grants(template, "TickerRole") == {

@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from mini_scheduler.errors import CronFileError, CronFileUnreadableError
-from mini_scheduler.jobs import DEFAULT_TIMEZONE, MAX_FILE_BYTES, CronFile, load
+from mini_scheduler.jobs.loader import load
+from mini_scheduler.jobs.model import DEFAULT_TIMEZONE, CronFile
+from mini_scheduler.jobs.yaml import MAX_FILE_BYTES
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client

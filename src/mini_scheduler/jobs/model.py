@@ -1,0 +1,187 @@
+"""What cron.yaml declares once it is read: a :class:`Job` per entry that loaded, its
+:class:`Target`, and the :class:`CronFile` with its settings and its load report."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, Protocol
+from zoneinfo import ZoneInfo
+
+from mini_scheduler.cron import CronExpression
+
+__all__ = [
+    "DEFAULT_FLOW_TIMEOUT",
+    "DEFAULT_LAMBDA_TIMEOUT",
+    "DEFAULT_MISFIRE_GRACE",
+    "DEFAULT_MISFIRE_MAX",
+    "DEFAULT_TIMEZONE",
+    "FLOW_PREFIX",
+    "MAX_MISFIRE_GRACE",
+    "MAX_MISFIRE_MAX",
+    "MAX_NAME_LENGTH",
+    "MAX_TIMEOUT",
+    "MISFIRE_POLICIES",
+    "OVERLAP_POLICIES",
+    "CronFile",
+    "Job",
+    "Level",
+    "LogSink",
+    "Misfire",
+    "Overlap",
+    "Problem",
+    "Target",
+    "scheduled_line",
+]
+
+DEFAULT_TIMEZONE: Final = "UTC"
+MAX_NAME_LENGTH: Final = 64
+MAX_TIMEOUT: Final = 7 * 86400
+DEFAULT_LAMBDA_TIMEOUT: Final = 900
+DEFAULT_FLOW_TIMEOUT: Final = 3600
+DEFAULT_MISFIRE_GRACE: Final = 3600
+MAX_MISFIRE_GRACE: Final = 7 * 86400
+DEFAULT_MISFIRE_MAX: Final = 100
+MAX_MISFIRE_MAX: Final = 10_000
+
+Level = Literal["error", "warning", "info"]
+Misfire = Literal["fire_now", "fire_all", "skip"]
+Overlap = Literal["allow", "skip"]
+MISFIRE_POLICIES: Final[tuple[Misfire, ...]] = ("fire_now", "fire_all", "skip")
+OVERLAP_POLICIES: Final[tuple[Overlap, ...]] = ("allow", "skip")
+FLOW_PREFIX: Final = "flow://"
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a job runs: a Lambda function, or a Step Functions state machine (a "flow")."""
+
+    kind: Literal["lambda", "flow"]
+    name: str
+    """Lambda: a function name, ``name:alias``/``name:version``, a partial or a full ARN.
+    Flow: a state machine name or ARN (without ``flow://``)."""
+
+    @property
+    def service(self) -> str:
+        """The target as written in cron.yaml (``flow://x`` for a flow)."""
+        return FLOW_PREFIX + self.name if self.kind == "flow" else self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One loaded entry of cron.yaml. ``parameters`` is a plain dict: treat it as read-only."""
+
+    name: str
+    statement: str
+    expression: CronExpression
+    zone: str
+    tz: ZoneInfo
+    target: Target
+    parameters: Mapping[str, Any] = field(hash=False)
+    description: str | None
+    misfire: Misfire
+    overlap: Overlap
+    timeout: int
+    enabled: bool
+    entry: int
+
+    @property
+    def service(self) -> str:
+        return self.target.service
+
+    @property
+    def schedule(self) -> str:
+        """``<statement> @<zone>``, the job state record's schedule (seed 000)."""
+        return f"{self.statement} @{self.zone}"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Something to report about a file: ``message`` is the exact log text."""
+
+    level: Level
+    message: str
+    entry: int | None = None
+
+
+class LogSink(Protocol):
+    """What :meth:`CronFile.log` needs: a ``logging.Logger`` or a Powertools ``Logger``."""
+
+    def info(
+        self, msg: object, *args: object, extra: Mapping[str, object] | None = ...
+    ) -> None: ...
+
+    def warning(
+        self, msg: object, *args: object, extra: Mapping[str, object] | None = ...
+    ) -> None: ...
+
+    def error(
+        self, msg: object, *args: object, extra: Mapping[str, object] | None = ...
+    ) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CronFile:
+    """A cron file read as a whole: the jobs that loaded, the settings, and what to report."""
+
+    jobs: tuple[Job, ...]
+    source: str
+    deferred_start: bool
+    leader_election: bool
+    misfire_grace: int
+    misfire_max: int
+    problems: tuple[Problem, ...]
+    version: str
+    entries: int = 0
+    """How many entries the ``jobs`` list holds, loaded or skipped."""
+
+    def job(self, name: str) -> Job | None:
+        for job in self.jobs:
+            if job.name == name:
+                return job
+        return None
+
+    @property
+    def ok(self) -> bool:
+        """No error: every entry loaded (warnings allowed)."""
+        return not any(problem.level == "error" for problem in self.problems)
+
+    @property
+    def skipped(self) -> int:
+        """How many entries were skipped."""
+        return self.entries - len(self.jobs)
+
+    def lines(self) -> tuple[Problem, ...]:
+        """Every line of the load report in file order: the file's own problems, then for each
+        entry its problems followed by its ``Scheduled job: ...`` line when it loaded."""
+        by_entry: dict[int | None, list[Problem]] = {}
+        for problem in self.problems:
+            by_entry.setdefault(problem.entry, []).append(problem)
+        loaded = {job.entry: job for job in self.jobs}
+        report = list(by_entry.pop(None, []))
+        numbers = sorted({*(n for n in by_entry if n is not None), *loaded})
+        for entry in numbers:
+            report.extend(by_entry.get(entry, []))
+            job = loaded.get(entry)
+            if job is not None:
+                report.append(Problem("info", scheduled_line(job), entry))
+        return tuple(report)
+
+    def log(self, logger: LogSink) -> None:
+        """Log the load report, each line at its level."""
+        for line in self.lines():
+            extra = {"cronFile": self.source, "entry": line.entry}
+            if line.level == "error":
+                logger.error(line.message, extra=extra)
+            elif line.level == "warning":
+                logger.warning(line.message, extra=extra)
+            else:
+                logger.info(line.message, extra=extra)
+
+
+def scheduled_line(job: Job) -> str:
+    """The load report's line for a job that loaded (seed 000's text)."""
+    return (
+        f"Scheduled job: {job.name}, service: {job.service}, statement: {job.statement}, "
+        f"time zone: {job.zone}"
+    )

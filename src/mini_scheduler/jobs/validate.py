@@ -1,0 +1,364 @@
+"""One job entry of cron.yaml, checked key by key: a table of readers, one per key.
+
+Every reason found in an entry is listed (seed 001's collect-all-errors validation), in the
+order of the table, then the checks that need two keys (the parameters fit the target), then
+the keys written twice. An entry with a reason is skipped; one without becomes a :class:`Job`.
+
+* ``null`` for an optional key means the key is absent (``timezone:`` with no value is the
+  default zone); ``null`` for a required key is "missing".
+* A five-field statement is refused with its Quartz form; an unknown zone with the id it most
+  likely meant; a statement Quartz accepts that selects no time from 1970 to 2999 in its zone
+  (``0 0 0 30 2 ?``) loads with a warning that it never fires.
+* An explicit ``!!timestamp``, ``!!binary``, ``!!set``, ``!!omap`` or ``!!pairs`` value in
+  ``parameters`` is refused with a reason, as are NaN and infinities, and non-text keys at any
+  depth (:mod:`mini_scheduler.jobs.limits`).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final
+from zoneinfo import ZoneInfo
+
+from mini_scheduler.cron import CronExpression, CronSyntaxError, parse
+from mini_scheduler.cron.unix import unix_hint
+from mini_scheduler.cron.zones import get_zone, is_fixed_offset, suggest_zone
+from mini_scheduler.errors import UnknownTimeZoneError
+from mini_scheduler.jobs.limits import check_parameters_fit, reserved_note, split_reserved
+from mini_scheduler.jobs.model import (
+    DEFAULT_FLOW_TIMEOUT,
+    DEFAULT_LAMBDA_TIMEOUT,
+    MAX_TIMEOUT,
+    MISFIRE_POLICIES,
+    OVERLAP_POLICIES,
+    Job,
+    Misfire,
+    Overlap,
+    Target,
+)
+from mini_scheduler.jobs.names import name_problem, parse_service, readable_name
+from mini_scheduler.jobs.text import describe, kind, printable, quoted, words
+from mini_scheduler.jobs.yaml import Duplicate
+
+__all__ = ["JOB_KEYS", "Entry", "Reading", "read_entry", "unknown_key"]
+
+_INVALID_ENTRY: Final = "Invalid job entry#{n}{name} - check name, schedule and service: {reason}"
+_ZONE_GUESSES: Final = 20
+"""Unknown zones per file that get a spelling suggestion (each compares with ~600 ids): a file of
+thousands of bad zones must not make loading it slow."""
+_SEARCH_FROM: Final = datetime(1969, 12, 31, tzinfo=UTC)
+"""A statement that has no firing after this in its zone never fires (firings start in 1970)."""
+_REQUIRED: Final = ("name", "cron", "service")
+_LIKELY: Final = {
+    "schedule": "cron",
+    "statement": "cron",
+    "expression": "cron",
+    "zone": "timezone",
+    "tz": "timezone",
+    "time_zone": "timezone",
+    "time-zone": "timezone",
+    "function": "service",
+    "target": "service",
+    "lambda": "service",
+    "flow": "service",
+    "params": "parameters",
+    "input": "parameters",
+    "payload": "parameters",
+    "disabled": "enabled",
+}
+
+
+@dataclass(slots=True)
+class Entry:
+    """What reading one entry found."""
+
+    number: int
+    name: str | None  # the entry's name when a message may show it (readable_name)
+    reasons: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # warnings reported whether it loads or not
+    warnings: list[str] = field(default_factory=list)  # warnings reported when it loads
+    job: Job | None = None
+
+    @property
+    def label(self) -> str:
+        """How its warnings name the entry: ``Job <name>``, or ``Job entry#<n>``."""
+        return f"Job {self.name or f'entry#{self.number}'}"
+
+    def invalid(self) -> str:
+        """The error line that skips the entry."""
+        shown = "" if self.name is None else f" ({self.name})"
+        return _INVALID_ENTRY.format(n=self.number, name=shown, reason="; ".join(self.reasons))
+
+
+@dataclass(slots=True)
+class Reading:
+    """One load's setting and what it works out once: parsed statements, never-firing checks,
+    zone guesses."""
+
+    default_zone: str
+    statements: dict[str, CronExpression | str] = field(default_factory=dict)
+    silent: dict[tuple[str, str], bool] = field(default_factory=dict)
+    zone_guesses: dict[str, str | None] = field(default_factory=dict)
+
+    def parse(self, statement: str) -> CronExpression | str:
+        """The parsed statement, or the reason it is refused (with its Quartz form when it is
+        a Unix cron line)."""
+        found = self.statements.get(statement)
+        if found is None:
+            try:
+                found = parse(statement)
+            except CronSyntaxError as exc:
+                hint = unix_hint(statement)
+                found = str(exc) if hint is None else f"{exc} - {hint}"
+            self.statements[statement] = found
+        return found
+
+    def never_fires(self, expression: CronExpression, zone: str, tz: ZoneInfo) -> bool:
+        """Whether ``expression`` selects no time of ``tz`` in 1970-2999 (30 February)."""
+        key = (expression.statement, zone)
+        found = self.silent.get(key)
+        if found is None:
+            found = self.silent[key] = expression.next_after(_SEARCH_FROM, tz) is None
+        return found
+
+    def unknown_zone(self, zone: str) -> str:
+        """The reason for an unknown zone, with the id it most likely meant: past
+        :data:`_ZONE_GUESSES` different unknown zones, only a slip of case or a place's name."""
+        if zone in self.zone_guesses:
+            guess = self.zone_guesses[zone]
+        else:
+            fuzzy = len(self.zone_guesses) < _ZONE_GUESSES
+            guess = self.zone_guesses[zone] = suggest_zone(zone, fuzzy=fuzzy)
+        reason = f"unknown time zone {quoted(zone, 64)}"
+        return reason if guess is None else f"{reason} - did you mean {guess}?"
+
+
+# -- one reader per key: the value the job takes, or None with a reason -----------------------
+
+Reader = Callable[[Any, Entry, Reading], Any]
+
+
+def _name(value: object, entry: Entry, reading: Reading) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        entry.reasons.append(f"name must be text, not {describe(value)}: quote it")
+        return None
+    found = name_problem(value)
+    if found:
+        entry.reasons.append(found)
+    return value
+
+
+def _cron(value: object, entry: Entry, reading: Reading) -> CronExpression | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        entry.reasons.append(f"cron must be text, not {describe(value)}: quote it")
+        return None
+    parsed = reading.parse(value)
+    if isinstance(parsed, CronExpression):
+        return parsed
+    entry.reasons.append(parsed)
+    return None
+
+
+def _service(value: object, entry: Entry, reading: Reading) -> Target | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        entry.reasons.append(f"service must be text, not {describe(value)}")
+        return None
+    parsed = parse_service(value)
+    if isinstance(parsed, Target):
+        return parsed
+    entry.reasons.append(parsed)
+    return None
+
+
+def _timezone(value: object, entry: Entry, reading: Reading) -> ZoneInfo | None:
+    zone = reading.default_zone if value is None else value
+    if not isinstance(zone, str):
+        entry.reasons.append(f"timezone must be text, not {describe(zone)}")
+        return None
+    try:
+        tz = get_zone(zone)
+    except UnknownTimeZoneError:
+        entry.reasons.append(reading.unknown_zone(zone))
+        return None
+    if is_fixed_offset(zone):
+        entry.warnings.append(
+            f"{entry.label} time zone {zone} never follows daylight saving - name a region "
+            "such as America/New_York"
+        )
+    return tz
+
+
+def _parameters(value: object, entry: Entry, reading: Reading) -> dict[str, Any] | None:
+    """The parameters the target receives; None when they are not a mapping."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        entry.reasons.append(f"parameters must be a mapping of keys to values, not {kind(value)}")
+        return None
+    text_keys: dict[str, Any] = {}
+    for key, item in value.items():
+        if isinstance(key, str):
+            text_keys[key] = item
+        else:
+            entry.reasons.append(f"parameter key {describe(key)} is not text: quote it")
+    kept, dropped = split_reserved(text_keys)
+    entry.warnings.extend(reserved_note(entry.label, key) for key in dropped)
+    return kept
+
+
+def _description(value: object, entry: Entry, reading: Reading) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    entry.reasons.append(f"description must be text, not {describe(value)}")
+    return None
+
+
+def _ignored(value: object, entry: Entry, reading: Reading) -> None:
+    """``resolver``: Mercury's, accepted and ignored."""
+    return None
+
+
+def _misfire(value: object, entry: Entry, reading: Reading) -> Misfire | None:
+    misfire = "fire_now" if value is None else value
+    if misfire not in MISFIRE_POLICIES:
+        entry.reasons.append(f"misfire {describe(misfire)} is not one of {words(MISFIRE_POLICIES)}")
+        return None
+    return misfire
+
+
+def _overlap(value: object, entry: Entry, reading: Reading) -> Overlap | None:
+    overlap = "allow" if value is None else value
+    if overlap not in OVERLAP_POLICIES:
+        entry.reasons.append(f"overlap {describe(overlap)} is not one of {words(OVERLAP_POLICIES)}")
+        return None
+    return overlap
+
+
+def _timeout(value: object, entry: Entry, reading: Reading) -> int | None:
+    """Seconds; None for the target's default (or a reason)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TIMEOUT:
+        entry.reasons.append(
+            f"timeout must be a whole number of seconds from 1 to {MAX_TIMEOUT}, not "
+            f"{describe(value)}"
+        )
+        return None
+    return value
+
+
+def _enabled(value: object, entry: Entry, reading: Reading) -> bool | None:
+    enabled = True if value is None else value
+    if not isinstance(enabled, bool):
+        entry.reasons.append(f"enabled must be true or false, not {describe(enabled)}")
+        return None
+    return enabled
+
+
+FIELDS: Final[dict[str, Reader]] = {
+    "name": _name,
+    "cron": _cron,
+    "service": _service,
+    "timezone": _timezone,
+    "parameters": _parameters,
+    "description": _description,
+    "resolver": _ignored,
+    "misfire": _misfire,
+    "overlap": _overlap,
+    "timeout": _timeout,
+    "enabled": _enabled,
+}
+"""Every key a job entry may hold, in the order its reasons are listed."""
+JOB_KEYS: Final = tuple(FIELDS)
+
+
+# -- the entry --------------------------------------------------------------------------------
+
+
+def read_entry(
+    number: int, raw: object, duplicates: Sequence[Duplicate], reading: Reading
+) -> Entry:
+    """Entry ``number`` of the ``jobs`` list, read: its job when nothing is wrong, else the
+    reasons it is skipped."""
+    if not isinstance(raw, dict):
+        entry = Entry(number, None)
+        entry.reasons.append(f"the entry is {describe(raw)}, not a mapping of job keys")
+        return entry
+    entry = Entry(number, readable_name(raw.get("name")))
+    entry.notes.extend(unknown_key(entry.label, key, JOB_KEYS) for key in raw if key not in FIELDS)
+    missing = [key for key in _REQUIRED if raw.get(key) is None]
+    if missing:
+        entry.reasons.append(f"missing {words(missing)}")
+    values = {key: reader(raw.get(key), entry, reading) for key, reader in FIELDS.items()}
+    target, parameters = values["service"], values["parameters"]
+    if target is not None and parameters is not None:
+        found = check_parameters_fit(target, parameters)
+        if found:
+            entry.reasons.append(found)
+    entry.reasons.extend(
+        f"key {duplicate.key} appears twice (lines {duplicate.first} and {duplicate.again})"
+        for duplicate in duplicates
+    )
+    if not entry.reasons:
+        entry.job = _job(entry, raw, values, reading)
+    return entry
+
+
+def _job(entry: Entry, raw: dict[Any, Any], values: dict[str, Any], reading: Reading) -> Job:
+    """The job of an entry with no reason left: every required value is there."""
+    zone = reading.default_zone if raw.get("timezone") is None else raw["timezone"]
+    expression, tz, target = values["cron"], values["timezone"], values["service"]
+    statement = raw["cron"]
+    if reading.never_fires(expression, zone, tz):
+        entry.warnings.append(
+            f"{entry.label} never fires - {statement} selects no time in {zone} from 1970 to "
+            "2999: check its day, month and year fields"
+        )
+    timeout = values["timeout"]
+    if timeout is None:
+        timeout = DEFAULT_LAMBDA_TIMEOUT if target.kind == "lambda" else DEFAULT_FLOW_TIMEOUT
+    return Job(
+        name=values["name"],
+        statement=statement,
+        expression=expression,
+        zone=zone,
+        tz=tz,
+        target=target,
+        parameters=values["parameters"],
+        description=values["description"],
+        misfire=values["misfire"],
+        overlap=values["overlap"],
+        timeout=timeout,
+        enabled=values["enabled"],
+        entry=entry.number,
+    )
+
+
+def unknown_key(label: str, key: object, known: Sequence[str]) -> str:
+    """The warning for a key nobody reads, with the key it most likely meant."""
+    guess = _suggest(key, known)
+    shown = printable(key, 40) if isinstance(key, str) else repr(key)[:40]
+    if guess:
+        return f"{label} key {shown} ignored - did you mean {guess}?"
+    return f"{label} key {shown} ignored - the keys are {', '.join(known)}"
+
+
+def _suggest(key: object, known: Sequence[str]) -> str | None:
+    if not isinstance(key, str):
+        return None
+    lowered = key.lower()
+    if lowered in _LIKELY and _LIKELY[lowered] in known:
+        return _LIKELY[lowered]
+    if lowered in known:
+        return lowered
+    close = difflib.get_close_matches(lowered, known, n=1, cutoff=0.6)
+    return close[0] if close else None
