@@ -4,11 +4,12 @@ A tick of N firings runs twice on one table (the first tick, and the recorder cl
 leave the job state items a steady tick updates), then the recorder closes the second tick's
 runs from Lambda destination records, one ``record`` per firing as the recorder Lambda would.
 Requests are counted with botocore's ``before-call`` event on each session; item sizes are read
-back from DynamoDB Local and sized by DynamoDB's documented rules (strings their UTF-8 length,
-numbers about one byte per two digits plus one, maps and lists 3 bytes plus one per element),
-since a write costs one write request unit per started KB of the larger of the item before and
-after it, twice that inside a transaction, plus the index writes of the ``open-runs`` index
-(projection ALL): one when an item enters or leaves it, two when its key (``deadline``) changes.
+back from DynamoDB Local and sized by DynamoDB's documented rules (``jobs.limits.item_size``,
+the one the loader uses: strings their UTF-8 length, numbers about one byte per two digits plus
+one, maps and lists 3 bytes plus one per element), since a write costs one write request unit
+per started KB of the larger of the item before and after it, twice that inside a transaction,
+plus the index writes of the ``open-runs`` index (projection ALL): one when an item enters or
+leaves it, two when its key (``deadline``) changes.
 """
 
 from __future__ import annotations
@@ -22,46 +23,25 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from decimal import Decimal
 from typing import Any
 
 import boto3
+from boto3.dynamodb.types import TypeDeserializer
 
 from benchmarks.rig import FIRST_MINUTE, REGION, Bench, CallLog, Rig, TickRun, cron_file
 from mini_scheduler.aws import Clients
 from mini_scheduler.config import Settings
+from mini_scheduler.jobs import limits
 from mini_scheduler.model import Firing, firing_from_id, iso_millis
 from mini_scheduler.wiring import build_recorder
 
 KB = 1024
-
-
-def attribute_size(value: Mapping[str, Any]) -> int:
-    """The size DynamoDB bills for one attribute value (without its name)."""
-    ((kind, data),) = value.items()
-    if kind == "S":
-        return len(str(data).encode())
-    if kind == "N":
-        digits = str(Decimal(str(data)).normalize()).lstrip("-").replace(".", "")
-        digits = digits.split("E")[0].strip("0") or "0"
-        return math.ceil(len(digits) / 2) + 1
-    if kind == "B":
-        return len(data)
-    if kind in ("BOOL", "NULL"):
-        return 1
-    if kind == "M":
-        return 3 + sum(len(k.encode()) + attribute_size(v) + 1 for k, v in data.items())
-    if kind == "L":
-        return 3 + sum(attribute_size(v) + 1 for v in data)
-    if kind == "SS":
-        return sum(len(s.encode()) for s in data)
-    if kind == "NS":
-        return sum(attribute_size({"N": n}) for n in data)
-    raise ValueError(f"unknown DynamoDB type {kind}")
+_PLAIN = TypeDeserializer()
 
 
 def item_size(item: Mapping[str, Mapping[str, Any]]) -> int:
-    return sum(len(name.encode()) + attribute_size(value) for name, value in item.items())
+    """The size DynamoDB bills for an item as the low-level client returns it."""
+    return limits.item_size({name: _PLAIN.deserialize(value) for name, value in item.items()})
 
 
 def wru(size: int) -> int:
