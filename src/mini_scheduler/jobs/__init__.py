@@ -1,7 +1,7 @@
 """cron.yaml: read the job declarations, check every entry, and say what loaded and what did not.
 
 The format is Mercury's (seed 000, "Declare the jobs"), with AWS targets and this project's
-per-job additions (README.md, "cron.yaml")::
+per-job additions (docs/cron-yaml.md)::
 
     jobs:
       - name: "morning-report"
