@@ -27,7 +27,6 @@ from mini_scheduler.metrics import Metrics
 if TYPE_CHECKING:
     from mini_scheduler.jobs import CronFile
     from mini_scheduler.recorder import Recorder
-    from mini_scheduler.ticker import Ticker
 
 
 def claim_store(settings: Settings, clients: Clients) -> ClaimStore:
@@ -133,7 +132,6 @@ def build_ticker(
     dispatch: Dispatchers | None = None,
     cron: Callable[[], CronFile] | None = None,
 ) -> Ticker:
-    from mini_scheduler.ticker import Ticker
 
     clients = clients or Clients(settings.region, pool=settings.dispatch_workers)
     return Ticker(
@@ -157,13 +155,7 @@ def build_recorder(
     clock: Clock | None = None,
     metrics: Metrics | None = None,
 ) -> Recorder:
-    from mini_scheduler.dispatch.stepfunctions import ExecutionInputs
     from mini_scheduler.recorder import Recorder
 
     made = clients or Clients(settings.region, pool=8)
-    return Recorder(
-        claim_store(settings, made),
-        clock or SystemClock(),
-        metrics,
-        execution_input=ExecutionInputs(lambda: made("stepfunctions")),
-    )
+    return Recorder(claim_store(settings, made), clock or SystemClock(), metrics)

@@ -18,8 +18,10 @@ from mini_scheduler.claims.memory import MemoryClaimStore
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.dispatch.stepfunctions import ExecutionInputs
 from mini_scheduler.errors import EventError, StoreError
+from mini_scheduler.handlers.events import completion_from_event
+from mini_scheduler.handlers.recorder import record_event
 from mini_scheduler.model import Firing, RunStatus, execution_name, payload
-from mini_scheduler.recorder import Recorder, completion_from_event
+from mini_scheduler.recorder import Recorder
 from tests.conftest import load_event
 from tests.fakeaws import PASS_FLOW, make_role, use_test_credentials
 
@@ -108,8 +110,8 @@ def test_without_its_input_a_cut_name_s_run_closes_from_the_execution(
 ) -> None:
     arn = _start(sfn, firing)
     store = _dispatched(firing)
-    recorder = Recorder(store, FixedClock(T0), execution_input=ExecutionInputs(lambda: sfn))
-    answer = recorder.record(_input_left_out(arn, execution_name(firing.id)))
+    recorder, inputs = Recorder(store, FixedClock(T0)), ExecutionInputs(lambda: sfn)
+    answer = record_event(recorder, _input_left_out(arn, execution_name(firing.id)), inputs)
     assert answer["recorded"] is True and answer["firingId"] == firing.id
     run = store.run(firing.id)
     assert run is not None and run.status is RunStatus.SUCCEEDED
@@ -133,10 +135,10 @@ def test_an_execution_step_functions_does_not_know_is_rejected_and_nothing_writt
 ) -> None:
     firing = Firing(LONG_JOB, T0)
     store = _dispatched(firing)
-    recorder = Recorder(store, FixedClock(T0), execution_input=ExecutionInputs(lambda: sfn))
+    recorder, inputs = Recorder(store, FixedClock(T0)), ExecutionInputs(lambda: sfn)
     arn = f"arn:aws:states:us-east-1:123456789012:execution:mini-scheduler-x:{'n' * 70}"
     with pytest.raises(EventError, match=r"DescribeExecution .*ExecutionDoesNotExist"):
-        recorder.record(_input_left_out(arn, execution_name(firing.id)))
+        record_event(recorder, _input_left_out(arn, execution_name(firing.id)), inputs)
     assert store.run(firing.id).status is RunStatus.DISPATCHED  # type: ignore[union-attr]
 
 
@@ -162,10 +164,8 @@ def test_when_step_functions_cannot_answer_the_recorder_fails_for_a_retry() -> N
     sends the event to the dead-letter queue."""
     firing = Firing(LONG_JOB, T0)
     store = _dispatched(firing)
-    recorder = Recorder(
-        store, FixedClock(T0), execution_input=ExecutionInputs(lambda: _Throttled())
-    )
+    recorder, inputs = Recorder(store, FixedClock(T0)), ExecutionInputs(lambda: _Throttled())
     arn = f"arn:aws:states:us-east-1:123456789012:execution:mini-scheduler-x:{'n' * 70}"
     with pytest.raises(StoreError, match=r"DescribeExecution .* failed - ThrottlingException"):
-        recorder.record(_input_left_out(arn, execution_name(firing.id)))
+        record_event(recorder, _input_left_out(arn, execution_name(firing.id)), inputs)
     assert store.run(firing.id).status is RunStatus.DISPATCHED  # type: ignore[union-attr]

@@ -13,9 +13,11 @@ from mini_scheduler.claims.base import TIMED_OUT_ERROR, EarlierEnd, JobStart
 from mini_scheduler.claims.memory import MemoryClaimStore
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.errors import EventError
+from mini_scheduler.handlers.events import completion_from_event
+from mini_scheduler.handlers.recorder import record_event
 from mini_scheduler.metrics import RecordingMetrics
 from mini_scheduler.model import Firing, RunStatus
-from mini_scheduler.recorder import Recorder, Redriven, completion_from_event
+from mini_scheduler.recorder import Recorder, Redriven
 from tests.conftest import load_event
 
 T0 = datetime(2026, 11, 30, 14, 15, tzinfo=UTC)
@@ -56,9 +58,9 @@ def test_the_sample_redrive_event_names_the_firing_and_the_redrive() -> None:
 def test_a_redriven_flow_ends_with_its_real_status(caplog: pytest.LogCaptureFixture) -> None:
     recorder = _recorder()
     with caplog.at_level(logging.INFO):
-        failed = recorder.record(load_event("sfn-status-failed.json"))
-        reopened = recorder.record(load_event("sfn-status-redriven.json"))
-        ended = recorder.record(_redriven_end())
+        failed = record_event(recorder, load_event("sfn-status-failed.json"))
+        reopened = record_event(recorder, load_event("sfn-status-redriven.json"))
+        ended = record_event(recorder, _redriven_end())
     assert failed["status"] == "FAILED"
     assert reopened == {
         "recorded": True,
@@ -95,22 +97,22 @@ def test_a_redriven_flow_ends_with_its_real_status(caplog: pytest.LogCaptureFixt
     # the run was counted once, at its first end
     assert _totals(recorder) == {"RunsFailed": 1}
     # the same events delivered again change nothing
-    assert recorder.record(load_event("sfn-status-redriven.json"))["reason"] == (
+    assert record_event(recorder, load_event("sfn-status-redriven.json"))["reason"] == (
         "redrive 1 is recorded already"
     )
-    assert recorder.record(load_event("sfn-status-failed.json"))["reason"] == (
+    assert record_event(recorder, load_event("sfn-status-failed.json"))["reason"] == (
         "the run was redriven 1 time(s): this event is older"
     )
-    assert recorder.record(_redriven_end())["reason"] == "already ended SUCCEEDED"
+    assert record_event(recorder, _redriven_end())["reason"] == "already ended SUCCEEDED"
 
 
 def test_the_end_of_a_redrive_heard_without_its_running_event(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     recorder = _recorder()
-    recorder.record(load_event("sfn-status-failed.json"))
+    record_event(recorder, load_event("sfn-status-failed.json"))
     with caplog.at_level(logging.INFO):
-        answer = recorder.record(_redriven_end("FAILED"))
+        answer = record_event(recorder, _redriven_end("FAILED"))
     assert answer["status"] == "FAILED" and answer["redrive"] == 1
     run = recorder.claims.run(FLOW.id)
     assert run is not None and run.status is RunStatus.FAILED and run.redrives == 1
@@ -123,11 +125,13 @@ def test_the_end_of_a_redrive_heard_without_its_running_event(
 
 def test_a_redrive_of_a_run_that_succeeded_or_is_unknown_changes_nothing() -> None:
     recorder = _recorder()
-    recorder.record(load_event("sfn-status-succeeded.json"))
-    answer = recorder.record(load_event("sfn-status-redriven.json"))
+    record_event(recorder, load_event("sfn-status-succeeded.json"))
+    answer = record_event(recorder, load_event("sfn-status-redriven.json"))
     assert answer == {"recorded": False, "firingId": FLOW.id, "reason": "already ended SUCCEEDED"}
     unknown = Recorder(MemoryClaimStore(), FixedClock(T0))
-    assert unknown.record(load_event("sfn-status-redriven.json"))["reason"] == "unknown firing"
+    assert (
+        record_event(unknown, load_event("sfn-status-redriven.json"))["reason"] == "unknown firing"
+    )
 
 
 @pytest.mark.parametrize("count", ["1", -1, True, 1.0, 10**20, [1]])
@@ -169,7 +173,7 @@ def test_a_completion_after_the_sweep_records_the_real_end_and_the_timeout(
     stopped = swept + timedelta(minutes=4)
     late["detail"]["stopDate"] = int(stopped.timestamp() * 1000)
     with caplog.at_level(logging.INFO):
-        answer = recorder.record(late)
+        answer = record_event(recorder, late)
     assert answer == {
         "recorded": True,
         "firingId": FLOW.id,
@@ -189,7 +193,7 @@ def test_a_completion_after_the_sweep_records_the_real_end_and_the_timeout(
     )
     # counted as RunsTimedOut by the sweep, not again
     assert _totals(recorder) == {}
-    assert recorder.record(late)["reason"] == f"already ended {status}"
+    assert record_event(recorder, late)["reason"] == f"already ended {status}"
 
 
 def test_a_lambda_completion_after_the_sweep_is_recorded_too() -> None:
@@ -199,7 +203,9 @@ def test_a_lambda_completion_after_the_sweep_is_recorded_too() -> None:
     store.mark_dispatched(firing, now=firing.scheduled, deadline=firing.scheduled, start=START)
     (run,) = store.due_runs(firing.scheduled)
     store.time_out(run, now=firing.scheduled)
-    answer = Recorder(store, FixedClock(T0)).record(load_event("lambda-destination-success.json"))
+    answer = record_event(
+        Recorder(store, FixedClock(T0)), load_event("lambda-destination-success.json")
+    )
     assert answer["status"] == "SUCCEEDED" and answer["timedOutAt"] == "2026-11-30T14:00:00Z"
     ended = store.run(firing.id)
     assert ended is not None and ended.status is RunStatus.SUCCEEDED
@@ -211,14 +217,14 @@ def test_the_cli_s_history_notes_a_late_end_and_a_redrive() -> None:
 
     redriven = _recorder()
     for event in ("sfn-status-failed.json", "sfn-status-redriven.json"):
-        redriven.record(load_event(event))
-    redriven.record(_redriven_end())
+        record_event(redriven, load_event(event))
+    record_event(redriven, _redriven_end())
     run = redriven.claims.run(FLOW.id)
     assert run is not None and _run_note(run) == "redriven 1x after FAILED"
     late = _recorder()
     _swept(late, T0 + timedelta(hours=2))
     assert _run_note(late.claims.run(FLOW.id)) == TIMED_OUT_ERROR  # type: ignore[arg-type]
-    late.record(load_event("sfn-status-succeeded.json"))
+    record_event(late, load_event("sfn-status-succeeded.json"))
     run = late.claims.run(FLOW.id)
     assert run is not None
     assert _run_note(run) == "ended after it was marked TIMED_OUT at 2026-11-30 16:15:00Z"

@@ -80,6 +80,7 @@ from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers
 from mini_scheduler.environment.active import ActiveEnvironment
 from mini_scheduler.errors import DispatchError, EnvironmentStoreError, StoreError
+from mini_scheduler.handlers.events import completion_from_event
 from mini_scheduler.jobs import CronFile, Job, Target, load
 from mini_scheduler.metrics import RecordingMetrics
 from mini_scheduler.model import Firing, RunStatus, iso_millis, iso_seconds, parse_instant
@@ -544,7 +545,8 @@ class Day:
     def deliver_completions(self, until: datetime) -> None:
         while self.completions and self.completions[0].at <= until:
             done = heapq.heappop(self.completions)
-            answer = self.regions[done.region].recorder.record(done.event)
+            found = completion_from_event(done.event)
+            answer = self.regions[done.region].recorder.record(found)
             assert answer.get("firingId") == done.firing_id
 
     # -- ticks ---------------------------------------------------------------------------------

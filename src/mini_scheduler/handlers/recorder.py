@@ -1,44 +1,60 @@
-"""The recorder Lambda: closes runs from Lambda destination and Step Functions status events."""
+"""The recorder Lambda: parse a Lambda destination record or a Step Functions status event
+(:mod:`.events`), close or reopen the run it names with the recorder, answer."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
 
+from mini_scheduler.aws import Clients
 from mini_scheduler.clock import Clock, SystemClock
 from mini_scheduler.config import Settings
+from mini_scheduler.dispatch.stepfunctions import ExecutionInputs
 from mini_scheduler.errors import EventError
 from mini_scheduler.handlers._runtime import EmfMetrics, error_answer, flush, logger, set_dimensions
+from mini_scheduler.handlers.events import ExecutionInput, completion_from_event
 from mini_scheduler.recorder import Recorder
 from mini_scheduler.wiring import build_recorder
 
 _lock = threading.Lock()
-_recorder: Recorder | None = None
+_built: tuple[Recorder, ExecutionInput] | None = None
 CLOCK: Clock = SystemClock()  # tests replace it with a FixedClock
 
 
-def _get_recorder() -> Recorder:
-    global _recorder
+def _get_recorder() -> tuple[Recorder, ExecutionInput]:
+    """The container's recorder, and DescribeExecution for a flow's event that left its input
+    out (its Step Functions client made on first use: most containers never need it)."""
+    global _built
     with _lock:
-        if _recorder is None:
+        if _built is None:
             settings = Settings.from_environment()
             set_dimensions(Environment=settings.environment_name, Region=settings.region)
-            _recorder = build_recorder(settings, metrics=EmfMetrics(), clock=CLOCK)
-        return _recorder
+            clients = Clients(settings.region, pool=8)
+            recorder = build_recorder(settings, clients=clients, metrics=EmfMetrics(), clock=CLOCK)
+            _built = recorder, ExecutionInputs(lambda: clients("stepfunctions"))
+        return _built
 
 
 def reset() -> None:
-    global _recorder
+    global _built
     with _lock:
-        _recorder = None
+        _built = None
+
+
+def record_event(
+    recorder: Recorder, event: Any, execution_input: ExecutionInput | None = None
+) -> dict[str, Any]:
+    """What the function does with one event: EventError when it is not one the recorder takes
+    (nothing written)."""
+    return recorder.record(completion_from_event(event, execution_input))
 
 
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: Any, context: Any) -> dict[str, Any]:
     try:
-        recorder = _get_recorder()
+        recorder, execution_input = _get_recorder()
         try:
-            return recorder.record(event)
+            return record_event(recorder, event, execution_input)
         except EventError as exc:
             logger.warning("Event rejected: %s", exc)
             return error_answer(str(exc))
