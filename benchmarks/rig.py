@@ -40,7 +40,7 @@ from mini_scheduler.config import Settings
 from mini_scheduler.jobs import CronFile, load
 from mini_scheduler.metrics import Metrics
 from mini_scheduler.model import Firing
-from mini_scheduler.ticker import Shard, Ticker, TickSummary
+from mini_scheduler.tick import Shard, Ticker, TickSummary
 from mini_scheduler.wiring import build_ticker
 
 if TYPE_CHECKING:

@@ -30,7 +30,7 @@ from benchmarks.rig import FIRST_MINUTE, Bench, Rig, TickRun, cron_file
 from benchmarks.table import Row, ratio, seconds
 from mini_scheduler.config import Settings
 from mini_scheduler.jobs import CronFile
-from mini_scheduler.ticker import Shard
+from mini_scheduler.tick import Shard
 
 MINUTE = timedelta(minutes=1)
 _DEFAULTS = Settings(state_table="bench")  # the deployment's defaults (FANOUT_*, DISPATCH_WORKERS)

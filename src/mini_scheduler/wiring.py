@@ -27,6 +27,7 @@ from mini_scheduler.metrics import Metrics
 if TYPE_CHECKING:
     from mini_scheduler.jobs import CronFile
     from mini_scheduler.recorder import Recorder
+    from mini_scheduler.tick import Ticker
 
 
 def claim_store(settings: Settings, clients: Clients) -> ClaimStore:
@@ -132,6 +133,7 @@ def build_ticker(
     dispatch: Dispatchers | None = None,
     cron: Callable[[], CronFile] | None = None,
 ) -> Ticker:
+    from mini_scheduler.tick import Ticker
 
     clients = clients or Clients(settings.region, pool=settings.dispatch_workers)
     return Ticker(

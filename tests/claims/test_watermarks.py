@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from mini_scheduler.claims.base import ClaimStore
-from mini_scheduler.ticker import Shard
+from mini_scheduler.tick import Shard
 
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
 REGION = "us-east-1/prod"

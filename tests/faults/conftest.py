@@ -33,7 +33,7 @@ from mini_scheduler.clock import FixedClock
 from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers
 from mini_scheduler.metrics import RecordingMetrics
-from mini_scheduler.ticker import Ticker
+from mini_scheduler.tick import Ticker
 from mini_scheduler.wiring import build_ticker
 from tests.fakeaws import create_targets, make_role, use_test_credentials
 from tests.faults.injection import Faults

@@ -15,7 +15,7 @@ from mini_scheduler.clock import FixedClock
 from mini_scheduler.dispatch.base import Dispatchers
 from mini_scheduler.jobs import load
 from mini_scheduler.model import iso_seconds, parse_instant
-from mini_scheduler.ticker import Ticker
+from mini_scheduler.tick import Ticker
 from tests.faults.conftest import T0, Cloud
 from tests.ticker.harness import FakeDispatcher
 

@@ -24,7 +24,7 @@ from mini_scheduler.environment.memory import MemoryEnvironmentStore
 from mini_scheduler.errors import StoreError
 from mini_scheduler.jobs import load
 from mini_scheduler.model import RunStatus
-from mini_scheduler.ticker import Ticker
+from mini_scheduler.tick import Ticker
 from tests.emulators.dynamodb_local import make_client
 from tests.ticker.harness import FakeDispatcher
 

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mini_scheduler.errors import EventError
-from mini_scheduler.ticker import check_operator
+from mini_scheduler.operator import check_operator
 from tests.fuzz.conftest import Judge
 from tests.integration.conftest import Aws
 

@@ -65,7 +65,6 @@ from typing import Any
 import pytest
 import yaml
 
-from mini_scheduler import ticker as ticker_module
 from mini_scheduler.claims.base import (
     ClaimResult,
     Control,
@@ -85,7 +84,8 @@ from mini_scheduler.jobs import CronFile, Job, Target, load
 from mini_scheduler.metrics import RecordingMetrics
 from mini_scheduler.model import Firing, RunStatus, iso_millis, iso_seconds, parse_instant
 from mini_scheduler.recorder import Recorder
-from mini_scheduler.ticker import Ticker
+from mini_scheduler.tick import Ticker
+from mini_scheduler.tick import execute as ticker_module
 from tests.faults.injection import sdk_attempts
 
 pytestmark = pytest.mark.slow

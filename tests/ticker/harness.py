@@ -19,7 +19,7 @@ from mini_scheduler.environment.memory import MemoryEnvironmentStore
 from mini_scheduler.errors import DispatchError
 from mini_scheduler.jobs import CronFile, Target, load
 from mini_scheduler.metrics import RecordingMetrics
-from mini_scheduler.ticker import Ticker
+from mini_scheduler.tick import Ticker
 
 
 def at(text: str) -> datetime:

@@ -21,7 +21,7 @@ from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.errors import DispatchError
 from mini_scheduler.jobs import Job
 from mini_scheduler.model import RunStatus, parse_instant
-from mini_scheduler.ticker import Shard
+from mini_scheduler.tick import Shard
 from tests.claims.conftest import open_claim_store
 from tests.ticker.harness import FakeDispatcher, Rig, at, rig
 
@@ -101,7 +101,7 @@ def _coordinator(cron: str, shard_rig: Rig, events: list[dict[str, Any]], fail: 
             raise DispatchError("Lambda Invoke mini-scheduler-ticker failed - ServiceException")
         events.append(event)
 
-    coordinator.ticker._fanout = fanout
+    coordinator.ticker.executor.fanout = fanout
     return coordinator
 
 

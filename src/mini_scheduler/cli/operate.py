@@ -26,8 +26,10 @@ from mini_scheduler.cli.where import (
     resolve,
 )
 from mini_scheduler.config import valid_environment_name
+from mini_scheduler.environment.active import DEFAULT_ACTIVE, ActiveEnvironment
 from mini_scheduler.errors import SchedulerError, describe_aws_error
 from mini_scheduler.jobs import name_problem
+from mini_scheduler.operator import Operator
 
 # -- run ------------------------------------------------------------------------------------
 
@@ -189,7 +191,8 @@ def _set_paused(args: argparse.Namespace, context: Context, paused: bool) -> int
         was: bool | None = None
         if not paused:
             was = args.job in claims.control(f"{region}/-").paused
-        claims.set_paused(args.job, paused, operator=operator, now=context.clock.now())
+        operator_path = Operator(cron=None, claims=claims, environment=None, clock=context.clock)
+        operator_path.set_paused(args.job, paused, operator)
         fields: dict[str, Any] = {"table": where.table, "paused": paused}
         if was is not None:
             fields["wasPaused"] = was
@@ -347,7 +350,10 @@ def failover(args: argparse.Namespace, context: Context) -> int:
             before: str | None = store.get()
         except SchedulerError:
             before = None
-        store.set(target, operator=operator, now=context.clock.now())
+        environment = ActiveEnvironment(store, where.environment_name or DEFAULT_ACTIVE)
+        Operator(
+            cron=None, claims=None, environment=environment, clock=context.clock
+        ).set_environment(target, operator)
         return {"store": store.name, "before": before, "active": target}
 
     outcomes = each_region(regions, act)

@@ -7,7 +7,7 @@ import argparse
 import json
 import logging
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Final
 
 from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, CommandError, Context
@@ -23,10 +23,11 @@ from mini_scheduler.cli.where import (
     settings_for,
 )
 from mini_scheduler.config import Settings
-from mini_scheduler.errors import CronFileError
+from mini_scheduler.errors import CronFileError, EventError
 from mini_scheduler.jobs import CronFile
 from mini_scheduler.jobs.locations import CronFileSource
 from mini_scheduler.model import floor_minute, iso_seconds
+from mini_scheduler.tick.ticker import check_not_ahead
 
 if TYPE_CHECKING:
     from mini_scheduler.tick.dryrun import Action, DryRun
@@ -245,7 +246,9 @@ def _execute_tick(
     minute: datetime,
     now: datetime,
 ) -> int:
-    if minute > floor_minute(now):
+    try:
+        check_not_ahead(minute, now, allowed=timedelta(0))  # the core's rule, with no leeway
+    except EventError:
         return context.fail(
             "tick",
             f"{iso_seconds(minute)} has not begun: --execute runs a minute that has "

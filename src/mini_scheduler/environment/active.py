@@ -33,6 +33,11 @@ class Reading:
     error: str | None = None  # why the store could not be read (the last good value, or none)
 
 
+def same_environment(active: str | None, name: str) -> bool:
+    """Whether ``name`` is the active environment (compared without regard to case)."""
+    return active is not None and active.casefold() == name.casefold()
+
+
 class ActiveEnvironment:
     def __init__(self, store: EnvironmentStore, environment_name: str) -> None:
         self.store = store
@@ -42,7 +47,7 @@ class ActiveEnvironment:
         self._lock = threading.Lock()
 
     def is_active(self, active: str | None) -> bool:
-        return active is not None and active.casefold() == self.environment_name.casefold()
+        return same_environment(active, self.environment_name)
 
     def read(self) -> Reading:
         """Read the store now; on failure fall back to the last good value, or fail closed."""

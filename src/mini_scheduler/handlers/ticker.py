@@ -19,6 +19,7 @@ from mini_scheduler.handlers.events import (
     ticker_request,
 )
 from mini_scheduler.model import iso_seconds
+from mini_scheduler.tick import Ticker
 from mini_scheduler.wiring import build_ticker
 
 _lock = threading.Lock()

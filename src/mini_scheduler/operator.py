@@ -1,0 +1,169 @@
+"""What an operator asks of the scheduler: run a job now, pause or resume it, read or set the
+active environment. One implementation, called by the ticker's events and by the CLI alike.
+
+Each action checks its operator and its job before anything is written, and logs who asked.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from mini_scheduler.claims.base import ClaimStore
+from mini_scheduler.clock import Clock
+from mini_scheduler.environment.active import ActiveEnvironment
+from mini_scheduler.errors import EventError
+from mini_scheduler.jobs import (
+    CronFile,
+    Job,
+    check_parameters_fit,
+    name_problem,
+    reserved_note,
+    split_reserved,
+)
+from mini_scheduler.model import Firing, RunStatus, log_keys
+
+log = logging.getLogger("mini_scheduler.ticker")
+
+_OPERATOR = re.compile(r"[A-Za-z0-9._@-]{1,128}")
+
+
+def check_operator(operator: Any) -> str:
+    """The operator who asked: required, at most 128 letters, digits, '.', '_', '-', '@'."""
+    if not isinstance(operator, str) or not operator.strip():
+        raise EventError('operator is required: name who asks (e.g. "operator": "jane.doe")')
+    operator = operator.strip()
+    if not _OPERATOR.fullmatch(operator):
+        raise EventError(
+            f"operator {operator[:140]!r} must be 1-128 letters, digits, '.', '_', '-' or '@'"
+        )
+    return str(operator)
+
+
+def _job_name(name: Any) -> str:
+    if not isinstance(name, str) or not name:
+        raise EventError("job must be the name of a job in cron.yaml")
+    problem = name_problem(name)
+    if problem:
+        raise EventError(f"not a job name: {problem}")
+    return name
+
+
+class Operator:
+    """Operator actions over one region's stores. ``run`` is the function that claims and
+    dispatches a manual firing (the tick's executor); without one, runs are refused (the CLI
+    runs a job by invoking the ticker, which has one). Without ``cron`` (the CLI when it cannot
+    read the deployed cron file), a job is checked by its name's form only."""
+
+    def __init__(
+        self,
+        *,
+        cron: Callable[[], CronFile] | None,
+        claims: ClaimStore | None,
+        environment: ActiveEnvironment | None,
+        clock: Clock,
+        run: Callable[[Job, Firing], bool] | None = None,
+    ) -> None:
+        self._cron = cron
+        self.claims = claims
+        self.environment = environment
+        self.clock = clock
+        self._run = run
+
+    def job(self, name: Any) -> Job:
+        """The cron file's job ``name``; EventError naming it when there is none."""
+        if not isinstance(name, str) or not name:
+            raise EventError("job must be the name of a job in cron.yaml")
+        if self._cron is None:
+            raise EventError("no cron file to find the job in")
+        job = self._cron().job(name)
+        if job is None:
+            raise EventError(f"unknown job {name[:100]!r}: no job of that name in cron.yaml")
+        return job
+
+    def run_now(self, job_name: Any, operator: Any, parameters: Any = None) -> dict[str, Any]:
+        """Run a job now for an operator: no claim to win, on a standby region too; a firing of
+        its own that never takes a scheduled firing's place."""
+        operator = check_operator(operator)
+        job = self.job(job_name)
+        merged = self._merged_parameters(job, parameters)
+        if self._run is None:
+            raise EventError("this operator path cannot dispatch: run the job through the ticker")
+        environment = self._environment()
+        reading = environment.read()
+        mode = "active" if environment.is_active(reading.active) else "standby"
+        if mode == "standby":
+            log.warning(
+                "Manual run of %s on an instance on standby - the active environment is "
+                "%s, this instance is %s; the operator's run goes ahead",
+                job.name,
+                reading.active,
+                environment.environment_name,
+                extra=log_keys(job.name),
+            )
+        log.info("Operator %s runs %s manually", operator, job.name, extra=log_keys(job.name))
+        firing = Firing.manual_run(job.name, self.clock.now(), operator, merged)
+        dispatched = self._run(job, firing)
+        return {
+            "job": job.name,
+            "firingId": firing.id,
+            "operator": operator,
+            "manual": True,
+            "status": str(RunStatus.DISPATCHED if dispatched else RunStatus.FAILED),
+            "mode": mode,
+            "parameters": merged,
+        }
+
+    def _merged_parameters(self, job: Job, parameters: Any) -> dict[str, Any]:
+        """The job's parameters with the operator's merged over them; reserved keys dropped."""
+        if parameters is None:
+            parameters = {}
+        if not isinstance(parameters, Mapping) or not all(isinstance(k, str) for k in parameters):
+            raise EventError("parameters must be an object whose keys are text")
+        kept, dropped = split_reserved(parameters)
+        for key in dropped:
+            log.warning("%s", reserved_note(f"Job {job.name}", key), extra=log_keys(job.name))
+        merged = {**job.parameters, **kept}
+        problem = check_parameters_fit(job.target, merged)
+        if problem:
+            raise EventError(f"parameters for {job.name}: {problem}")
+        return merged
+
+    def set_paused(self, job_name: Any, paused: bool, operator: Any) -> dict[str, Any]:
+        """Pause or resume a job: persisted; ticks leave a paused job alone until resumed."""
+        operator = check_operator(operator)
+        name = self.job(job_name).name if self._cron is not None else _job_name(job_name)
+        if self.claims is None:
+            raise EventError("no claim store here to keep pauses in")
+        self.claims.set_paused(name, paused, operator=operator, now=self.clock.now())
+        log.info(
+            "Job %s %s by %s",
+            name,
+            "paused" if paused else "resumed",
+            operator,
+            extra=log_keys(name),
+        )
+        return {"job": name, "paused": paused, "operator": operator}
+
+    def _environment(self) -> ActiveEnvironment:
+        if self.environment is None:
+            raise EventError("no active-environment store here")
+        return self.environment
+
+    def environment_status(self) -> dict[str, Any]:
+        """The active-environment status (environment, active, mode, persistent, store)."""
+        environment = self._environment()
+        reading = environment.read()
+        status = environment.status(reading.active)
+        if reading.error:
+            status["error"] = reading.error
+        return status
+
+    def set_environment(self, active: Any, operator: Any) -> dict[str, Any]:
+        """Persist ``active`` as the active environment, then answer the status."""
+        operator = check_operator(operator)
+        if not isinstance(active, str):
+            raise EventError('environment.active must be an environment name, e.g. "DR"')
+        return self._environment().activate(active, operator, self.clock.now())

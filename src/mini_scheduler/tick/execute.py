@@ -1,0 +1,461 @@
+"""Carry out a tick's plan against the stores, and report what happened.
+
+The executor decides nothing the plan has not decided; what it learns on the way (a claim a
+peer won, a job's slot still held by its previous run, a store or target that failed) it reports
+in the :class:`~mini_scheduler.tick.report.Tally`. Order: the sweep first (a run it times out
+frees its job's overlap slot for this minute), then the fan-out or the minute's writes, then the
+watermark, which never moves past a firing that was neither claimed nor recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
+
+from mini_scheduler import metrics as m
+from mini_scheduler.claims.base import ClaimResult, ClaimStore, JobStart, RunRecord
+from mini_scheduler.clock import Clock
+from mini_scheduler.config import Settings
+from mini_scheduler.dispatch.base import Dispatchers
+from mini_scheduler.errors import DispatchError, StoreError
+from mini_scheduler.jobs import Job
+from mini_scheduler.metrics import Metrics
+from mini_scheduler.model import (
+    Firing,
+    RunStatus,
+    SkipReason,
+    firing_from_id,
+    iso_seconds,
+    log_keys,
+    payload,
+)
+from mini_scheduler.tick.lines import (
+    DISPATCHED,
+    NOT_DISPATCHED,
+    SKIPPED,
+    SKIPPED_OVERLAP,
+    SKIPPED_RANGE,
+    TAKEN_OVER,
+    log_decisions,
+)
+from mini_scheduler.tick.plan import Dispatch, SkipRange, TickPlan
+from mini_scheduler.tick.report import Tally
+
+log = logging.getLogger("mini_scheduler.ticker")
+
+MARK_ATTEMPTS = 3  # tries of a dispatched firing's mark, on top of the SDK's own retries
+
+
+class Executor:
+    """Carries plans out. One per container; ``execute`` is safe to call repeatedly."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        claims: ClaimStore,
+        dispatchers: Dispatchers,
+        clock: Clock,
+        metrics: Metrics,
+        fanout: Callable[[dict[str, Any]], None] | None = None,
+        retry_sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.settings = settings
+        self.claims = claims
+        self.dispatchers = dispatchers
+        self.clock = clock
+        self.metrics = metrics
+        self.fanout = fanout
+        self.retry_sleep = retry_sleep  # worker threads back off on it, not on the clock
+
+    def execute(self, plan: TickPlan, *, deadline: datetime | None = None) -> Tally:
+        """Carry ``plan`` out. Past ``deadline`` no firing is claimed: each one left is held, so
+        the watermark stops at the first and the next tick handles them as misfires."""
+        tally = Tally()
+        if plan.failed_closed:
+            tally.errors += 1
+            return tally
+        if plan.already_handled:
+            return tally
+        tally.misfired = plan.misfired
+        self._log_decisions(plan, tally)
+        self._sweep(plan, tally)
+        if plan.fan_out:
+            self._fan_out(plan.minute, plan.due_count, tally)
+            return tally
+        if plan.mode == "active":
+            self._write(plan, tally, deadline)
+        self._advance(plan, tally)
+        return tally
+
+    # -- what the plan decided, said ---------------------------------------------------------
+
+    def _log_decisions(self, plan: TickPlan, tally: Tally) -> None:
+        for left in plan.left_alone:
+            reason = "standby" if left.pause is None else "paused"
+            tally.skip(reason, left.firings)
+            self.metrics.add(m.skipped(reason), left.firings)
+        log_decisions(plan)
+
+    # -- the minute's writes -----------------------------------------------------------------
+
+    def _write(self, plan: TickPlan, tally: Tally, deadline: datetime | None) -> None:
+        jobs = len(plan.dispatches) + len(plan.misfire_runs) + len(plan.skips) + len(plan.ranges)
+        workers = max(1, min(self.settings.dispatch_workers, jobs))
+        futures: list[Future[None]] = []
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dispatch") as pool:
+            futures.extend(pool.submit(self._skip_range, r, tally) for r in plan.ranges)
+            futures.extend(
+                pool.submit(self._skip, s.job, s.firing, s.reason, tally) for s in plan.skips
+            )
+            futures.extend(
+                pool.submit(self._fire_in_order, group, tally, deadline)
+                for group in plan.misfire_runs
+            )
+            for d in plan.dispatches:
+                if deadline is not None and d.due >= deadline:
+                    self._out_of_time(d, tally, deadline)  # no sleeping past the deadline
+                    continue
+                wait = (d.due - self.clock.now()).total_seconds()
+                if wait > 0:
+                    self.clock.sleep(wait)
+                futures.append(pool.submit(self._fire, d, tally, deadline))
+            for future in futures:
+                future.result()
+
+    def _advance(self, plan: TickPlan, tally: Tally) -> None:
+        if plan.advance_to is None:
+            return
+        held = min(tally.held_at, default=None)
+        target = plan.advance_to if held is None else min(plan.advance_to, held)
+        # A first tick that held its first firing still writes the watermark (at that firing):
+        # without one, the next tick would count itself the region's first and skip the minute.
+        if plan.handled is None or target > plan.handled:
+            self.claims.advance_watermark(plan.scope, target)
+
+    # -- the sweep ---------------------------------------------------------------------------
+
+    def _sweep(self, plan: TickPlan, tally: Tally) -> None:
+        """Runs past their deadline, each on its own: one that fails leaves the others."""
+        now = self.clock.now()
+        sweep = plan.sweep
+        steps: list[tuple[RunRecord, Callable[[], None]]] = [
+            (run, partial(self._time_out, run, now, tally)) for run in sweep.time_outs
+        ]
+        steps += [(run, partial(self._fail_unrunnable, run, why, now)) for run, why in sweep.fails]
+        steps += [
+            (run, partial(self._take_over, run, job, now, tally)) for run, job in sweep.take_overs
+        ]
+        for run, step in steps:
+            try:
+                step()
+            except StoreError as exc:
+                tally.add("errors")
+                log.error("Sweep of firing %s failed: %s", run.firing_id, exc)
+
+    def _fail_unrunnable(self, run: RunRecord, why: str, now: datetime) -> None:
+        self.claims.fail(firing_from_id(run.firing_id), now=now, error=f"not dispatched: {why}")
+        log.error(
+            NOT_DISPATCHED,
+            run.job,
+            run.firing_id,
+            why,
+            extra=log_keys(run.job, run.firing_id),
+        )
+
+    # -- one firing ------------------------------------------------------------------------
+
+    def _fan_out(self, minute: datetime, due: int, tally: Tally) -> int:
+        """Invoke one shard worker (this function, asynchronously) per shard. A shard whose
+        invocation fails keeps its watermark: Lambda retries it, or the next tick's shard takes
+        its minute as misfires. Nothing is lost."""
+        assert self.fanout is not None  # nosec B101 # narrowing: fan-out is planned only with one
+        count = self.settings.fanout_shards
+        log.info(
+            "%d firings due in minute %s - fanning out to %d shards",
+            due,
+            iso_seconds(minute),
+            count,
+        )
+
+        def invoke(index: int) -> None:
+            assert self.fanout is not None  # nosec B101 # type narrowing, as above
+            event = {"tick": iso_seconds(minute), "shard": index, "shards": count}
+            try:
+                self.fanout(event)
+            except DispatchError as exc:
+                tally.add("errors")
+                log.error(
+                    "Shard %d of %d for minute %s not invoked: %s",
+                    index,
+                    count,
+                    iso_seconds(minute),
+                    exc,
+                )
+
+        # The shard invocations go out together: one after another, 40 of them took a second.
+        with ThreadPoolExecutor(max_workers=min(count, 16), thread_name_prefix="fanout") as pool:
+            list(pool.map(invoke, range(count)))
+        return count
+
+    def _fire_in_order(
+        self, group: tuple[Dispatch, ...], tally: Tally, deadline: datetime | None
+    ) -> None:
+        for d in group:
+            self._fire(d, tally, deadline)
+
+    def _out_of_time(self, plan: Dispatch, tally: Tally, deadline: datetime) -> None:
+        tally.hold(plan.firing.scheduled)
+        self.metrics.add(m.FIRINGS_HELD)
+        log.warning(
+            "Job %s not claimed this tick - firing %s: the tick is out of time (its deadline "
+            "was %s); the next tick handles it",
+            plan.job.name,
+            plan.firing.id,
+            iso_seconds(deadline),
+            extra=log_keys(plan.job.name, plan.firing.id),
+        )
+
+    def _fire(self, plan: Dispatch, tally: Tally, deadline: datetime | None = None) -> None:
+        job, firing = plan.job, plan.firing
+        now = self.clock.now()
+        if deadline is not None and now >= deadline:
+            self._out_of_time(plan, tally, deadline)
+            return
+        lease = now + timedelta(seconds=self.settings.claim_lease_seconds)
+        try:
+            result = self.claims.claim(
+                firing,
+                now=now,
+                lease_until=lease,
+                origin=self.settings.origin,
+                exclusive=job.overlap == "skip",
+            )
+        except StoreError as exc:
+            tally.add("errors")
+            tally.hold(firing.scheduled)
+            self.metrics.add(m.CLAIM_ERRORS)
+            log.error(
+                "Job %s not claimed this tick - firing %s: %s",
+                job.name,
+                firing.id,
+                exc,
+                extra=log_keys(job.name, firing.id),
+            )
+            return
+        if result is ClaimResult.LOST:
+            tally.skip("lost_claim")
+            self.metrics.add(m.skipped("lost_claim"))
+            log.debug(
+                "Job %s claimed by a peer - firing %s",
+                job.name,
+                firing.id,
+                extra=log_keys(job.name, firing.id),
+            )
+            return
+        if result is ClaimResult.OVERLAP:
+            self._skip(job, firing, SkipReason.OVERLAP, tally)
+            return
+        tally.add("claimed")
+        self.metrics.add(m.FIRINGS_CLAIMED)
+        self._dispatch(job, firing, tally)
+
+    def _dispatch(self, job: Job, firing: Firing, tally: Tally) -> None:
+        parameters = dict(firing.parameters) if firing.manual else dict(job.parameters)
+        body = payload(firing, parameters, self.settings.origin)
+        try:
+            reference = self.dispatchers.dispatch(job.target, firing.id, body)
+        except DispatchError as exc:
+            tally.add("errors")
+            self.metrics.add(m.DISPATCH_ERRORS)
+            log.error(
+                "Job %s dispatch to %s failed - firing %s: %s",
+                job.name,
+                job.service,
+                firing.id,
+                exc,
+                extra=log_keys(job.name, firing.id),
+            )
+            try:
+                self.claims.fail(firing, now=self.clock.now(), error=str(exc))
+            except StoreError as store_exc:
+                log.error(
+                    "Job %s - firing %s could not be recorded FAILED: %s",
+                    job.name,
+                    firing.id,
+                    store_exc,
+                    extra=log_keys(job.name, firing.id),
+                )
+            return
+        log.info(
+            DISPATCHED,
+            job.name,
+            job.service,
+            firing.id,
+            extra=log_keys(job.name, firing.id, reference=reference),
+        )
+        tally.add("dispatched")
+        self.metrics.add(m.FIRINGS_DISPATCHED)
+        now = self.clock.now()
+        start = JobStart(job.service, job.schedule, {**parameters, "_origin": self.settings.origin})
+        error: StoreError | None = None
+        # Once dispatched, the run must say so, or a takeover would dispatch it again: the mark
+        # gets attempts of its own on top of the SDK's retries.
+        for attempt in range(MARK_ATTEMPTS):
+            try:
+                self.claims.mark_dispatched(
+                    firing, now=now, deadline=now + timedelta(seconds=job.timeout), start=start
+                )
+                return
+            except StoreError as exc:
+                if attempt + 1 < MARK_ATTEMPTS:
+                    self.retry_sleep(0.2 * 2**attempt)
+                    continue
+                error = exc
+        if error is not None:
+            tally.add("errors")
+            log.error(
+                "Job %s dispatched but not marked - firing %s may be dispatched again after "
+                "its lease: %s",
+                job.name,
+                firing.id,
+                error,
+                extra=log_keys(job.name, firing.id),
+            )
+
+    def _skip(self, job: Job, firing: Firing, reason: str, tally: Tally) -> None:
+        try:
+            written = self.claims.record_skipped(
+                firing, now=self.clock.now(), reason=str(reason), origin=self.settings.origin
+            )
+        except StoreError as exc:
+            tally.add("errors")
+            tally.hold(firing.scheduled)
+            log.error(
+                "Job %s - firing %s could not be recorded SKIPPED: %s",
+                job.name,
+                firing.id,
+                exc,
+                extra=log_keys(job.name, firing.id),
+            )
+            return
+        if not written:
+            return  # it has a record already (a peer claimed or skipped it)
+        tally.skip(str(reason))
+        self.metrics.add(m.skipped(str(reason)))
+        if reason == SkipReason.OVERLAP:
+            log.info(
+                SKIPPED_OVERLAP,
+                job.name,
+                firing.id,
+                extra=log_keys(job.name, firing.id),
+            )
+        else:
+            log.info(
+                SKIPPED,
+                job.name,
+                firing.id,
+                reason,
+                extra=log_keys(job.name, firing.id),
+            )
+
+    def _skip_range(self, skip_range: SkipRange, tally: Tally) -> None:
+        job, firings, reason = skip_range.job, list(skip_range.firings), skip_range.reason
+        # The range's record is keyed by its first firing. When that firing has a record of its
+        # own (a tick that held the watermark behind it claimed it), the store writes nothing:
+        # the range then starts at the next firing, or the rest would have no record at all.
+        first = 0
+        try:
+            while first < len(firings):
+                written = self.claims.record_skipped_range(
+                    job.name,
+                    firings[first],
+                    firings[-1],
+                    len(firings) - first,
+                    now=self.clock.now(),
+                    reason=str(reason),
+                    origin=self.settings.origin,
+                )
+                if written is not False:  # None: a store that cannot tell
+                    break
+                first += 1
+        except StoreError as exc:
+            tally.add("errors")
+            tally.hold(firings[first])
+            log.error(
+                "Job %s - %d missed firings could not be recorded SKIPPED: %s",
+                job.name,
+                len(firings) - first,
+                exc,
+                extra=log_keys(job.name),
+            )
+            return
+        if first == len(firings):
+            return  # every one of them has a record already
+        firings = firings[first:]
+        tally.skip(str(reason), len(firings))
+        self.metrics.add(m.skipped(str(reason)), len(firings))
+        log.info(
+            SKIPPED_RANGE,
+            job.name,
+            len(firings),
+            iso_seconds(firings[0]),
+            iso_seconds(firings[-1]),
+            reason,
+            extra=log_keys(job.name),
+        )
+
+    def _time_out(self, run: RunRecord, now: datetime, tally: Tally) -> None:
+        if not self.claims.time_out(run, now=now):
+            return
+        tally.add("timed_out")
+        self.metrics.add(m.RUNS_TIMED_OUT)
+        took = int((now - run.started_at).total_seconds() * 1000) if run.started_at else 0
+        log.warning(
+            "Job %s ended %s after %d ms - firing %s",
+            run.job,
+            RunStatus.TIMED_OUT,
+            took,
+            run.firing_id,
+            extra=log_keys(run.job, run.firing_id),
+        )
+
+    def _take_over(self, run: RunRecord, job: Job, now: datetime, tally: Tally) -> None:
+        base = firing_from_id(run.firing_id)
+        lease = now + timedelta(seconds=self.settings.claim_lease_seconds)
+        if not self.claims.take_over(run, now=now, lease_until=lease, origin=self.settings.origin):
+            return
+        tally.add("taken_over")
+        log.warning(
+            TAKEN_OVER,
+            run.job,
+            run.firing_id,
+            extra=log_keys(run.job, run.firing_id),
+        )
+        firing = Firing(
+            base.job, base.scheduled, base.manual, base.nonce, run.operator, run.parameters or {}
+        )
+        self._dispatch(job, firing, tally)
+
+    # -- a manual run ------------------------------------------------------------------------
+
+    def run_now(self, job: Job, firing: Firing) -> bool:
+        """Claim a manual firing (its id is unique: the claim cannot be lost) and dispatch it;
+        whether the dispatch went out."""
+        now = self.clock.now()
+        result = self.claims.claim(
+            firing,
+            now=now,
+            origin=self.settings.origin,
+            lease_until=now + timedelta(seconds=self.settings.claim_lease_seconds),
+        )
+        if result is not ClaimResult.WON:
+            raise StoreError(f"manual firing {firing.id} was already recorded")
+        tally = Tally()
+        self._dispatch(job, firing, tally)
+        return tally.dispatched > 0

@@ -1,0 +1,327 @@
+"""The plan of one tick: a pure function of what the tick read.
+
+Given the minute, the cron file, the control state (watermarks, pauses), the active-environment
+reading, the open runs past their deadline, the settings and the instant, :func:`plan_tick`
+decides everything a tick does: the firings to dispatch and when, those to record SKIPPED and
+why, the skipped ranges, the runs to time out, take over or fail, the shards to fan out to, and
+how far the watermark may move. It reads no clock and writes nothing; the executor
+(:mod:`mini_scheduler.tick.execute`) carries a plan out, and the dry run prints it.
+
+A tick of minute M owns the firings in ``[M + lead, M + lead + 60 s)``. The region's watermark
+records the end of the last window handled; firings between it and the window are misfires and
+follow each job's ``misfire`` policy. The watermark only moves forward, and never past a firing
+of an active minute that was neither claimed nor recorded as skipped.
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from mini_scheduler.claims.base import Control, Pause, RunRecord
+from mini_scheduler.config import Settings
+from mini_scheduler.environment.active import Reading, same_environment
+from mini_scheduler.jobs import CronFile, Job
+from mini_scheduler.model import Firing, SkipReason, iso_seconds
+from mini_scheduler.tick.sweep import Sweep, plan_sweep
+
+RANGE_CAP = 100_000  # firings counted in one skipped range (a bound on the work, not a limit)
+
+
+@dataclass(frozen=True, slots=True)
+class Shard:
+    """A part of the jobs, picked by a stable hash of the name (fan-out past one ticker)."""
+
+    index: int
+    count: int
+
+    def holds(self, job: str) -> bool:
+        return zlib.crc32(job.encode()) % self.count == self.index
+
+    @property
+    def suffix(self) -> str:
+        return f"#shard-{self.index}-of-{self.count}"
+
+
+@dataclass(frozen=True, slots=True)
+class Dispatch:
+    """Claim ``firing`` and dispatch it at ``due`` (its second, plus any ``deferred.start``)."""
+
+    job: Job
+    firing: Firing
+    due: datetime
+    delay: int = 0  # deferred.start's seconds
+
+
+@dataclass(frozen=True, slots=True)
+class Skip:
+    """Record ``firing`` SKIPPED for ``reason``."""
+
+    job: Job
+    firing: Firing
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class SkipRange:
+    """Record ``firings`` (oldest first) SKIPPED as one range keyed by the first."""
+
+    job: Job
+    firings: tuple[datetime, ...]
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Missed:
+    """A job's misfires and what its policy made of them (for the log line)."""
+
+    job: Job
+    count: int
+    first: datetime
+    runs: int
+    skipped: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeftAlone:
+    """A job's due firings that the tick writes nothing for: on standby, or paused."""
+
+    job: Job
+    firings: int
+    pause: Pause | None = None  # None: standby
+
+
+@dataclass(frozen=True, slots=True)
+class TickInputs:
+    """What a tick reads before it decides anything."""
+
+    minute: datetime
+    cron_file: CronFile
+    control: Control
+    reading: Reading
+    now: datetime
+    due_runs: Sequence[RunRecord] = ()  # the sweep's query; a shard reads none
+    shard: Shard | None = None
+    can_fan_out: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TickPlan:
+    """Everything one tick does, decided before it does any of it."""
+
+    minute: datetime
+    window: tuple[datetime, datetime]
+    scope: str  # whose watermark: the region's origin, plus the shard's suffix
+    environment: str
+    active_environment: str | None
+    mode: str  # "active" or "standby"
+    handled: datetime | None  # the watermark as read (None: the region's first tick)
+    note: str | None = None
+    error: str | None = None
+    dispatches: tuple[Dispatch, ...] = ()  # the window's firings, by due time
+    misfire_runs: tuple[tuple[Dispatch, ...], ...] = ()  # per job, run in order, oldest first
+    skips: tuple[Skip, ...] = ()
+    ranges: tuple[SkipRange, ...] = ()
+    missed: tuple[Missed, ...] = ()
+    left_alone: tuple[LeftAlone, ...] = ()
+    sweep: Sweep = field(default_factory=Sweep)
+    fan_out: int = 0  # shards to invoke (0: none)
+    due_count: int = 0  # firings due in the window when the tick fans out
+    advance_to: datetime | None = None  # how far the watermark moves when nothing is held
+
+    @property
+    def misfired(self) -> int:
+        return sum(m.count for m in self.missed)
+
+    @property
+    def failed_closed(self) -> bool:
+        return self.active_environment is None
+
+    @property
+    def already_handled(self) -> bool:
+        return self.handled is not None and self.handled >= self.window[1]
+
+    def claims(self) -> list[Dispatch]:
+        """Every firing the tick would claim, misfire runs first."""
+        return [d for group in self.misfire_runs for d in group] + list(self.dispatches)
+
+
+def plan_tick(inputs: TickInputs, settings: Settings, rng: random.Random | None = None) -> TickPlan:
+    """The plan of the tick ``inputs`` describe. ``rng`` draws ``deferred.start`` delays."""
+    minute = inputs.minute.replace(second=0, microsecond=0)
+    start, end = window(minute, settings)
+    shard = inputs.shard
+    handled = handled_until(inputs.control, shard, settings)
+    watermark = handled if handled is not None else start
+    base = TickPlan(
+        minute=minute,
+        window=(start, end),
+        scope=settings.origin + (shard.suffix if shard else ""),
+        environment=settings.environment_name,
+        active_environment=inputs.reading.active,
+        mode="standby",
+        handled=handled,
+    )
+    if inputs.reading.active is None:
+        return replace(
+            base,
+            note="the active environment is unknown: failing closed, "
+            "the watermark stays for the next tick",
+            error=inputs.reading.error,
+        )
+    active = same_environment(inputs.reading.active, settings.environment_name)
+    mode = "active" if active else "standby"
+    if watermark >= end:
+        return replace(
+            base, mode=mode, note=f"minute already handled (watermark {iso_seconds(watermark)})"
+        )
+    cron_file = inputs.cron_file
+    jobs = [j for j in cron_file.jobs if j.enabled and (shard is None or shard.holds(j.name))]
+    paused = inputs.control.paused
+    begin = max(watermark, start)
+    sweep = (
+        plan_sweep(inputs.due_runs, cron_file, inputs.now, active=active)
+        if shard is None
+        else Sweep()
+    )
+    if not active:
+        standby = tuple(
+            LeftAlone(job, n)
+            for job in jobs
+            if job.name not in paused and (n := _count(job, begin, end))
+        )
+        return replace(base, left_alone=standby, sweep=sweep, advance_to=end)
+    if shard is None and inputs.can_fan_out:
+        due = sum(_count(job, begin, end) for job in jobs if job.name not in paused)
+        if due > settings.fanout_threshold:
+            return replace(
+                base,
+                mode="active",
+                note=f"{due} firings due: fanned out to {settings.fanout_shards} shards",
+                sweep=sweep,
+                fan_out=settings.fanout_shards,
+                due_count=due,
+            )
+    jitter = rng or random.Random()  # nosec B311 # deferred.start jitter, not security
+    return _active(base, inputs, jobs, watermark, begin, sweep, jitter)
+
+
+def _active(
+    base: TickPlan,
+    inputs: TickInputs,
+    jobs: list[Job],
+    watermark: datetime,
+    begin: datetime,
+    sweep: Sweep,
+    rng: random.Random,
+) -> TickPlan:
+    cron_file = inputs.cron_file
+    start, end = base.window
+    paused = inputs.control.paused
+    dispatches: list[Dispatch] = []
+    misfire_runs: list[tuple[Dispatch, ...]] = []
+    skips: list[Skip] = []
+    ranges: list[SkipRange] = []
+    missed: list[Missed] = []
+    left_alone: list[LeftAlone] = []
+    for job in jobs:
+        if job.name in paused:
+            due = _count(job, watermark, end)
+            if due:
+                left_alone.append(LeftAlone(job, due, paused[job.name]))
+            continue
+        if watermark < start:
+            outcome = plan_misfires(job, cron_file, watermark, start)
+            if outcome is not None:
+                runs, job_skips, job_ranges, note = outcome
+                if runs:
+                    misfire_runs.append(
+                        tuple(Dispatch(job, Firing(job.name, at), inputs.now) for at in runs)
+                    )
+                skips.extend(job_skips)
+                ranges.extend(job_ranges)
+                missed.append(note)
+        for at in job.expression.firings(begin, end, job.tz):
+            delay = rng.randint(0, 9) if cron_file.deferred_start else 0
+            dispatches.append(
+                Dispatch(job, Firing(job.name, at), at + timedelta(seconds=delay), delay)
+            )
+    dispatches.sort(key=lambda d: d.due)
+    return replace(
+        base,
+        mode="active",
+        dispatches=tuple(dispatches),
+        misfire_runs=tuple(misfire_runs),
+        skips=tuple(skips),
+        ranges=tuple(ranges),
+        missed=tuple(missed),
+        left_alone=tuple(left_alone),
+        sweep=sweep,
+        advance_to=end,
+    )
+
+
+def plan_misfires(
+    job: Job, cron_file: CronFile, watermark: datetime, start: datetime
+) -> tuple[list[datetime], list[Skip], list[SkipRange], Missed] | None:
+    """The firings ``job`` missed in ``[watermark, start)``, split by its policy into runs,
+    single skips and skipped ranges; None when it missed none."""
+    grace_start = max(watermark, start - timedelta(seconds=cron_file.misfire_grace))
+    older: list[datetime] = []
+    if watermark < grace_start:
+        for at in job.expression.firings(watermark, grace_start, job.tz):
+            older.append(at)
+            if len(older) >= RANGE_CAP:
+                break
+    recent = list(job.expression.firings(grace_start, start, job.tz))
+    if not older and not recent:
+        return None
+    limit = cron_file.misfire_max
+    if job.misfire == "fire_now":
+        runs, skipped, reason = recent[-1:], recent[:-1], SkipReason.MISFIRE
+    elif job.misfire == "fire_all":
+        runs, skipped, reason = recent[:limit], recent[limit:], SkipReason.MISFIRE_MAX
+    else:
+        runs, skipped, reason = [], recent, SkipReason.MISFIRE
+    ranges: list[SkipRange] = []
+    if older:
+        ranges.append(SkipRange(job, tuple(older), str(SkipReason.MISFIRE_GRACE)))
+    singles: list[Skip] = []
+    if len(skipped) > limit:
+        ranges.append(SkipRange(job, tuple(skipped), str(reason)))
+    else:
+        singles = [Skip(job, Firing(job.name, at), str(reason)) for at in skipped]
+    count, first = len(older) + len(recent), (older or recent)[0]
+    note = Missed(job, count, first, len(runs), len(older) + len(skipped))
+    return runs, singles, ranges, note
+
+
+def window(minute: datetime, settings: Settings) -> tuple[datetime, datetime]:
+    """The firings a tick of ``minute`` owns: ``[minute + lead, minute + lead + 60 s)``."""
+    start = minute + timedelta(seconds=settings.tick_lead_seconds)
+    return start, start + timedelta(seconds=60)
+
+
+def handled_until(control: Control, shard: Shard | None, settings: Settings) -> datetime | None:
+    """Where a tick's window starts being new. The region's own watermark, and each shard's: a
+    shard also counts what unsharded ticks handled, and an unsharded tick what every shard
+    handled, so crossing FANOUT_THRESHOLD either way replays nothing."""
+    base = settings.origin  # ``control`` was read for the tick's own scope
+    if shard is not None:
+        return _latest(control.watermark, control.watermarks.get(base))
+    count = settings.fanout_shards
+    marks = [control.watermarks.get(base + Shard(i, count).suffix) for i in range(count)]
+    if all(mark is not None for mark in marks):
+        return _latest(control.watermark, min(mark for mark in marks if mark is not None))
+    return control.watermark
+
+
+def _latest(*moments: datetime | None) -> datetime | None:
+    return max((m for m in moments if m is not None), default=None)
+
+
+def _count(job: Job, start: datetime, end: datetime) -> int:
+    return sum(1 for _ in job.expression.firings(start, end, job.tz)) if start < end else 0

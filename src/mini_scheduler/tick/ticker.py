@@ -1,0 +1,206 @@
+"""The ticker: read what a tick needs, plan it, execute the plan, answer a summary.
+
+No event dicts here: the handler parses events and calls :class:`Ticker`. Every dependency
+(the cron file, the stores, the dispatchers, the clock, the metrics) is injected. The decisions
+are :func:`~mini_scheduler.tick.plan.plan_tick`'s; the writes are the
+:class:`~mini_scheduler.tick.execute.Executor`'s; operator actions are
+:class:`~mini_scheduler.operator.Operator`'s.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from mini_scheduler import metrics as m
+from mini_scheduler.claims.base import ClaimStore, RunRecord
+from mini_scheduler.clock import Clock
+from mini_scheduler.config import Settings
+from mini_scheduler.dispatch.base import Dispatchers
+from mini_scheduler.environment.active import ActiveEnvironment
+from mini_scheduler.errors import CronFileUnreadableError, EventError, StoreError
+from mini_scheduler.jobs import CronFile
+from mini_scheduler.metrics import Metrics, RecordingMetrics
+from mini_scheduler.model import floor_minute, iso_seconds
+from mini_scheduler.operator import Operator
+from mini_scheduler.tick.execute import Executor
+from mini_scheduler.tick.plan import (
+    Shard,
+    TickInputs,
+    TickPlan,
+    handled_until,
+    plan_tick,
+    window,
+)
+from mini_scheduler.tick.report import TickSummary
+
+log = logging.getLogger("mini_scheduler.ticker")
+
+MAX_TICK_AHEAD = timedelta(minutes=5)
+"""How far a tick's minute may be ahead of the clock. A schedule's tick arrives at its minute,
+give or take the clock skew between machines; a tick from further ahead would move the watermark
+past minutes that have not come, and nothing would fire until they had."""
+
+
+def check_not_ahead(minute: datetime, now: datetime, allowed: timedelta = MAX_TICK_AHEAD) -> None:
+    """EventError when ``minute`` is more than ``allowed`` ahead of ``now``."""
+    if minute - now > allowed:
+        gap = int((minute - now).total_seconds() // 60)
+        ahead = f"{gap} minutes" if gap < 1440 else f"{gap // 1440} days"
+        raise EventError(
+            f"tick {iso_seconds(minute)} is {ahead} ahead of this Lambda's clock "
+            f"({iso_seconds(now)}): a tick runs the minute that is starting, so one from "
+            "the future would mark minutes handled before they come"
+        )
+
+
+class Ticker:
+    """The scheduler's core. One instance per container; ``tick`` is safe to call repeatedly."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        cron: Callable[[], CronFile],
+        claims: ClaimStore,
+        environment: ActiveEnvironment,
+        dispatchers: Dispatchers,
+        clock: Clock,
+        metrics: Metrics | None = None,
+        rng: random.Random | None = None,
+        fanout: Callable[[dict[str, Any]], None] | None = None,
+        retry_sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.settings = settings
+        self._cron = cron
+        self.claims = claims
+        self.environment = environment
+        self.clock = clock
+        self.metrics: Metrics = metrics if metrics is not None else RecordingMetrics()
+        self._rng = rng or random.Random()  # nosec B311 # deferred.start jitter, not security
+        self._reported_version: str | None = None
+        self._last_good: CronFile | None = None
+        self.executor = Executor(
+            settings=settings,
+            claims=claims,
+            dispatchers=dispatchers,
+            clock=clock,
+            metrics=self.metrics,
+            fanout=fanout,
+            retry_sleep=retry_sleep,
+        )
+        self.operator = Operator(
+            cron=self.cron_file,
+            claims=claims,
+            environment=environment,
+            clock=clock,
+            run=self.executor.run_now,
+        )
+
+    def cron_file(self) -> CronFile:
+        """The current cron file (the last good one while it is unreadable); its load report
+        is logged once per version."""
+        try:
+            cron_file = self._cron()
+        except CronFileUnreadableError as exc:
+            if self._last_good is None:
+                raise
+            log.warning(
+                "Cron file unreadable - keeping the last good file read (%s, version %s): %s",
+                self._last_good.source,
+                self._last_good.version[:12],
+                exc,
+            )
+            return self._last_good
+        self._last_good = cron_file
+        if self._reported_version is None:
+            log.info(
+                "Scheduler instance %s - the job state receives it as _origin",
+                self.settings.origin,
+            )
+        if cron_file.version != self._reported_version:
+            cron_file.log(log)
+            self._reported_version = cron_file.version
+        return cron_file
+
+    def plan(self, scheduled: datetime, shard: Shard | None = None) -> tuple[TickPlan, int]:
+        """Read what the tick of ``scheduled`` needs and plan it; with the count of reads that
+        failed (the sweep's query), which the tick reports as errors."""
+        minute = floor_minute(scheduled)
+        cron_file = self.cron_file()
+        now = self.clock.now()
+        scope = self.settings.origin + (shard.suffix if shard else "")
+        control = self.claims.control(scope)
+        reading = self.environment.read()
+        _, end = window(minute, self.settings)
+        handled = handled_until(control, shard, self.settings)
+        sweeping = shard is None and reading.active is not None and not (handled and handled >= end)
+        due, errors = self._due_runs(now) if sweeping else ((), 0)
+        inputs = TickInputs(
+            minute=minute,
+            cron_file=cron_file,
+            control=control,
+            reading=reading,
+            now=now,
+            due_runs=due,
+            shard=shard,
+            can_fan_out=self.executor.fanout is not None,
+        )
+        return plan_tick(inputs, self.settings, self._rng), errors
+
+    def _due_runs(self, now: datetime) -> tuple[Sequence[RunRecord], int]:
+        try:
+            return self.claims.due_runs(now), 0
+        except StoreError as exc:
+            log.error("Sweep of open runs failed: %s", exc)
+            return (), 1
+
+    def tick(
+        self,
+        scheduled: datetime,
+        shard: Shard | None = None,
+        *,
+        deadline: datetime | None = None,
+        max_ahead: timedelta = MAX_TICK_AHEAD,
+    ) -> TickSummary:
+        """Handle the minute ``scheduled`` names (``shard``'s jobs only, with a shard). A minute
+        more than ``max_ahead`` ahead of the clock is refused (EventError). Past ``deadline``
+        (the handler's: the function's timeout less a margin) no firing is claimed: each one
+        left is held, so the watermark stops at the first and the next tick handles them under
+        their misfire policies, instead of Lambda ending the tick mid-claim."""
+        minute = floor_minute(scheduled)
+        now = self.clock.now()
+        check_not_ahead(scheduled, now, max_ahead)
+        self.metrics.add(m.TICKS)
+        self.metrics.add(m.TICK_LAG, max(0.0, (now - minute).total_seconds()), "Seconds")
+        plan, errors = self.plan(minute, shard)
+        tally = self.executor.execute(plan, deadline=deadline)
+        tally.errors += errors
+        return TickSummary(
+            plan.minute,
+            plan.environment,
+            plan.active_environment,
+            plan.mode,
+            tally.to_json(),
+            plan.window,
+            plan.note,
+            plan.error,
+        )
+
+    # -- operator events (one path: mini_scheduler.operator) --------------------------------
+
+    def run_manual(self, job_name: Any, operator: Any, parameters: Any = None) -> dict[str, Any]:
+        return self.operator.run_now(job_name, operator, parameters)
+
+    def environment_status(self) -> dict[str, Any]:
+        return self.operator.environment_status()
+
+    def set_environment(self, active: Any, operator: Any) -> dict[str, Any]:
+        return self.operator.set_environment(active, operator)
+
+    def set_paused(self, job_name: Any, paused: bool, operator: Any) -> dict[str, Any]:
+        return self.operator.set_paused(job_name, paused, operator)
