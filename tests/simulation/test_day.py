@@ -23,22 +23,22 @@ fails escapes as the store's or dispatcher's error. On top of that, 0.5% of the 
 records, environment reads and dispatches fail past the retries, to exercise the recovery paths:
 the watermark held, misfire policies, failing closed, runs FAILED with the dispatch error. Never
 on ``mark_dispatched``: a firing dispatched whose mark fails for good is the one case the design
-documents as dispatched twice (README.md, "The guarantee, exactly": the takeover dispatches it
-again after the lease), so it is not something this simulation could hold to "never twice". A
-fault here strikes before the request reaches AWS; a write applied whose answer was lost is tested
-on DynamoDB Local in tests/faults/test_dynamodb.py.
+documents as dispatched twice (docs/guarantees.md, "The guarantee, exactly": the takeover
+dispatches it again after the lease), so it is not something this simulation could hold to
+"never twice". A fault here strikes before the request reaches AWS; a write applied whose answer
+was lost is tested on DynamoDB Local in tests/faults/test_dynamodb.py.
 
 The tick's thread pool runs each task as it is submitted (``_InlineExecutor``): the clock
 readings and the order of the calls then depend on the seed alone, so a run replays exactly;
 concurrency itself is proved on DynamoDB Local.
 
-The check (README.md, "Guarantees"): in each region, every firing of a minute that one of its
+The check (docs/guarantees.md): in each region, every firing of a minute that one of its
 ticks handled while active (the tick's window, and the misfires between its watermark and the
 window) ends in exactly one of: dispatched once (then SUCCEEDED, FAILED, TIMED_OUT, or still
 DISPATCHED at the end of the day), recorded SKIPPED with its reason (its own record or a skipped
 range), or FAILED with the dispatch error. None is dispatched twice in a region; none has no
 record. Two things the design leaves to the failover window are counted and explained rather
-than failed (README.md, "The active environment", "Cross-region"): a firing of the last active
+than failed (docs/operating.md, "Both active, or neither"): a firing of the last active
 minute before a failover whose claim failed for good, which the region's next tick, now on
 standby, passes over (an orphan: no record in either region), and a firing both regions ran
 because one of them was working from an environment it could not read at that minute (a stale

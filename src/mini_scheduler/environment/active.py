@@ -1,6 +1,6 @@
 """Is this region active? Read the store once per tick, keep the last good value, fail closed.
 
-Rules (seed 000; README.md, "The active environment"):
+Rules (Mercury's; docs/how-a-tick-works.md, "The active environment"):
 
 * the region is active when its environment name equals the active environment, compared
   without regard to case;
