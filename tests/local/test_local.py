@@ -20,19 +20,24 @@ from typing import Any
 
 import pytest
 
-from mini_scheduler import local
-from mini_scheduler.cli import main as cli_main
+from mini_scheduler.cli.main import main as cli_main
 from mini_scheduler.clock import FixedClock, SystemClock
-from mini_scheduler.dispatch.local import (
+from mini_scheduler.handlers.events import completion_from_event
+from mini_scheduler.jobs import Target
+from mini_scheduler.local import main as local_run
+from mini_scheduler.local.dispatch import (
     LocalDispatcher,
     function_name,
     lambda_destination_record,
     step_functions_status_event,
 )
-from mini_scheduler.jobs import Target
-from mini_scheduler.local import LocalScheduler, StoppableClock, Stopped
+from mini_scheduler.local.scheduler import (
+    IDEMPOTENCY_TABLE,
+    LocalScheduler,
+    StoppableClock,
+    Stopped,
+)
 from mini_scheduler.model import RunStatus
-from mini_scheduler.recorder import completion_from_event
 from tests.conftest import ROOT
 
 SAMPLE = ROOT / "samplecode" / "cron.yaml"
@@ -107,7 +112,7 @@ def test_the_sample_report_runs_once_with_its_idempotency_table(
     assert report.firing_id == "morning-report@2026-11-30T14:00:00Z"
     assert report.status is RunStatus.SUCCEEDED, report.error
     dynamodb = scheduler.clients("dynamodb")
-    items = dynamodb.scan(TableName=local.IDEMPOTENCY_TABLE)["Items"]
+    items = dynamodb.scan(TableName=IDEMPOTENCY_TABLE)["Items"]
     assert len(items) == 1 and items[0]["status"]["S"] == "COMPLETED"
     state = scheduler.ticker.claims.job_state("morning-report")
     assert state is not None and state.last_status is RunStatus.SUCCEEDED
@@ -334,7 +339,7 @@ def test_main_prints_a_banner_logs_one_line_each_and_exits_0(
     stop = threading.Event()
     clock = StoppingClock(START, START + timedelta(minutes=2), stop)
     out = io.StringIO()
-    code = local.main(["--cron-file", str(SAMPLE)], clock=clock, stop=stop, out=out)
+    code = local_run.main(["--cron-file", str(SAMPLE)], clock=clock, stop=stop, out=out)
     text = out.getvalue()
     assert code == 0, text
     assert "Press Ctrl-C to stop." in text
@@ -371,7 +376,9 @@ def test_main_prints_the_banner_before_any_log_line(tmp_path: Path) -> None:
     stop = threading.Event()
     clock = StoppingClock(START, START + timedelta(minutes=1), stop)
     out = io.StringIO()
-    code = local.main(["--cron-file", str(write(tmp_path, FLOWS))], clock=clock, stop=stop, out=out)
+    code = local_run.main(
+        ["--cron-file", str(write(tmp_path, FLOWS))], clock=clock, stop=stop, out=out
+    )
     lines = out.getvalue().splitlines()
     assert code == 0, lines
     banner_end = lines.index(
@@ -390,13 +397,13 @@ def test_a_cron_file_that_cannot_be_read_prints_no_banner(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = io.StringIO()
-    assert local.main(["--cron-file", str(write(tmp_path, "jobs: ["))], out=out) == 1
+    assert local_run.main(["--cron-file", str(write(tmp_path, "jobs: ["))], out=out) == 1
     assert out.getvalue() == ""
     assert "is not valid YAML" in capsys.readouterr().err
 
 
 def test_main_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert local.main(["--cron-file", str(tmp_path / "nope.yaml")]) == 2
+    assert local_run.main(["--cron-file", str(tmp_path / "nope.yaml")]) == 2
     assert "no cron file at" in capsys.readouterr().err
     assert cli_main(["local", "--cron-file", str(tmp_path / "nope.yaml")]) == 2
     assert capsys.readouterr().err == (
@@ -404,7 +411,7 @@ def test_main_usage_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     )
     bad = write(tmp_path, "jobs: [")
     out = io.StringIO()
-    assert local.main(["--cron-file", str(bad)], out=out) == 1
+    assert local_run.main(["--cron-file", str(bad)], out=out) == 1
     err = capsys.readouterr().err
     assert err.startswith(f"mini-scheduler local: Cron file file:{bad} is not valid YAML")
     assert len(err.splitlines()) == 1

@@ -172,6 +172,12 @@ def _badly_compiled(folder: Path, tag: str) -> list[str]:
     ]
 
 
+def _not_for_lambda(package: Path) -> list[str]:
+    """What the package holds of the local run and the CLI (src/Makefile leaves them out)."""
+    names = ("local", "cli", "cli.py", "__main__.py")
+    return [name for name in names if (package / "mini_scheduler" / name).exists()]
+
+
 def test_sam_build_packages_every_function_without_docker(build: Path) -> None:
     assert (build / "template.yaml").is_file()
     ticker = build / "TickerFunction"
@@ -188,6 +194,8 @@ def test_sam_build_packages_every_function_without_docker(build: Path) -> None:
     assert list((ticker / "yaml").glob("_yaml.cpython-313-x86_64-linux-gnu.so"))
     assert (ticker / "cron.yaml").read_bytes() == (ROOT / "samplecode" / "cron.yaml").read_bytes()
     assert (build / "RecorderFunction" / "mini_scheduler" / "handlers" / "recorder.py").is_file()
+    for function in ("TickerFunction", "RecorderFunction"):
+        assert _not_for_lambda(build / function) == [], function
     assert (build / "SampleReportFunction" / "app.py").is_file()
     assert (build / "SampleReportFunction" / "aws_lambda_powertools").is_dir()
     assert (build / "SampleHeartbeatFunction" / "app.py").is_file()
@@ -237,6 +245,8 @@ def test_the_build_compiles_with_the_python_it_is_given(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, _output(done)
     assert "compileall" in done.stdout and "without bytecode" not in done.stdout, _output(done)
+    assert (artifacts / "mini_scheduler" / "handlers").is_dir()
+    assert _not_for_lambda(artifacts) == []
     ticker = artifacts / "mini_scheduler" / "handlers" / "ticker.py"
     pyc = ticker.parent / "__pycache__" / f"ticker.{tag}.pyc"
     assert _pyc_flags(ticker, tag) == 1
@@ -316,8 +326,9 @@ def test_the_build_says_when_it_ships_no_bytecode(
 
 
 def test_the_package_runs_on_the_lambda_python(build: Path) -> None:
-    """The ticker's package, alone on the path (as in /var/task), imports its handlers and
-    finds its cron file where CRON_FILE's default says: file:cron.yaml under LAMBDA_TASK_ROOT.
+    """The ticker's package, alone on the path (as in /var/task), imports its handlers, builds
+    the ticker and the recorder (their lazy imports too: nothing the build left out is needed),
+    and finds its cron file where CRON_FILE's default says: file:cron.yaml under LAMBDA_TASK_ROOT.
     -B: it writes no bytecode, as on Lambda's read-only /var/task (and the build other tests
     look at stays as make build left it)."""
     ticker = build / "TickerFunction"
@@ -327,8 +338,10 @@ def test_the_package_runs_on_the_lambda_python(build: Path) -> None:
         "import mini_scheduler.handlers.ticker, mini_scheduler.handlers.recorder\n"
         "from mini_scheduler.config import Settings\n"
         "from mini_scheduler.aws import Clients\n"
-        "from mini_scheduler.wiring import cron_source\n"
-        "cron = cron_source(Settings.from_environment(), Clients('us-east-1'))()\n"
+        "from mini_scheduler.wiring import build_recorder, build_ticker, cron_source\n"
+        "settings = Settings.from_environment()\n"
+        "cron = cron_source(settings, Clients('us-east-1'))()\n"
+        "build_ticker(settings, account='123456789012'), build_recorder(settings)\n"
         "print(sys.version_info[:2], yaml.__with_libyaml__, sorted(j.name for j in cron.jobs))\n"
     )
     done = subprocess.run(

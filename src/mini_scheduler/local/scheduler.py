@@ -1,15 +1,15 @@
 """``make run``: the scheduler on this machine, with moto in-process as AWS.
 
-Started by ``mini-scheduler local`` or ``python -m mini_scheduler.local``. No AWS account or
+Run by :mod:`mini_scheduler.local.main` (``mini-scheduler local``). No AWS account or
 credentials are needed and nothing leaves the process: dummy credentials and a region are set in
 this process's environment only (``~/.aws`` is neither read nor written), moto answers every
 AWS call, and the state table, the sample state machines and the samples' idempotency table are
 created in it at start.
 
-* The ticker and the recorder are the deployed ones (:class:`~mini_scheduler.ticker.Ticker`,
+* The ticker and the recorder are the deployed ones (:class:`~mini_scheduler.tick.Ticker`,
   :class:`~mini_scheduler.recorder.Recorder`), built by :mod:`mini_scheduler.wiring` on moto's
   DynamoDB and SSM.
-* Lambda targets run in this process (:class:`~mini_scheduler.dispatch.local.LocalDispatcher`):
+* Lambda targets run in this process (:class:`~mini_scheduler.local.dispatch.LocalDispatcher`):
   ``mini-scheduler-sample-<x>`` is ``samplecode/functions/<x>/app.py``; other functions get a
   stand-in that logs the event. Their ends reach the recorder as Lambda destination records.
 * Flows start in moto's Step Functions, which runs their states (a Lambda task there answers its
@@ -24,16 +24,12 @@ from the caller, so tests run minutes of it on a fixed clock.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import gc
 import io
 import json
 import logging
 import os
 import re
-import signal
-import sys
 import threading
 import time
 import zipfile
@@ -41,30 +37,27 @@ from collections import deque
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
-from types import FrameType
-from typing import TYPE_CHECKING, Any, Final, TextIO
+from typing import TYPE_CHECKING, Any, Final
 
-from mini_scheduler import __version__
 from mini_scheduler.clock import Clock, SystemClock
-from mini_scheduler.config import DEFAULT_PARAMETER, Settings
+from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers
-from mini_scheduler.dispatch.local import (
-    FUNCTION_THREAD,
+from mini_scheduler.errors import SchedulerError
+from mini_scheduler.handlers.events import completion_from_event
+from mini_scheduler.jobs import CronFile
+from mini_scheduler.jobs.locations import CronFileSource
+from mini_scheduler.local.dispatch import (
     SAMPLE_PREFIX,
     LocalDispatcher,
     LocalFlowDispatcher,
 )
-from mini_scheduler.errors import CronFileError, SchedulerError
-from mini_scheduler.jobs import CronFile
-from mini_scheduler.locations import CronFileSource
 from mini_scheduler.model import RunStatus, floor_minute, iso_seconds
-from mini_scheduler.planner import package_logs
 
 if TYPE_CHECKING:
+    from mini_scheduler.aws import Clients
     from mini_scheduler.claims.base import RunRecord
     from mini_scheduler.recorder import Recorder
-    from mini_scheduler.ticker import Ticker, TickSummary
-    from mini_scheduler.wiring import Clients
+    from mini_scheduler.tick import Ticker, TickSummary
 
 log = logging.getLogger("mini_scheduler.local")
 
@@ -83,7 +76,7 @@ _PLACEHOLDER: Final = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
 
 def _samplecode() -> Path:
     """The repository's ``samplecode`` (an editable install), else ``./samplecode``."""
-    here = Path(__file__).resolve().parents[2] / "samplecode"
+    here = Path(__file__).resolve().parents[3] / "samplecode"
     return here if here.is_dir() else Path.cwd() / "samplecode"
 
 
@@ -269,9 +262,9 @@ class LocalScheduler:
             return
         from moto import mock_aws
 
+        from mini_scheduler.aws import Clients
         from mini_scheduler.claims.dynamodb import create_state_table
-        from mini_scheduler.dispatch.stepfunctions import StepFunctionsDispatcher
-        from mini_scheduler.wiring import Clients, build_recorder, build_ticker
+        from mini_scheduler.wiring import build_recorder, build_ticker
 
         cron_file = self.read_cron_file()  # a file that cannot be read stops us here
         try:
@@ -293,35 +286,12 @@ class LocalScheduler:
             )["Role"]["Arn"]
             self._functions(clients, role)
             self._state_machines(clients, role, cron_file)
-            recorder = self._recorder = build_recorder(
-                self.settings, clients=clients, clock=self.clock
-            )
-            self._lambda = LocalDispatcher(
-                self.samplecode / "functions",
-                on_complete=recorder.record,
-                clock=self.clock,
-                region=REGION,
-                account=ACCOUNT,
-                before_complete=self._until_marked,
-                console=self.console,
-            )
-            self._flows = LocalFlowDispatcher(
-                StepFunctionsDispatcher(clients("stepfunctions"), region=REGION, account=ACCOUNT),
-                clients("stepfunctions"),
-                on_complete=recorder.record,
-                clock=self.clock,
-                region=REGION,
-                account=ACCOUNT,
-                before_complete=self._until_marked,
-                wait=self.flow_wait,
-            )
-            self._exit.callback(self._flows.close)
-            self._exit.callback(self._lambda.close)
+            self._recorder = build_recorder(self.settings, clients=clients, clock=self.clock)
             self._ticker = build_ticker(
                 self.settings,
                 clients=clients,
                 clock=StoppableClock(self.clock, self.stop),
-                dispatch=Dispatchers({"lambda": self._lambda, "flow": self._flows}),
+                dispatch=self._dispatchers(clients),
                 cron=self._source.load,
             )
             # Nothing before the start is a misfire, and the current minute's firings from
@@ -333,6 +303,39 @@ class LocalScheduler:
             self._exit.close()
             raise
         self._started = True
+
+    def _dispatchers(self, clients: Clients) -> Dispatchers:
+        """Lambda targets run here, flows in moto's Step Functions; their ends are recorded."""
+        from mini_scheduler.dispatch.stepfunctions import ExecutionInputs, StepFunctionsDispatcher
+
+        execution_input = ExecutionInputs(lambda: clients("stepfunctions"))
+
+        def record(event: dict[str, Any]) -> dict[str, Any]:
+            """A completion event, as the recorder function takes it."""
+            return self.recorder.record(completion_from_event(event, execution_input))
+
+        self._lambda = LocalDispatcher(
+            self.samplecode / "functions",
+            on_complete=record,
+            clock=self.clock,
+            region=REGION,
+            account=ACCOUNT,
+            before_complete=self._until_marked,
+            console=self.console,
+        )
+        self._flows = LocalFlowDispatcher(
+            StepFunctionsDispatcher(clients("stepfunctions"), region=REGION, account=ACCOUNT),
+            clients("stepfunctions"),
+            on_complete=record,
+            clock=self.clock,
+            region=REGION,
+            account=ACCOUNT,
+            before_complete=self._until_marked,
+            wait=self.flow_wait,
+        )
+        self._exit.callback(self._flows.close)
+        self._exit.callback(self._lambda.close)
+        return Dispatchers({"lambda": self._lambda, "flow": self._flows})
 
     def close(self) -> None:
         """Let the running handlers finish, stop watching flows, take moto down."""
@@ -458,174 +461,3 @@ class LocalScheduler:
     def history(self, job: str, limit: int = 100) -> list[RunRecord]:
         """A job's runs, newest first."""
         return list(self.ticker.claims.history(job, limit))
-
-
-# -- the console ------------------------------------------------------------------------------
-
-
-class ConsoleFormatter(logging.Formatter):
-    """``14:00:15 INFO    ticker     Job heartbeat dispatched ...``: UTC time, level, source
-    (the scheduler's module, or the function a line came from), message."""
-
-    def __init__(self) -> None:
-        super().__init__("%(asctime)s %(levelname)-7s %(source)-11s %(message)s", "%H:%M:%S")
-
-    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
-        return time.strftime(datefmt or "%H:%M:%S", time.gmtime(record.created))
-
-    def format(self, record: logging.LogRecord) -> str:
-        thread = record.threadName or ""
-        if thread.startswith(FUNCTION_THREAD):
-            source = thread.removeprefix(FUNCTION_THREAD).removeprefix(SAMPLE_PREFIX)
-        else:
-            source = record.name.removeprefix("mini_scheduler.")
-        record.source = source
-        return super().format(record)
-
-
-@contextlib.contextmanager
-def _console(stream: TextIO) -> Iterator[logging.StreamHandler[Any]]:
-    """Every log line to ``stream`` in the console format (the package's, the samples', and
-    moto's only when critical: it logs a failing flow's states); restored afterwards."""
-    handler = logging.StreamHandler(stream)
-    handler.setFormatter(ConsoleFormatter())
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    quiet = {
-        name: logging.getLogger(name).level for name in ("botocore", "boto3", "urllib3", "moto")
-    }
-    root.handlers[:] = [handler]
-    root.setLevel(logging.INFO)
-    for name in quiet:
-        logging.getLogger(name).setLevel(logging.CRITICAL)
-    try:
-        with package_logs(None):
-            yield handler
-    finally:
-        root.handlers[:] = handlers
-        root.setLevel(level)
-        for name, was in quiet.items():
-            logging.getLogger(name).setLevel(was)
-
-
-def _shown(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
-
-
-def banner(scheduler: LocalScheduler) -> str:
-    cron_file = scheduler.cron
-    jobs = cron_file.jobs if cron_file else ()
-    functions = scheduler.samplecode / "functions"
-    lines = [
-        f"mini-scheduler {__version__} - the scheduler on this machine, moto in-process as AWS",
-        f"  cron file    {_shown(scheduler.cron_path)} "
-        f"({len(jobs)} job{'s' if len(jobs) != 1 else ''}: "
-        f"{', '.join(job.name for job in jobs) or 'none'})",
-        f"  AWS          moto, in this process: no account or credentials, nothing leaves "
-        f"this machine ({REGION})",
-        f"  state table  {STATE_TABLE} (DynamoDB on moto; gone when this stops)",
-        f"  functions    run here: {SAMPLE_PREFIX}<x> is {_shown(functions)}/<x>/app.py",
-        "  flows        run in moto's Step Functions",
-        f"  environment  prod, active (SSM {DEFAULT_PARAMETER} unset: prod)",
-        "Ticking every minute on the wall clock; log times are UTC. Press Ctrl-C to stop.",
-    ]
-    return "\n".join(lines)
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="mini-scheduler local",
-        description="Run the scheduler on this machine with moto as AWS (no account needed).",
-    )
-    parser.add_argument(
-        "--cron-file",
-        metavar="PATH",
-        help=f"the cron file to tick (default {_shown(SAMPLECODE / 'cron.yaml')})",
-    )
-    return parser
-
-
-def main(
-    argv: list[str] | None = None,
-    *,
-    clock: Clock | None = None,
-    stop: threading.Event | None = None,
-    out: TextIO | None = None,
-) -> int:
-    """Run until SIGINT or SIGTERM; 0 after a clean stop, 1 when it cannot start, 2 on a usage
-    error."""
-    out = out or sys.stdout
-    err = sys.stderr
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else 2
-    cron_path = Path(args.cron_file) if args.cron_file else SAMPLECODE / "cron.yaml"
-    if not cron_path.is_file():
-        print(f"mini-scheduler local: no cron file at {cron_path}: give --cron-file", file=err)
-        return 2
-    try:
-        import moto  # noqa: F401 - only to say clearly when it is missing
-    except ImportError:
-        print(
-            "mini-scheduler local: it needs moto, a development dependency: "
-            "pip install -e '.[dev]' (make run does it)",
-            file=err,
-        )
-        return 1
-    stop = stop or threading.Event()
-    with _console(out) as console:
-        scheduler = LocalScheduler(cron_path, clock=clock, stop=stop, console=console)
-        previous = _on_signals(stop)
-        try:
-            scheduler.read_cron_file()
-            print(banner(scheduler), file=out, flush=True)  # before anything logs
-            scheduler.start()
-            scheduler.run()
-            log.info("Stopping - letting the running handlers finish")
-            scheduler.close()
-            log.info("Stopped")
-        except CronFileError as exc:
-            print(f"mini-scheduler local: {exc}", file=err)
-            return 1
-        except KeyboardInterrupt:
-            return 130
-        finally:
-            scheduler.close()
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-    return 0
-
-
-def _on_signals(stop: threading.Event) -> dict[int, Any]:
-    """SIGINT and SIGTERM set ``stop``; a second SIGINT interrupts at once."""
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-
-    def handle(signum: int, frame: FrameType | None) -> None:
-        if stop.is_set():
-            raise KeyboardInterrupt
-        stop.set()
-
-    previous: dict[int, Any] = {}
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        previous[sig] = signal.getsignal(sig)
-        signal.signal(sig, handle)
-    return previous
-
-
-def run(argv: list[str] | None = None) -> int:
-    """The program: :func:`main`, then a prompt exit. After a clean stop the process ends at
-    once; without ``gc.freeze`` the interpreter would spend a second or more collecting moto's
-    and botocore's models on the way out."""
-    code = main(argv)
-    if code == 0:
-        gc.freeze()
-    return code
-
-
-if __name__ == "__main__":
-    raise SystemExit(run())
