@@ -18,7 +18,6 @@ from mini_scheduler.handlers.events import (
     Tick,
     ticker_request,
 )
-from mini_scheduler.model import iso_seconds
 from mini_scheduler.tick import Ticker
 from mini_scheduler.wiring import build_ticker
 
@@ -45,24 +44,11 @@ def reset() -> None:
         _ticker = None
 
 
-MAX_TICK_AHEAD = timedelta(minutes=5)
-"""How far a tick's minute may be ahead of the clock. A schedule's tick arrives at its minute,
-give or take the clock skew between machines; a tick from further ahead would move the watermark
-past minutes that have not come, and nothing would fire until they had."""
-
-
 def route(ticker: Ticker, event: Any, deadline: datetime | None = None) -> dict[str, Any]:
     """Act on one event; EventError for an event that cannot be acted on (nothing written).
     ``deadline``: when a tick stops claiming firings (see :func:`deadline_of`)."""
     request = ticker_request(event)
-    if isinstance(request, Tick):
-        now = ticker.clock.now()
-        if request.at - now > MAX_TICK_AHEAD:
-            raise EventError(
-                f"tick {iso_seconds(request.at)} is {_ahead(request.at - now)} ahead of this "
-                f"Lambda's clock ({iso_seconds(now)}): a tick runs the minute that is starting, "
-                "so one from the future would mark minutes handled before they come"
-            )
+    if isinstance(request, Tick):  # the ticker refuses a tick from the future (EventError)
         return ticker.tick(request.at, request.shard, deadline=deadline).to_json()
     if isinstance(request, EnvironmentStatus):
         return ticker.environment_status()
@@ -89,11 +75,6 @@ def deadline_of(context: Any, now: datetime) -> datetime | None:
     except (TypeError, ValueError):
         return None
     return now + timedelta(milliseconds=millis) - TICK_MARGIN
-
-
-def _ahead(gap: timedelta) -> str:
-    minutes = int(gap.total_seconds() // 60)
-    return f"{minutes} minutes" if minutes < 1440 else f"{minutes // 1440} days"
 
 
 @logger.inject_lambda_context(clear_state=True)
