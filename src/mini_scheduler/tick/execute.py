@@ -301,11 +301,14 @@ class Executor:
         )
         tally.add("dispatched")
         self.metrics.add(m.FIRINGS_DISPATCHED)
-        now = self.clock.now()
         start = JobStart(job.service, job.schedule, {**parameters, "_origin": self.settings.origin})
+        self._mark(job, firing, start, tally)
+
+    def _mark(self, job: Job, firing: Firing, start: JobStart, tally: Tally) -> None:
+        """Once dispatched, the run must say so, or a takeover would dispatch it again: the
+        mark gets attempts of its own on top of the SDK's retries."""
+        now = self.clock.now()
         error: StoreError | None = None
-        # Once dispatched, the run must say so, or a takeover would dispatch it again: the mark
-        # gets attempts of its own on top of the SDK's retries.
         for attempt in range(MARK_ATTEMPTS):
             try:
                 self.claims.mark_dispatched(
@@ -317,16 +320,15 @@ class Executor:
                     self.retry_sleep(0.2 * 2**attempt)
                     continue
                 error = exc
-        if error is not None:
-            tally.add("errors")
-            log.error(
-                "Job %s dispatched but not marked - firing %s may be dispatched again after "
-                "its lease: %s",
-                job.name,
-                firing.id,
-                error,
-                extra=log_keys(job.name, firing.id),
-            )
+        tally.add("errors")
+        log.error(
+            "Job %s dispatched but not marked - firing %s may be dispatched again after "
+            "its lease: %s",
+            job.name,
+            firing.id,
+            error,
+            extra=log_keys(job.name, firing.id),
+        )
 
     def _skip(self, job: Job, firing: Firing, reason: str, tally: Tally) -> None:
         try:
