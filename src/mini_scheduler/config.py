@@ -14,7 +14,7 @@ DEFAULT_PARAMETER = "/mini-scheduler/active-environment"
 
 
 def valid_environment_name(value: str) -> bool:
-    """One word of letters, digits, ``-`` and ``_`` (seed 000)."""
+    """One word of letters, digits, ``-`` and ``_`` (Mercury's rule)."""
     return bool(_ENVIRONMENT_NAME.fullmatch(value))
 
 

@@ -100,7 +100,7 @@ class ActiveEnvironment:
             log.warning(memory_only, self.environment_name, active, source, mode)
 
     def status(self, active: str | None) -> dict[str, Any]:
-        """Seed 000's status: environment, active, mode, persistent, store."""
+        """Mercury's status: environment, active, mode, persistent, store."""
         return {
             "environment": self.environment_name,
             "active": active,

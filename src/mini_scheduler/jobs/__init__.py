@@ -1,6 +1,6 @@
 """cron.yaml: read the job declarations, check every entry, and say what loaded and what did not.
 
-The format is Mercury's (seed 000, "Declare the jobs"), with AWS targets and this project's
+The format is Mercury's, with AWS targets and this project's
 per-job additions (docs/cron-yaml.md)::
 
     jobs:
@@ -17,8 +17,8 @@ Two kinds of trouble, kept apart:
   bad file-level setting, too large, too deep, an alias bomb) raises :class:`CronFileError`
   naming the source. Nothing is half-loaded: the caller gets a whole file or an error.
 * A bad entry is skipped with ``Invalid job entry#<n> - check name, schedule and service:
-  <reason>`` and the others load; every reason found in an entry is listed (seed 001's
-  collect-all-errors validation), joined with ``"; "``. An entry whose name reads as a name
+  <reason>`` and the others load; every reason found in an entry is listed, joined with
+  ``"; "``. An entry whose name reads as a name
   (:func:`readable_name`) is named after its number, ``Invalid job entry#2 (bad-cron) - ...``;
   any other name, and any key, is shown quoted, cut and on one line, never as it is. A reason
   names a parameter by its key or path and the rule it breaks, never by its value.

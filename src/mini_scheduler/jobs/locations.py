@@ -1,7 +1,7 @@
 """Where the cron file is read from: ``CRON_FILE``, a comma-separated list, the first found wins.
 
 Each location is ``s3://bucket/key``, ``file:<path>`` (``file:///abs/path`` too), or a bare path
-(read as ``file:``), like seed 000's ``yaml.cron``. Without ``CRON_FILE`` the file packaged with
+(read as ``file:``), like Mercury's ``yaml.cron``. Without ``CRON_FILE`` the file packaged with
 the function is read: ``cron.yaml`` in ``LAMBDA_TASK_ROOT``, or in the current directory
 outside Lambda.
 

@@ -91,7 +91,7 @@ class Job:
 
     @property
     def schedule(self) -> str:
-        """``<statement> @<zone>``, the job state record's schedule (seed 000)."""
+        """``<statement> @<zone>``, the job state record's schedule (as Mercury writes it)."""
         return f"{self.statement} @{self.zone}"
 
 
@@ -180,7 +180,7 @@ class CronFile:
 
 
 def scheduled_line(job: Job) -> str:
-    """The load report's line for a job that loaded (seed 000's text)."""
+    """The load report's line for a job that loaded (Mercury's text)."""
     return (
         f"Scheduled job: {job.name}, service: {job.service}, statement: {job.statement}, "
         f"time zone: {job.zone}"

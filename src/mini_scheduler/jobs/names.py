@@ -1,4 +1,4 @@
-"""The names cron.yaml writes: a job's name (seed 000's rule, bounded to 64 characters) and its
+"""The names cron.yaml writes: a job's name (Mercury's rule, bounded to 64 characters) and its
 ``service``, a Lambda function (name, ``name:alias``, ``name:version``, partial or full ARN) or
 ``flow://<state machine name or ARN>``."""
 
@@ -77,7 +77,7 @@ def parse_service(service: str) -> Target | str:
 
 
 def name_problem(name: str) -> str | None:
-    """Why ``name`` is not a valid job name (seed 000's rule, bounded to 64), or None."""
+    """Why ``name`` is not a valid job name (Mercury's rule, bounded to 64), or None."""
     if not name:
         return "name is empty"
     shown = quoted(name, MAX_NAME_LENGTH)

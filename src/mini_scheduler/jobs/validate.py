@@ -1,6 +1,6 @@
 """One job entry of cron.yaml, checked key by key: a table of readers, one per key.
 
-Every reason found in an entry is listed (seed 001's collect-all-errors validation), in the
+Every reason found in an entry is listed (all of them, not only the first), in the
 order of the table, then the checks that need two keys (the parameters fit the target), then
 the keys written twice. An entry with a reason is skipped; one without becomes a :class:`Job`.
 
