@@ -213,7 +213,7 @@ def test_a_lambda_completion_after_the_sweep_is_recorded_too() -> None:
 
 
 def test_the_cli_s_history_notes_a_late_end_and_a_redrive() -> None:
-    from mini_scheduler.cli import _run_note
+    from mini_scheduler.cli.jobs import _run_note
 
     redriven = _recorder()
     for event in ("sfn-status-failed.json", "sfn-status-redriven.json"):
