@@ -3,7 +3,7 @@
 Every tracked file is read as text, and none may refer to the directory next to the repository
 (``../shared``) or to a specification that is not in it (``DESIGN.md``): code would fail to find
 them, and a comment citing them points a reader nowhere. The golden rows the cron tests read are
-in ``tests/cron/data``.
+in ``tests/unit/cron/data``.
 """
 
 from __future__ import annotations
@@ -38,7 +38,8 @@ def _references(path: Path) -> list[str]:
 
 def test_the_golden_rows_are_tracked() -> None:
     """Also shows that the listing below is the repository's, not an empty answer."""
-    assert ROOT / "tests" / "cron" / "data" / "quartz-golden-public.tsv" in _tracked_files()
+    golden = ROOT / "tests" / "unit" / "cron" / "data" / "quartz-golden-public.tsv"
+    assert golden in _tracked_files()
 
 
 def test_nothing_refers_to_files_beside_the_repository() -> None:

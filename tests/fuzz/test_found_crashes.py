@@ -20,7 +20,7 @@ from mini_scheduler.errors import UnknownTimeZoneError
 from mini_scheduler.jobs import load
 from tests.conftest import load_event
 from tests.fuzz.conftest import Judge
-from tests.jobs.helpers import errors
+from tests.unit.jobs.helpers import errors
 
 Invoke = Callable[[Any], dict[str, Any]]
 

@@ -1,8 +1,8 @@
-"""The cron.yaml loader on bad input, past what tests/jobs/ covers.
+"""The cron.yaml loader on bad input, past what tests/unit/jobs/ covers.
 
-tests/jobs/test_file.py already holds the whole-file errors one by one, the classic bombs (billion
-laughs, an alias bomb in parameters, a large string repeated, a recursive alias, deep nesting),
-the 1 MiB bound, and random YAML-ish text, bytes and documents. Here:
+tests/unit/jobs/test_file.py already holds the whole-file errors one by one, the classic bombs
+(billion laughs, an alias bomb in parameters, a large string repeated, a recursive alias, deep
+nesting), the 1 MiB bound, and random YAML-ish text, bytes and documents. Here:
 
 * near misses of the real sample file, samplecode/cron.yaml: its text edited by a character, a
   line or a YAML feature (an anchor, an alias, a tag, a merge key, an indentation), and its
@@ -12,7 +12,7 @@ the 1 MiB bound, and random YAML-ish text, bytes and documents. Here:
 * the largest files the bound lets through, of real content: as many jobs as fit in 1 MiB,
   1 MiB of list items, thousands of anchors and aliases, a key written a hundred thousand times.
 
-Each either loads into a consistent file (``tests.jobs.test_file.check``) or raises
+Each either loads into a consistent file (``tests.unit.jobs.test_file.check``) or raises
 CronFileError naming the source, and within a bound (no hang).
 """
 
@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from mini_scheduler.errors import CronFileError
 from mini_scheduler.jobs import MAX_FILE_BYTES, load
 from tests.conftest import ROOT
-from tests.jobs.test_file import check  # a consistent file, or CronFileError naming what is wrong
+from tests.unit.jobs.test_file import check  # a consistent file, or CronFileError naming the fault
 
 SAMPLE = (ROOT / "samplecode" / "cron.yaml").read_text(encoding="utf-8")
 SAMPLE_DATA: dict[str, Any] = yaml.safe_load(SAMPLE)

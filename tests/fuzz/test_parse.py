@@ -1,4 +1,4 @@
-"""``parse`` on bad input, past what tests/cron/test_properties.py covers.
+"""``parse`` on bad input, past what tests/unit/cron/test_properties.py covers.
 
 That file fuzzes ``parse`` with short random text and token soups (300 examples, and 10,000 in
 its ``slow`` variant). Here: near misses of real statements (every statement of Quartz's golden
@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from mini_scheduler.cron import CronSyntaxError, parse
-from tests.cron.test_golden import ROWS
-from tests.cron.test_properties import ALPHABET, TOKENS
+from tests.unit.cron.test_golden import ROWS
+from tests.unit.cron.test_properties import ALPHABET, TOKENS
 
 STATEMENTS = tuple(dict.fromkeys(row.statement for row in ROWS))
 ZONES = (

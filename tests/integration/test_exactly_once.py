@@ -26,7 +26,7 @@ from mini_scheduler.jobs import load
 from mini_scheduler.model import RunStatus
 from mini_scheduler.tick import Ticker
 from tests.emulators.dynamodb_local import make_client
-from tests.ticker.harness import FakeDispatcher
+from tests.unit.tick.harness import FakeDispatcher
 
 pytestmark = pytest.mark.dynamodb_local
 

@@ -1,7 +1,8 @@
 """Job parameters are bounded so that a dispatch fits its target: an asynchronous Lambda invoke
 (1 MB), a Step Functions input (256 KiB), and the 400 KB DynamoDB items that record the run and
-the job's state. Too large is a clear error when cron.yaml loads (tests/jobs/test_parameters.py)
-and for a manual run's overrides (here, end to end: the merged parameters are what counts).
+the job's state. Too large is a clear error when cron.yaml loads
+(tests/unit/jobs/test_parameters.py) and for a manual run's overrides (here, end to end: the
+merged parameters are what counts).
 
 Here too: the reserve kept beside the parameters holds the largest envelope the scheduler can
 build (a 64-character job, a manual firing id, a 128-character operator, the longest origin),

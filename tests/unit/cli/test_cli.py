@@ -16,7 +16,7 @@ from moto import mock_aws
 from mini_scheduler.cli.main import main
 from mini_scheduler.clock import FixedClock
 from tests.conftest import ROOT
-from tests.jobs.helpers import BASE, document
+from tests.unit.jobs.helpers import BASE, document
 
 SAMPLE = ROOT / "samplecode" / "cron.yaml"
 NOW = datetime(2026, 3, 7, 12, 0, 7, tzinfo=UTC)  # a Saturday; New York springs forward on the 8th

@@ -21,7 +21,7 @@ from mini_scheduler.jobs.locations import (
     default_locations,
     parse_locations,
 )
-from tests.jobs.helpers import BASE, document
+from tests.unit.jobs.helpers import BASE, document
 
 BUCKET = "mini-scheduler-test-config"
 ONE = document(BASE)

@@ -17,7 +17,7 @@ from yaml.nodes import Node
 from mini_scheduler.errors import CronFileError, SchedulerError
 from mini_scheduler.jobs import MAX_FILE_BYTES, CronFile, load
 from mini_scheduler.jobs import yaml as bounded_yaml
-from tests.jobs.helpers import BASE, document
+from tests.unit.jobs.helpers import BASE, document
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import pytest
 
 from mini_scheduler.cron.zones import suggest_zone
 from mini_scheduler.jobs import load, readable_name
-from tests.jobs.helpers import BASE, document, errors, invalid, one, warnings
+from tests.unit.jobs.helpers import BASE, document, errors, invalid, one, warnings
 
 
 def test_an_invalid_entry_is_named_by_its_name() -> None:

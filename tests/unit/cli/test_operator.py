@@ -20,8 +20,8 @@ from mini_scheduler.cli.context import Invocation, RegionClients
 from mini_scheduler.cli.main import main
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.model import Firing, RunStatus
-from tests.cli.conftest import PARAMETER, STACK, TABLE, TICKER, Aws, stack_template
 from tests.conftest import ROOT
+from tests.unit.cli.conftest import PARAMETER, STACK, TABLE, TICKER, Aws, stack_template
 
 SAMPLE = ROOT / "samplecode" / "cron.yaml"
 NOW = datetime(2026, 11, 30, 14, 0, 7, tzinfo=UTC)  # 14:00 UTC is 09:00 in New York (EST)

@@ -13,7 +13,7 @@ import pytest
 from mini_scheduler.claims.base import ClaimResult, RunRecord
 from mini_scheduler.claims.memory import MemoryClaimStore
 from mini_scheduler.model import Firing, RunStatus
-from tests.ticker.harness import at, rig
+from tests.unit.tick.harness import at, rig
 
 EVERY_MINUTE = """
 jobs:

@@ -18,7 +18,7 @@ from mini_scheduler.jobs import (
     load,
     parse_service,
 )
-from tests.jobs.helpers import BASE, document, errors, invalid, one, warnings
+from tests.unit.jobs.helpers import BASE, document, errors, invalid, one, warnings
 
 SEED_000 = """
 jobs:

@@ -12,7 +12,7 @@ from mini_scheduler.errors import EventError
 from mini_scheduler.jobs import load
 from mini_scheduler.model import Firing
 from mini_scheduler.operator import Operator
-from tests.ticker.harness import at
+from tests.unit.tick.harness import at
 
 CRON = load(
     """

@@ -1,5 +1,5 @@
 """Properties of the engine on random valid statements, random zones and random instants, judged
-by the brute-force oracle of ``tests/cron/oracle.py`` (which never calls the engine).
+by the brute-force oracle of ``tests/unit/cron/oracle.py`` (which never calls the engine).
 
 The generator builds a statement from Quartz's whole syntax (lists, ranges that wrap, steps,
 names in any case, ``L``, ``L-n``, ``nL``, ``W``, ``LW``, ``#``, years) together with its meaning;
@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from mini_scheduler.cron import CronSyntaxError, parse
 from mini_scheduler.cron.zones import get_zone
-from tests.cron.oracle import (
+from tests.unit.cron.oracle import (
     DAY,
     SECOND,
     DayRule,

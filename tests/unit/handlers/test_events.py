@@ -323,7 +323,8 @@ EVENT_FILES = sorted(path.name for path in EVENTS.iterdir() if path.is_file())
 def _expectation(name: str) -> EventExpectation:
     expectation = EVENT_FILE_EXPECTATIONS.get(name)
     assert expectation is not None, (
-        f"events/{name} has no entry in EVENT_FILE_EXPECTATIONS (tests/recorder/test_events.py): "
+        f"events/{name} has no entry in EVENT_FILE_EXPECTATIONS "
+        "(tests/unit/handlers/test_events.py): "
         "add one naming the function that takes it and checking the answer docs/reference.md's "
         '"Events the functions take" documents'
     )

@@ -23,7 +23,7 @@ from mini_scheduler.jobs import (
     split_reserved,
 )
 from mini_scheduler.jobs.limits import item_size, value_size
-from tests.jobs.helpers import errors, invalid, one
+from tests.unit.jobs.helpers import errors, invalid, one
 
 LAMBDA = Target("lambda", "report-fn")
 FLOW = Target("flow", "cleanup")

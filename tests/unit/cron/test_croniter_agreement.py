@@ -33,7 +33,7 @@ import pytest
 from croniter import croniter
 
 from mini_scheduler.cron import parse
-from tests.cron.oracle import stepped
+from tests.unit.cron.oracle import stepped
 
 COUNT = 300
 FIRINGS = 20
