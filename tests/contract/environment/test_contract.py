@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from mini_scheduler.errors import EnvironmentStoreError, StoreError
-from tests.environment.conftest import Stores
+from tests.contract.environment.conftest import Stores
 
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
 
