@@ -97,15 +97,17 @@ deploy-dr: build
 
 # checkov, bandit and pip-audit live in their own virtual environment too: checkov pins many
 # packages (boto3 among them) that .venv must not get. `make test` installs them and runs checkov
-# and bandit through tests/security/ (offline); `make security` runs them alone; `make audit`
-# asks a live advisory database about the runtime dependencies (network: not part of make test).
+# and bandit through tests/repo/security/ (offline); `make security` runs them alone; `make
+# audit` asks a live advisory database about the runtime dependencies (network: not part of make
+# test).
 SEC_VENV          := .venv-sec
 CHECKOV_VERSION   := 3.3.30
 BANDIT_VERSION    := 1.9.4
 PIP_AUDIT_VERSION := 2.10.1
 SEC_STAMP         := $(SEC_VENV)/.installed-checkov-$(CHECKOV_VERSION)-bandit-$(BANDIT_VERSION)-pip-audit-$(PIP_AUDIT_VERSION)
 # checkov offline: no policy or mapping download from the Prisma Cloud platform, no PyPI check
-# for a newer checkov (tests/security/test_checkov.py checks that it opens no connection at all).
+# for a newer checkov (tests/repo/security/test_checkov.py checks that it opens no connection at
+# all).
 CHECKOV_ENV  := BC_SKIP_MAPPING=TRUE CKV_SKIP_PACKAGE_UPDATE_CHECK=true
 CHECKOV_ARGS := --file template.yaml --framework cloudformation secrets --skip-download --compact --quiet
 # Extra arguments for pip-audit (e.g. AUDIT_ARGS='--vulnerability-service osv').

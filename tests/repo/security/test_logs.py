@@ -36,7 +36,7 @@ from mini_scheduler.jobs import Target, check_parameters_fit, load
 from tests.claims.conftest import closed_port
 from tests.conftest import load_event
 from tests.integration.conftest import Aws
-from tests.template import cfn
+from tests.repo.template import cfn
 
 Invoke = Callable[[Any], dict[str, Any]]
 SECRET = "s3cr3t-7f1d9c"

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT
-from tests.security import tools
+from tests.repo.security import tools
 
 SRC = ROOT / "src"
 _NOSEC = re.compile(r"#\s*nosec\b(?P<rest>.*)$")

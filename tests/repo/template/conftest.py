@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.template import cfn
+from tests.repo.template import cfn
 
 
 @pytest.fixture(scope="session")

@@ -31,7 +31,7 @@ from mini_scheduler.handlers import ticker as ticker_handler
 from mini_scheduler.model import RunStatus, execution_name
 from tests.conftest import ROOT, load_event
 from tests.fakeaws import handler_zip, use_test_credentials
-from tests.template import cfn
+from tests.repo.template import cfn
 
 Template = dict[str, Any]
 

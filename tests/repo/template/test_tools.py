@@ -20,7 +20,7 @@ import pytest
 from packaging.requirements import Requirement
 
 from tests.conftest import ROOT
-from tests.template import cfn
+from tests.repo.template import cfn
 
 pytestmark = pytest.mark.usefixtures("sam_tools")
 

@@ -2,7 +2,8 @@
 transform would: run by the tests with the SAM CLI's interpreter (.venv-sam), which has
 aws-sam-translator; .venv does not.
 
-    .venv-sam/bin/python tests/template/translate.py template.yaml out.json [--region us-east-1]
+    .venv-sam/bin/python tests/repo/template/translate.py \\
+        template.yaml out.json [--region us-east-1]
 
 Like `sam package`, local code locations become S3 objects: each function's CodeUri becomes
 s3://<ARTIFACT_BUCKET>/<logical id>.zip; a state machine's DefinitionUri becomes the definition

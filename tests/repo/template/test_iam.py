@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.template import cfn
+from tests.repo.template import cfn
 
 Template = dict[str, Any]
 

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import ROOT
-from tests.security import tools
-from tests.template import cfn
+from tests.repo.security import tools
+from tests.repo.template import cfn
 
 TEMPLATE = ROOT / "template.yaml"
 _WATCHED = """

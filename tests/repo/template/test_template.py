@@ -18,7 +18,7 @@ from mini_scheduler.handlers import _runtime
 from mini_scheduler.jobs import load
 from mini_scheduler.model import SkipReason
 from tests.conftest import ROOT
-from tests.template import cfn
+from tests.repo.template import cfn
 
 Template = dict[str, Any]
 

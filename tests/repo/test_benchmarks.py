@@ -9,12 +9,11 @@ import urllib.request
 
 import boto3
 import pytest
+from benchmarks import __main__ as bench_main
+from benchmarks import accounting, cost, expansion
 from benchmarks.stub_lambda import StubLambda
 from benchmarks.table import Row, render
 from botocore.config import Config
-
-from benchmarks import __main__ as bench_main
-from benchmarks import accounting, cost, expansion
 
 
 def test_item_sizes_follow_dynamodbs_rules() -> None:
