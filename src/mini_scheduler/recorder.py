@@ -2,7 +2,8 @@
 that reopens it. The handler parses the event (:mod:`mini_scheduler.handlers.events`).
 
 What an end does to a run that has ended already (a completion after the sweep's TIMED_OUT, the
-end of a redriven attempt) is the claim store's rule (:func:`mini_scheduler.claims.base.after_end`).
+end of a redriven attempt) is the claim store's rule
+(:func:`mini_scheduler.claims.transitions.after_end`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from datetime import datetime
 from typing import Any
 
 from mini_scheduler import metrics as m
-from mini_scheduler.claims.base import ClaimStore, Redrive, RunRecord
+from mini_scheduler.claims.base import ClaimStore
+from mini_scheduler.claims.records import Redrive, RunRecord
 from mini_scheduler.clock import Clock
 from mini_scheduler.metrics import Metrics, RecordingMetrics
 from mini_scheduler.model import RunStatus, iso_seconds, job_of, log_keys

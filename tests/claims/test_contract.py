@@ -10,15 +10,9 @@ from functools import partial
 
 import pytest
 
-from mini_scheduler.claims.base import (
-    EARLIER_ENDS_KEPT,
-    TIMED_OUT_ERROR,
-    ClaimResult,
-    ClaimStore,
-    EarlierEnd,
-    JobStart,
-    Redrive,
-)
+from mini_scheduler.claims.base import ClaimResult, ClaimStore
+from mini_scheduler.claims.records import EarlierEnd, JobStart, Redrive
+from mini_scheduler.claims.transitions import EARLIER_ENDS_KEPT, TIMED_OUT_ERROR
 from mini_scheduler.errors import StoreError
 from mini_scheduler.model import Firing, RunStatus
 

@@ -21,8 +21,9 @@ from pymongo.errors import AutoReconnect, OperationFailure, ServerSelectionTimeo
 
 from mini_scheduler import mongo
 from mini_scheduler.aws import Clients
-from mini_scheduler.claims.base import ClaimResult, JobStart
+from mini_scheduler.claims.base import ClaimResult
 from mini_scheduler.claims.mongodb import DUE_INDEX, EXPIRY_INDEX, HISTORY_INDEX, MongoDBClaimStore
+from mini_scheduler.claims.records import JobStart
 from mini_scheduler.config import Settings
 from mini_scheduler.environment.mongodb import MongoDBEnvironmentStore
 from mini_scheduler.errors import StoreError

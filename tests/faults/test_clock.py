@@ -10,7 +10,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from mini_scheduler.claims.base import RunRecord
+from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.dispatch.base import Dispatchers
 from mini_scheduler.jobs import load

@@ -65,15 +65,9 @@ from typing import Any
 import pytest
 import yaml
 
-from mini_scheduler.claims.base import (
-    ClaimResult,
-    Control,
-    JobStart,
-    JobState,
-    Redrive,
-    RunRecord,
-)
+from mini_scheduler.claims.base import ClaimResult, Control
 from mini_scheduler.claims.memory import MemoryClaimStore
+from mini_scheduler.claims.records import JobStart, JobState, Redrive, RunRecord
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers

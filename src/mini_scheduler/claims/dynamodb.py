@@ -12,6 +12,10 @@ Items (``pk`` / ``sk``):
 
 Open runs carry ``openPk = "OPEN"`` and a ``deadline``; the sparse index ``open-runs`` on them
 is the sweep's one Query a tick.
+
+The run's fields are :mod:`.records`' (times as ISO strings with milliseconds, ``expiresAt`` in
+epoch seconds for the TTL); each write is one of :mod:`.transitions`, made an UpdateItem's
+expressions by :func:`_expressions`.
 """
 
 from __future__ import annotations
@@ -31,31 +35,40 @@ from typing import TYPE_CHECKING, Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
-from mini_scheduler.claims.base import (
-    TIMED_OUT_ERROR,
-    ClaimResult,
-    Control,
+from mini_scheduler.claims.base import ClaimResult, Control, Pause
+from mini_scheduler.claims.records import (
+    JOB_FIELDS,
+    RUN_FIELDS,
     JobStart,
     JobState,
-    Pause,
     Redrive,
     RunRecord,
+    job_state_from,
+    run_record_from,
+    stored_ends,
+)
+from mini_scheduler.claims.transitions import (
+    Expect,
+    Write,
     after_end,
     after_redrive,
-    changed_fields,
-    job_state_from,
+    applied,
+    change_run,
+    claimed,
+    dispatched,
+    ended,
+    failed,
+    job_follows,
+    job_started,
     log_slot_held,
-    run_record_from,
+    skipped,
+    slot_follows,
+    take_slot,
+    taken_over,
+    timed_out,
 )
 from mini_scheduler.errors import StoreError, describe_aws_error
-from mini_scheduler.model import (
-    Firing,
-    RunStatus,
-    firing_from_id,
-    iso_millis,
-    iso_seconds,
-    parse_instant,
-)
+from mini_scheduler.model import Firing, RunStatus, firing_from_id, iso_millis, parse_instant
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -68,7 +81,8 @@ _CONTROL = "CONTROL"
 _SERIALIZER = TypeSerializer()
 _DESERIALIZER = TypeDeserializer()
 _CONFLICT_ATTEMPTS = 5
-_OPEN_STATUSES = (RunStatus.CLAIMED, RunStatus.DISPATCHED)
+_REFUSED = "ConditionalCheckFailed"
+_RUN: Mapping[str, str] = {**RUN_FIELDS, "open": "openPk"}  # the open-runs index's key
 
 
 def _run_key(firing: Firing) -> dict[str, Any]:
@@ -84,6 +98,22 @@ def _value(value: Any) -> dict[str, Any]:
     if isinstance(value, (float, dict, list)):
         value = json.loads(json.dumps(value), parse_float=Decimal)
     return dict(_SERIALIZER.serialize(value))
+
+
+def _encode(field: str, value: Any) -> dict[str, Any]:
+    """A logical field's value as the table keeps it: times as ISO strings with milliseconds,
+    the TTL in epoch seconds, the open marker as the index's key."""
+    if field == "open":
+        return {"S": _OPEN}
+    if field == "expires_at":
+        return {"N": str(int(value.timestamp()))}
+    if isinstance(value, datetime):
+        return {"S": iso_millis(value)}
+    if isinstance(value, RunStatus):
+        return {"S": str(value)}
+    if isinstance(value, tuple):  # earlier ends
+        return _value(stored_ends(value, iso_millis))
+    return _value(value)
 
 
 def _plain(value: Any) -> Any:
@@ -105,18 +135,63 @@ def _instant(value: Any) -> datetime | None:
     return parse_instant(value) if isinstance(value, str) and value else None
 
 
-def _stored(value: Any) -> Any:
-    """A changed field as the table keeps it: times as ISO strings with milliseconds."""
-    if isinstance(value, datetime):
-        return iso_millis(value)
-    if isinstance(value, list):
-        return [{k: _stored(v) for k, v in end.items()} for end in value]
-    return value
-
-
 def _record(raw: Mapping[str, Any]) -> RunRecord:
-    item = _item(raw)
-    return run_record_from(str(item["firingId"]), item, _instant)
+    return run_record_from(_item(raw), _instant, _RUN)
+
+
+def _expressions(write: Write, names: Mapping[str, str]) -> dict[str, Any]:
+    """``write`` as an UpdateItem's expressions and values (every attribute a ``#name``)."""
+    values: dict[str, Any] = {}
+    clauses: dict[str, list[str]] = {"SET": [], "REMOVE": [], "ADD": []}
+    for field, value in write.sets.items():
+        name = names[field]
+        if value is None:
+            clauses["REMOVE"].append(f"#{name}")
+        else:
+            clauses["SET"].append(f"#{name} = :{name}")
+            values[f":{name}"] = _encode(field, value)
+    for field, count in write.adds.items():
+        name = names[field]
+        clauses["ADD"].append(f"#{name} :{name}")
+        values[f":{name}"] = _value(count)
+    request: dict[str, Any] = {
+        "UpdateExpression": " ".join(
+            f"{verb} {', '.join(parts)}" for verb, parts in clauses.items() if parts
+        )
+    }
+    condition = _condition(write.expect, names, values)
+    if condition:
+        request["ConditionExpression"] = condition
+    if values:
+        request["ExpressionAttributeValues"] = values
+    return request
+
+
+def _condition(expect: Expect, names: Mapping[str, str], values: dict[str, Any]) -> str:
+    """``expect`` as a ConditionExpression, its values added to ``values``."""
+    parts: list[str] = []
+    for field, allowed in expect.one_of.items():
+        name = names[field]
+        was = f":was{_title(name)}"
+        present = [value for value in allowed if value is not None]
+        options = [f"attribute_not_exists(#{name})"] if len(present) < len(allowed) else []
+        if len(present) == 1:
+            values[was] = _encode(field, present[0])
+            options.append(f"#{name} = {was}")
+        elif present:
+            keys = [f"{was}{i}" for i in range(len(present))]
+            values.update(zip(keys, (_encode(field, value) for value in present), strict=True))
+            options.append(f"#{name} IN ({', '.join(keys)})")
+        parts.append(options[0] if len(options) == 1 else f"({' OR '.join(options)})")
+    for field, bound in expect.at_most.items():
+        name = names[field]
+        values[f":max{_title(name)}"] = _encode(field, bound)
+        parts.append(f"#{name} <= :max{_title(name)}")
+    return " AND ".join(parts)
+
+
+def _title(name: str) -> str:
+    return name[:1].upper() + name[1:]
 
 
 _NAME = re.compile(r"#([A-Za-z][A-Za-z0-9]*)")
@@ -185,6 +260,26 @@ class DynamoDBClaimStore:
                 self._sleep(0.05 * 2**attempt)
         raise AssertionError("unreachable")
 
+    def _transact(self, items: list[dict[str, Any]]) -> list[str]:
+        """TransactWriteItems, tried again while a conflict cancels it: [] when written, else
+        the cancellation reasons when a condition failed. Any other refusal (or a conflict on
+        every attempt) raises its ClientError."""
+        for attempt in range(_CONFLICT_ATTEMPTS):
+            try:
+                self._write("transact_write_items", TransactItems=items)
+            except ClientError as exc:
+                reasons = _reasons(exc)
+                if _code(exc) != "TransactionCanceledException" or len(reasons) != len(items):
+                    raise
+                if _REFUSED in reasons:
+                    return reasons
+                if attempt + 1 == _CONFLICT_ATTEMPTS:
+                    raise
+                self._sleep(0.05 * 2**attempt)
+            else:
+                return []
+        raise AssertionError("unreachable")
+
     def _fail(self, operation: str, exc: Exception) -> StoreError:
         return StoreError(
             f"DynamoDB {operation} on table {self.table} failed - {describe_aws_error(exc)}"
@@ -198,14 +293,14 @@ class DynamoDBClaimStore:
         except (ClientError, BotoCoreError) as exc:
             raise self._fail(operation, exc) from exc
 
-    def _put_new(self, operation: str, item: dict[str, Any]) -> dict[str, Any] | None:
-        """Put ``item`` unless an item with its key exists: None when written, else the item
+    def _put_new(self, operation: str, firing: Firing, run: Mapping[str, Any]) -> Any:
+        """Put a new run unless its firing has a record: None when written, else the item
         found (DynamoDB returns it with the refusal; the SDK may have written it itself, on an
         attempt whose answer was lost)."""
         request = _named(
             {
                 "TableName": self.table,
-                "Item": item,
+                "Item": self._run_item(firing, run),
                 "ConditionExpression": "attribute_not_exists(#pk)",
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
@@ -216,221 +311,23 @@ class DynamoDBClaimStore:
             except ClientError as exc:
                 if _code(exc) != "ConditionalCheckFailedException":
                     raise
-                found: dict[str, Any] = dict(exc.response.get("Item") or {})  # type: ignore[call-overload]
-                return found
+                return dict(exc.response.get("Item") or {})  # type: ignore[call-overload]
         return None
 
-    def _expires(self, now: datetime) -> dict[str, Any]:
-        return {"N": str(int((now + self._ttl).timestamp()))}
+    @staticmethod
+    def _run_item(firing: Firing, run: Mapping[str, Any]) -> dict[str, Any]:
+        return {**_run_key(firing), **{_RUN[k]: _encode(k, v) for k, v in run.items()}}
 
-    def _run_item(
-        self, firing: Firing, status: RunStatus, now: datetime, origin: str, **extra: Any
-    ) -> dict[str, Any]:
-        item: dict[str, Any] = {
-            **_run_key(firing),
-            "firingId": {"S": firing.id},
-            "job": {"S": firing.job},
-            "scheduledTime": {"S": firing.scheduled_time},
-            "status": {"S": str(status)},
-            "origin": {"S": origin},
-            "expiresAt": self._expires(now),
-        }
-        if firing.manual:
-            item["manual"] = {"BOOL": True}
-            item["parameters"] = _value(dict(firing.parameters))
-        if firing.operator:
-            item["operator"] = {"S": firing.operator}
-        for key, value in extra.items():
-            if value is not None:
-                item[key] = _value(value)
-        return item
+    def _run_update(self, firing: Firing, write: Write) -> dict[str, Any]:
+        key = _run_key(firing)
+        return _named({"TableName": self.table, "Key": key, **_expressions(write, _RUN)})
 
-    # -- claims ----------------------------------------------------------------------------
-
-    def claim(
-        self,
-        firing: Firing,
-        *,
-        now: datetime,
-        lease_until: datetime,
-        origin: str,
-        exclusive: bool = False,
-    ) -> ClaimResult:
-        token = uuid.uuid4().hex
-        item = self._run_item(
-            firing,
-            RunStatus.CLAIMED,
-            now,
-            origin,
-            claimedAt=iso_millis(now),
-            deadline=iso_millis(lease_until),
-            openPk=_OPEN,
-            exclusive=exclusive or None,
-            claimToken=token,
-        )
-        if not exclusive:
-            old = self._put_new("PutItem (claim)", item)
-            if old is None:
-                return ClaimResult.WON
-            # The SDK retries a put whose answer was lost; the retry then meets our own first
-            # write. The token tells our claim from a peer's.
-            holder = old.get("claimToken", {}).get("S")
-            return ClaimResult.WON if holder == token else ClaimResult.LOST
-        slot = _named(
-            {
-                "TableName": self.table,
-                "Key": _job_key(firing.job),
-                "UpdateExpression": "SET #openFiring = :fid, #job = :job",
-                "ConditionExpression": "attribute_not_exists(#openFiring) OR #openFiring = :fid",
-                "ExpressionAttributeValues": {":fid": {"S": firing.id}, ":job": {"S": firing.job}},
-            }
-        )
-        put = _named(
-            {
-                "TableName": self.table,
-                "Item": item,
-                "ConditionExpression": "attribute_not_exists(#pk)",
-            }
-        )
-        for attempt in range(_CONFLICT_ATTEMPTS):
-            try:
-                self._write("transact_write_items", TransactItems=[{"Put": put}, {"Update": slot}])
-            except ClientError as exc:
-                reasons = _reasons(exc)
-                if _code(exc) != "TransactionCanceledException" or len(reasons) != 2:
-                    raise self._fail("TransactWriteItems (exclusive claim)", exc) from exc
-                if reasons[0] == "ConditionalCheckFailed":
-                    return ClaimResult.LOST
-                if reasons[1] == "ConditionalCheckFailed":
-                    return ClaimResult.OVERLAP
-                if attempt + 1 == _CONFLICT_ATTEMPTS:
-                    raise self._fail("TransactWriteItems (exclusive claim)", exc) from exc
-                self._sleep(0.05 * 2**attempt)
-            except BotoCoreError as exc:
-                raise self._fail("TransactWriteItems (exclusive claim)", exc) from exc
-            else:
-                return ClaimResult.WON
-        raise AssertionError("unreachable")
-
-    def take_over(
-        self, run: RunRecord, *, now: datetime, lease_until: datetime, origin: str
-    ) -> bool:
-        if run.claimed_at is None:
-            return False
-        firing = firing_from_id(run.firing_id)
-        request = _named(
-            {
-                "TableName": self.table,
-                "Key": _run_key(firing),
-                "UpdateExpression": (
-                    "SET #claimedAt = :now, #deadline = :lease, #origin = :origin "
-                    "ADD #takeovers :one"
-                ),
-                "ConditionExpression": "#status = :claimed AND #claimedAt = :seen",
-                "ExpressionAttributeValues": {
-                    ":now": {"S": iso_millis(now)},
-                    ":lease": {"S": iso_millis(lease_until)},
-                    ":origin": {"S": origin},
-                    ":one": {"N": "1"},
-                    ":claimed": {"S": str(RunStatus.CLAIMED)},
-                    ":seen": {"S": iso_millis(run.claimed_at)},
-                },
-            }
-        )
-        return self._update(request, "UpdateItem (take over)", tolerate_condition=True) is not None
-
-    def mark_dispatched(
-        self, firing: Firing, *, now: datetime, deadline: datetime, start: JobStart
-    ) -> None:
-        run = _named(
-            {
-                "TableName": self.table,
-                "Key": _run_key(firing),
-                "UpdateExpression": (
-                    "SET #status = :dispatched, #startedAt = :now, #deadline = :deadline"
-                ),
-                "ConditionExpression": "#status = :claimed",
-                "ExpressionAttributeValues": {
-                    ":dispatched": {"S": str(RunStatus.DISPATCHED)},
-                    ":claimed": {"S": str(RunStatus.CLAIMED)},
-                    ":now": {"S": iso_millis(now)},
-                    ":deadline": {"S": iso_millis(deadline)},
-                },
-            }
-        )
-        state = self._start_update(firing, now, start)
-        for attempt in range(_CONFLICT_ATTEMPTS):
-            try:
-                self._write(
-                    "transact_write_items",
-                    TransactItems=[{"Update": run}, {"Update": state}],
-                )
-                return
-            except ClientError as exc:
-                reasons = _reasons(exc)
-                if _code(exc) == "TransactionCanceledException" and reasons[:1] == [
-                    "ConditionalCheckFailed"
-                ]:
-                    # The run closed (a very fast target) or was taken over before we marked
-                    # it: leave the run as it is; a closed run's start and end go to the
-                    # job's latest state (a taken-over run is marked by its new claimer).
-                    run_now = self.run(firing.id)
-                    if run_now is not None and not run_now.status.open:
-                        self._update(
-                            self._start_update(firing, now, start, ended=run_now),
-                            "UpdateItem (job start)",
-                        )
-                    return
-                if _code(exc) != "TransactionCanceledException" or (
-                    attempt + 1 == _CONFLICT_ATTEMPTS
-                ):
-                    # The dispatch happened: the run record must say so, or a takeover would
-                    # dispatch it again. Mark the run alone; the job's latest state misses
-                    # this start.
-                    log.warning(
-                        "Job %s - firing %s: the job's latest state was not updated "
-                        "(%s); marking the run alone",
-                        firing.job,
-                        firing.id,
-                        describe_aws_error(exc),
-                    )
-                    self._update(run, "UpdateItem (mark dispatched)", tolerate_condition=True)
-                    return
-                self._sleep(0.05 * 2**attempt)
-            except BotoCoreError as exc:
-                raise self._fail("TransactWriteItems (mark dispatched)", exc) from exc
-
-    def _start_update(
-        self, firing: Firing, now: datetime, start: JobStart, ended: RunRecord | None = None
-    ) -> dict[str, Any]:
-        """The job's latest state at a dispatch; with ``ended``, of a run whose completion
-        arrived before the dispatch was marked (its end and status, not DISPATCHED)."""
-        values: dict[str, Any] = {
-            ":job": {"S": firing.job},
-            ":service": {"S": start.service},
-            ":schedule": {"S": start.schedule},
-            ":parameters": _value(dict(start.parameters)),
-            ":now": {"S": iso_millis(now)},
-            ":fid": {"S": firing.id},
-            ":status": {"S": str(ended.status if ended else RunStatus.DISPATCHED)},
-        }
-        update = (
-            "SET #job = :job, #service = :service, #schedule = :schedule, "
-            "#parameters = :parameters, #start = :now, #lastFiringId = :fid, #lastStatus = :status"
-        )
-        if ended is not None and ended.ended_at is not None:
-            update += ", #end = :end"
-            values[":end"] = {"S": iso_millis(ended.ended_at)}
-        else:
-            update += " REMOVE #end"
-        return _named(
-            {
-                "TableName": self.table,
-                "Key": _job_key(firing.job),
-                "UpdateExpression": update,
-                "ExpressionAttributeValues": values,
-            }
-        )
+    def _job_update(self, job: str, write: Write, *, creates: bool = False) -> dict[str, Any]:
+        """An update of the job's state item; one that ``creates`` it names the job in it."""
+        if creates:
+            write = replace(write, sets={"job": job, **write.sets})
+        key = _job_key(job)
+        return _named({"TableName": self.table, "Key": key, **_expressions(write, JOB_FIELDS)})
 
     def _update(
         self, request: Mapping[str, Any], operation: str, *, tolerate_condition: bool = False
@@ -445,155 +342,138 @@ class DynamoDBClaimStore:
                 raise
         return answer
 
-    # -- ends ------------------------------------------------------------------------------
+    # -- claims ----------------------------------------------------------------------------
 
-    def _finish(
+    def claim(
         self,
         firing: Firing,
-        status: RunStatus,
+        *,
         now: datetime,
-        error: str | None,
-        condition: str,
-        values: Mapping[str, Any],
-        extra: Mapping[str, Any] | None = None,
-    ) -> RunRecord | None:
-        """An open run's end in one conditional write (its deadline stays), then the job's
-        state and slot; the run as it was before, or None when ``condition`` failed."""
-        sets = {"status": str(status), "endedAt": iso_millis(now), **(extra or {})}
-        if error is not None:
-            sets["error"] = error[:4000]
-        attribute_values: dict[str, Any] = {f":{k}": _value(v) for k, v in sets.items()}
-        answer = self._update(
-            _named(
-                {
-                    "TableName": self.table,
-                    "Key": _run_key(firing),
-                    "UpdateExpression": "SET "
-                    + ", ".join(f"#{k} = :{k}" for k in sets)
-                    + " REMOVE #openPk",
-                    "ConditionExpression": condition,
-                    "ExpressionAttributeValues": {**attribute_values, **values},
-                    "ReturnValues": "ALL_OLD",
-                }
-            ),
-            "UpdateItem (close run)",
-            tolerate_condition=True,
+        lease_until: datetime,
+        origin: str,
+        exclusive: bool = False,
+    ) -> ClaimResult:
+        token = uuid.uuid4().hex
+        run = claimed(
+            firing,
+            now=now,
+            lease_until=lease_until,
+            origin=origin,
+            exclusive=exclusive,
+            expires_at=now + self._ttl,
+            token=token,
         )
+        if not exclusive:
+            old = self._put_new("PutItem (claim)", firing, run)
+            if old is None:
+                return ClaimResult.WON
+            # The SDK retries a put whose answer was lost; the retry then meets our own first
+            # write. The token tells our claim from a peer's.
+            holder = old.get(_RUN["claim_token"], {}).get("S")
+            return ClaimResult.WON if holder == token else ClaimResult.LOST
+        put = _named(
+            {
+                "TableName": self.table,
+                "Item": self._run_item(firing, run),
+                "ConditionExpression": "attribute_not_exists(#pk)",
+            }
+        )
+        slot = self._job_update(firing.job, take_slot(firing.id), creates=True)
+        try:
+            refused = self._transact([{"Put": put}, {"Update": slot}])
+        except (ClientError, BotoCoreError) as exc:
+            raise self._fail("TransactWriteItems (exclusive claim)", exc) from exc
+        if not refused:
+            return ClaimResult.WON
+        return ClaimResult.LOST if refused[0] == _REFUSED else ClaimResult.OVERLAP
+
+    def take_over(
+        self, run: RunRecord, *, now: datetime, lease_until: datetime, origin: str
+    ) -> bool:
+        write = taken_over(run, now=now, lease_until=lease_until, origin=origin)
+        if write is None:
+            return False
+        request = self._run_update(firing_from_id(run.firing_id), write)
+        return self._update(request, "UpdateItem (take over)", tolerate_condition=True) is not None
+
+    def mark_dispatched(
+        self, firing: Firing, *, now: datetime, deadline: datetime, start: JobStart
+    ) -> None:
+        run = self._run_update(firing, dispatched(now=now, deadline=deadline))
+        started = job_started(firing, now=now, start=start, ended=None)
+        try:
+            refused = self._transact(
+                [{"Update": run}, {"Update": self._job_update(firing.job, started, creates=True)}]
+            )
+        except BotoCoreError as exc:
+            raise self._fail("TransactWriteItems (mark dispatched)", exc) from exc
+        except ClientError as exc:
+            # The dispatch happened: the run record must say so, or a takeover would dispatch
+            # it again. Mark the run alone; the job's latest state misses this start.
+            log.warning(
+                "Job %s - firing %s: the job's latest state was not updated (%s); marking the "
+                "run alone",
+                firing.job,
+                firing.id,
+                describe_aws_error(exc),
+            )
+            self._update(run, "UpdateItem (mark dispatched)", tolerate_condition=True)
+            return
+        if refused:
+            # The run closed (a very fast target) or was taken over before we marked it: leave
+            # the run as it is; a closed run's start and end go to the job's latest state (a
+            # taken-over run is marked by its new claimer).
+            run_now = self.run(firing.id)
+            if run_now is not None and not run_now.status.open:
+                started = job_started(firing, now=now, start=start, ended=run_now)
+                self._update(
+                    self._job_update(firing.job, started, creates=True), "UpdateItem (job start)"
+                )
+
+    # -- ends ------------------------------------------------------------------------------
+
+    def _finish(self, firing: Firing, write: Write) -> RunRecord | None:
+        """An open run's end in one conditional write, then the job's state and slot; the run
+        as it was before, or None when the write's condition failed."""
+        request = {**self._run_update(firing, write), "ReturnValues": "ALL_OLD"}
+        answer = self._update(request, "UpdateItem (close run)", tolerate_condition=True)
         if answer is None:
             return None
         before = _record(answer["Attributes"])
-        after = replace(
-            before, status=status, ended_at=now, error=error if error is not None else before.error
-        )
-        self._follow(firing, before, after)
+        self._follow(firing, before, applied(before, write))
         return before
 
     def _change(
         self, firing: Firing, decide: Callable[[RunRecord], RunRecord | None]
     ) -> RunRecord | None:
-        """Read the run, write ``decide``'s answer conditionally on the run being as read (its
-        status, end and redrive count: every change moves one of them), and follow it in the
-        job's state and slot. A run changed meanwhile is read again. The run as it was before,
-        or None (unknown, or nothing to change)."""
-        for _ in range(_CONFLICT_ATTEMPTS):
-            before = self.run(firing.id)
-            after = decide(before) if before is not None else None
-            if before is None or after is None:
-                return None
-            if self._write_change(firing, before, after):
-                self._follow(firing, before, after)
-                return before
-        return None
+        """``decide``'s change of the run as read (read again when it changed meanwhile),
+        followed in the job's state and slot: the run as it was before, or None."""
 
-    def _write_change(self, firing: Firing, before: RunRecord, after: RunRecord) -> bool:
-        sets: dict[str, Any] = {}
-        removes: list[str] = []
-        for name, value in changed_fields(before, after).items():
-            if value is None:
-                removes.append(name)
-            else:
-                sets[name] = _stored(value)
-        if after.status.open and not before.status.open:
-            sets["openPk"] = _OPEN
-        elif before.status.open and not after.status.open:
-            removes.append("openPk")
-        values: dict[str, Any] = {f":{k}": _value(v) for k, v in sets.items()}
-        values[":seenStatus"] = {"S": str(before.status)}
-        condition = ["#status = :seenStatus"]
-        for name, seen in (
-            ("endedAt", iso_millis(before.ended_at) if before.ended_at else None),
-            ("redrives", before.redrives),
-        ):
-            if seen is None:
-                condition.append(f"attribute_not_exists(#{name})")
-            else:
-                values[f":seen{name}"] = _value(seen)
-                condition.append(f"#{name} = :seen{name}")
-        update = " ".join(
-            part
-            for part in (
-                "SET " + ", ".join(f"#{k} = :{k}" for k in sets) if sets else "",
-                "REMOVE " + ", ".join(f"#{k}" for k in removes) if removes else "",
+        def write(change: Write) -> bool:
+            request = self._run_update(firing, change)
+            return (
+                self._update(request, "UpdateItem (end run)", tolerate_condition=True) is not None
             )
-            if part
-        )
-        request = {
-            "TableName": self.table,
-            "Key": _run_key(firing),
-            "UpdateExpression": update,
-            "ConditionExpression": " AND ".join(condition),
-            "ExpressionAttributeValues": values,
-        }
-        return (
-            self._update(_named(request), "UpdateItem (end run)", tolerate_condition=True)
-            is not None
-        )
+
+        done = change_run(lambda: self.run(firing.id), write, decide, _CONFLICT_ATTEMPTS)
+        if done is None:
+            return None
+        self._follow(firing, *done)
+        return done[0]
 
     def _follow(self, firing: Firing, before: RunRecord, after: RunRecord) -> None:
-        """The job's latest state follows its last firing's run; an exclusive run's end
-        releases the job's slot if it holds it, and its reopening takes the slot if it is
-        free (every write conditional: never another run's slot or state)."""
-        values: dict[str, Any] = {
-            ":status": {"S": str(after.status)},
-            ":fid": {"S": firing.id},
-        }
-        if after.ended_at is not None:
-            update = "SET #end = :end, #lastStatus = :status"
-            values[":end"] = {"S": iso_millis(after.ended_at)}
-        else:
-            update = "SET #lastStatus = :status REMOVE #end"
+        """The job's latest state follows the run, and an exclusive run's slot its end or its
+        reopening (every write conditional: never another run's slot or state)."""
         self._update(
-            _named(
-                {
-                    "TableName": self.table,
-                    "Key": _job_key(firing.job),
-                    "UpdateExpression": update,
-                    "ConditionExpression": "#lastFiringId = :fid",
-                    "ExpressionAttributeValues": values,
-                }
-            ),
+            self._job_update(firing.job, job_follows(firing.id, after)),
             "UpdateItem (job end)",
             tolerate_condition=True,
         )
-        if not before.exclusive or after.status.open == before.status.open:
+        slot = slot_follows(firing.id, before, after)
+        if slot is None:
             return
-        if after.status.open:
-            slot = (
-                "SET #openFiring = :fid",
-                "attribute_not_exists(#openFiring) OR #openFiring = :fid",
-            )
-        else:
-            slot = ("REMOVE #openFiring", "#openFiring = :fid")
         taken = self._update(
-            _named(
-                {
-                    "TableName": self.table,
-                    "Key": _job_key(firing.job),
-                    "UpdateExpression": slot[0],
-                    "ConditionExpression": slot[1],
-                    "ExpressionAttributeValues": {":fid": {"S": firing.id}},
-                }
-            ),
+            self._job_update(firing.job, slot),
             "UpdateItem (take job)" if after.status.open else "UpdateItem (release job)",
             tolerate_condition=True,
         )
@@ -601,14 +481,7 @@ class DynamoDBClaimStore:
             log_slot_held(firing.job, firing.id)
 
     def fail(self, firing: Firing, *, now: datetime, error: str) -> None:
-        self._finish(
-            firing,
-            RunStatus.FAILED,
-            now,
-            error,
-            "#status IN (:c, :d)",
-            {":c": {"S": str(RunStatus.CLAIMED)}, ":d": {"S": str(RunStatus.DISPATCHED)}},
-        )
+        self._finish(firing, failed(now=now, error=error))
 
     def close(
         self,
@@ -622,17 +495,7 @@ class DynamoDBClaimStore:
         firing = firing_from_id(firing_id)
         if redrive is None:
             # The usual end: an open run never redriven, in one conditional write.
-            before = self._finish(
-                firing,
-                status,
-                now,
-                error,
-                "#status IN (:c, :d) AND attribute_not_exists(#redrives)",
-                {
-                    ":c": {"S": str(RunStatus.CLAIMED)},
-                    ":d": {"S": str(RunStatus.DISPATCHED)},
-                },
-            )
+            before = self._finish(firing, ended(status, now=now, error=error))
             if before is not None:
                 return before
         return self._change(
@@ -643,25 +506,13 @@ class DynamoDBClaimStore:
         return self._change(firing_from_id(firing_id), lambda run: after_redrive(run, redrive))
 
     def time_out(self, run: RunRecord, *, now: datetime) -> bool:
-        firing = firing_from_id(run.firing_id)
-        done = self._finish(
-            firing,
-            RunStatus.TIMED_OUT,
-            now,
-            TIMED_OUT_ERROR,
-            "#status = :d AND #deadline <= :now",
-            {":d": {"S": str(RunStatus.DISPATCHED)}, ":now": {"S": iso_millis(now)}},
-            extra={"timedOutAt": iso_millis(now)},
-        )
-        return done is not None
+        return self._finish(firing_from_id(run.firing_id), timed_out(now=now)) is not None
 
     # -- skips -----------------------------------------------------------------------------
 
     def record_skipped(self, firing: Firing, *, now: datetime, reason: str, origin: str) -> bool:
-        item = self._run_item(
-            firing, RunStatus.SKIPPED, now, origin, reason=reason, endedAt=iso_millis(now)
-        )
-        return self._put_new("PutItem (skip)", item) is None
+        run = skipped(firing, now=now, reason=reason, origin=origin, expires_at=now + self._ttl)
+        return self._put_new("PutItem (skip)", firing, run) is None
 
     def record_skipped_range(
         self,
@@ -675,17 +526,16 @@ class DynamoDBClaimStore:
         origin: str,
     ) -> bool:
         firing = Firing(job, first)
-        item = self._run_item(
+        run = skipped(
             firing,
-            RunStatus.SKIPPED,
-            now,
-            origin,
+            now=now,
             reason=reason,
-            endedAt=iso_millis(now),
-            skippedUntil=iso_seconds(last),
-            skippedCount=count,
+            origin=origin,
+            expires_at=now + self._ttl,
+            until=last,
+            count=count,
         )
-        return self._put_new("PutItem (skipped range)", item) is None
+        return self._put_new("PutItem (skipped range)", firing, run) is None
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -705,7 +555,7 @@ class DynamoDBClaimStore:
             PaginationConfig={"MaxItems": limit},
         ):
             record = _record(raw)
-            if record.status in _OPEN_STATUSES:
+            if record.status.open:
                 found.append(record)
         return found
 

@@ -1,29 +1,40 @@
 """The claim store in memory, behind one lock: for unit tests, never for production (it is not
-shared between processes)."""
+shared between processes). It carries out the writes of :mod:`.transitions` on its records: a
+write whose expectation holds is applied, as a conditional write would be."""
 
 from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
-from mini_scheduler.claims.base import (
-    ClaimResult,
-    Control,
-    JobStart,
-    JobState,
-    Pause,
-    Redrive,
-    RunRecord,
+from mini_scheduler.claims.base import ClaimResult, Control, Pause
+from mini_scheduler.claims.records import JobStart, JobState, Redrive, RunRecord
+from mini_scheduler.claims.transitions import (
+    Write,
     after_end,
     after_redrive,
-    after_time_out,
+    applied,
+    change_run,
+    claimed,
+    dispatched,
+    ended,
+    failed,
+    job_follows,
+    job_started,
     log_slot_held,
+    skipped,
+    slot_follows,
+    take_slot,
+    taken_over,
+    timed_out,
 )
-from mini_scheduler.model import Firing, RunStatus, firing_from_id, iso_seconds
+from mini_scheduler.model import Firing, RunStatus, firing_from_id
+
+_ATTRIBUTES = frozenset(attribute.name for attribute in fields(RunRecord))
 
 
 class MemoryClaimStore:
@@ -40,18 +51,55 @@ class MemoryClaimStore:
     def _key(firing: Firing) -> tuple[str, str]:
         return firing.job, firing.sort_key
 
-    def _new(self, firing: Firing, status: RunStatus, origin: str, **fields: Any) -> RunRecord:
-        return RunRecord(
-            firing_id=firing.id,
-            job=firing.job,
-            scheduled_time=firing.scheduled_time,
-            status=status,
-            origin=origin,
-            manual=firing.manual,
-            operator=firing.operator,
-            parameters=dict(firing.parameters) if firing.manual else None,
-            **fields,
-        )
+    def _put_new(self, firing: Firing, run: Mapping[str, Any]) -> bool:
+        """Store a new run unless its firing has a record (the fields a record does not hold,
+        the claim token and the open marker, are the other stores')."""
+        key = self._key(firing)
+        if key in self._runs:
+            return False
+        self._runs[key] = RunRecord(**{k: v for k, v in run.items() if k in _ATTRIBUTES})
+        return True
+
+    def _write(self, firing: Firing, write: Write) -> tuple[RunRecord, RunRecord] | None:
+        """Apply ``write`` to the run if it meets the write's expectation: (before, after)."""
+        key = self._key(firing)
+        before = self._runs.get(key)
+        if before is None or not write.expect.holds(before):
+            return None
+        self._runs[key] = after = applied(before, write)
+        return before, after
+
+    def _write_job(self, job: str, write: Write) -> bool:
+        state = self._jobs.get(job) or JobState(job)
+        if not write.expect.holds(state):
+            return False
+        self._jobs[job] = applied(state, copy.deepcopy(write))
+        return True
+
+    def _follow(self, firing: Firing, before: RunRecord, after: RunRecord) -> None:
+        self._write_job(firing.job, job_follows(firing.id, after))
+        slot = slot_follows(firing.id, before, after)
+        if slot is not None and not self._write_job(firing.job, slot) and after.status.open:
+            log_slot_held(firing.job, firing.id)
+
+    def _finish(self, firing: Firing, write: Write) -> RunRecord | None:
+        done = self._write(firing, write)
+        if done is None:
+            return None
+        self._follow(firing, *done)
+        return done[0]
+
+    def _change(
+        self, firing: Firing, decide: Callable[[RunRecord], RunRecord | None]
+    ) -> RunRecord | None:
+        def write(change: Write) -> bool:
+            return self._write(firing, change) is not None
+
+        done = change_run(lambda: self._runs.get(self._key(firing)), write, decide, 1)
+        if done is None:
+            return None
+        self._follow(firing, *done)
+        return done[0]
 
     def claim(
         self,
@@ -64,24 +112,14 @@ class MemoryClaimStore:
     ) -> ClaimResult:
         with self._lock:
             self.calls += 1
-            key = self._key(firing)
-            if key in self._runs:
+            if self._key(firing) in self._runs:
                 return ClaimResult.LOST
-            if exclusive:
-                state = self._jobs.get(firing.job)
-                if state is not None and state.open_firing not in (None, firing.id):
-                    return ClaimResult.OVERLAP
-                self._jobs[firing.job] = replace(
-                    state or JobState(firing.job), open_firing=firing.id
-                )
-            self._runs[key] = self._new(
-                firing,
-                RunStatus.CLAIMED,
-                origin,
-                claimed_at=now,
-                deadline=lease_until,
-                exclusive=exclusive,
+            if exclusive and not self._write_job(firing.job, take_slot(firing.id)):
+                return ClaimResult.OVERLAP
+            run = claimed(
+                firing, now=now, lease_until=lease_until, origin=origin, exclusive=exclusive
             )
+            self._put_new(firing, run)
             return ClaimResult.WON
 
     def take_over(
@@ -89,77 +127,28 @@ class MemoryClaimStore:
     ) -> bool:
         with self._lock:
             self.calls += 1
-            key = self._key(firing_from_id(run.firing_id))
-            current = self._runs.get(key)
-            if (
-                current is None
-                or current.status != RunStatus.CLAIMED
-                or current.claimed_at != run.claimed_at
-            ):
-                return False
-            self._runs[key] = replace(current, claimed_at=now, deadline=lease_until, origin=origin)
-            return True
+            write = taken_over(run, now=now, lease_until=lease_until, origin=origin)
+            return (
+                write is not None and self._write(firing_from_id(run.firing_id), write) is not None
+            )
 
     def mark_dispatched(
         self, firing: Firing, *, now: datetime, deadline: datetime, start: JobStart
     ) -> None:
         with self._lock:
             self.calls += 1
-            key = self._key(firing)
-            current = self._runs.get(key)
-            if current is not None and current.status == RunStatus.CLAIMED:
-                self._runs[key] = replace(
-                    current, status=RunStatus.DISPATCHED, started_at=now, deadline=deadline
-                )
-            state = self._jobs.get(firing.job) or JobState(firing.job)
-            ended = current is not None and not current.status.open
-            self._jobs[firing.job] = replace(
-                state,
-                service=start.service,
-                schedule=start.schedule,
-                parameters=copy.deepcopy(dict(start.parameters)),
-                start=now,
-                end=current.ended_at if ended and current else None,
-                last_firing_id=firing.id,
-                last_status=current.status if ended and current else RunStatus.DISPATCHED,
-            )
-
-    def _change(
-        self, firing_id: str, decide: Callable[[RunRecord], RunRecord | None]
-    ) -> RunRecord | None:
-        """Apply ``decide``'s answer to the run and follow it in the job's state and slot:
-        the run as it was before, or None (unknown, or nothing to change)."""
-        firing = firing_from_id(firing_id)
-        key = self._key(firing)
-        current = self._runs.get(key)
-        after = decide(current) if current is not None else None
-        if current is None or after is None:
-            return None
-        self._runs[key] = after
-        state = self._jobs.get(firing.job)
-        if state is None:
-            return current
-        if state.last_firing_id == firing.id:
-            state = replace(state, end=after.ended_at, last_status=after.status)
-        if current.exclusive and not after.status.open and state.open_firing == firing.id:
-            state = replace(state, open_firing=None)
-        if current.exclusive and after.status.open and not current.status.open:
-            if state.open_firing in (None, firing.id):
-                state = replace(state, open_firing=firing.id)
-            else:
-                log_slot_held(firing.job, firing.id)
-        self._jobs[firing.job] = state
-        return current
+            if self._write(firing, dispatched(now=now, deadline=deadline)) is not None:
+                self._write_job(firing.job, job_started(firing, now=now, start=start, ended=None))
+                return
+            # Not CLAIMED any more: a closed run's end goes to the job's latest state.
+            run = self._runs.get(self._key(firing))
+            if run is not None and not run.status.open:
+                self._write_job(firing.job, job_started(firing, now=now, start=start, ended=run))
 
     def fail(self, firing: Firing, *, now: datetime, error: str) -> None:
-        def failed(run: RunRecord) -> RunRecord | None:
-            if not run.status.open:
-                return None
-            return replace(run, status=RunStatus.FAILED, ended_at=now, error=error)
-
         with self._lock:
             self.calls += 1
-            self._change(firing.id, failed)
+            self._finish(firing, failed(now=now, error=error))
 
     def close(
         self,
@@ -170,33 +159,31 @@ class MemoryClaimStore:
         error: str | None = None,
         redrive: Redrive | None = None,
     ) -> RunRecord | None:
+        firing = firing_from_id(firing_id)
         with self._lock:
             self.calls += 1
+            if redrive is None:
+                before = self._finish(firing, ended(status, now=now, error=error))
+                if before is not None:
+                    return before
             return self._change(
-                firing_id,
-                lambda run: after_end(run, status, now=now, error=error, redrive=redrive),
+                firing, lambda run: after_end(run, status, now=now, error=error, redrive=redrive)
             )
 
     def redrive(self, firing_id: str, redrive: Redrive) -> RunRecord | None:
         with self._lock:
             self.calls += 1
-            return self._change(firing_id, lambda run: after_redrive(run, redrive))
+            return self._change(firing_from_id(firing_id), lambda run: after_redrive(run, redrive))
 
     def time_out(self, run: RunRecord, *, now: datetime) -> bool:
         with self._lock:
             self.calls += 1
-            return self._change(run.firing_id, lambda r: after_time_out(r, now=now)) is not None
+            return self._finish(firing_from_id(run.firing_id), timed_out(now=now)) is not None
 
     def record_skipped(self, firing: Firing, *, now: datetime, reason: str, origin: str) -> bool:
         with self._lock:
             self.calls += 1
-            key = self._key(firing)
-            if key in self._runs:
-                return False
-            self._runs[key] = self._new(
-                firing, RunStatus.SKIPPED, origin, ended_at=now, reason=reason
-            )
-            return True
+            return self._put_new(firing, skipped(firing, now=now, reason=reason, origin=origin))
 
     def record_skipped_range(
         self,
@@ -209,22 +196,11 @@ class MemoryClaimStore:
         reason: str,
         origin: str,
     ) -> bool:
+        firing = Firing(job, first)
+        run = skipped(firing, now=now, reason=reason, origin=origin, until=last, count=count)
         with self._lock:
             self.calls += 1
-            firing = Firing(job, first)
-            key = self._key(firing)
-            if key in self._runs:
-                return False
-            self._runs[key] = self._new(
-                firing,
-                RunStatus.SKIPPED,
-                origin,
-                ended_at=now,
-                reason=reason,
-                skipped_until=iso_seconds(last),
-                skipped_count=count,
-            )
-            return True
+            return self._put_new(firing, run)
 
     def due_runs(self, now: datetime, limit: int = 1000) -> Sequence[RunRecord]:
         with self._lock:

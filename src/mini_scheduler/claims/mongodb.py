@@ -59,24 +59,42 @@ from pymongo.errors import (
     ServerSelectionTimeoutError,
 )
 
-from mini_scheduler.claims.base import (
-    TIMED_OUT_ERROR,
-    ClaimResult,
-    Control,
+from mini_scheduler.claims.base import ClaimResult, Control, Pause
+from mini_scheduler.claims.records import (
+    JOB_FIELDS,
+    RUN_FIELDS,
     JobStart,
     JobState,
-    Pause,
     Redrive,
     RunRecord,
+    job_state_from,
+    run_record_from,
+    stored_ends,
+)
+from mini_scheduler.claims.transitions import (
+    OPEN,
+    Expect,
+    Write,
     after_end,
     after_redrive,
-    changed_fields,
-    job_state_from,
+    applied,
+    change_run,
+    claimed,
+    dispatched,
+    ended,
+    failed,
+    job_follows,
+    job_started,
     log_slot_held,
-    run_record_from,
+    release_slot,
+    skipped,
+    slot_follows,
+    take_slot,
+    taken_over,
+    timed_out,
 )
 from mini_scheduler.errors import StoreError
-from mini_scheduler.model import Firing, RunStatus, firing_from_id, iso_seconds
+from mini_scheduler.model import Firing, RunStatus, firing_from_id
 from mini_scheduler.mongo import (
     CONTROL,
     JOB_STATE,
@@ -95,9 +113,9 @@ HISTORY_INDEX = "history"
 DUE_INDEX = "due-runs"
 EXPIRY_INDEX = "expiry"
 _ATTEMPTS = 3  # a claim insert whose connection broke is tried again, with the same token
-_OPEN = (str(RunStatus.CLAIMED), str(RunStatus.DISPATCHED))
 _WATERMARK = "watermark#"  # control document ids: watermark#<scope>, pause#<job>
 _PAUSE = "pause#"
+_RUN: Mapping[str, str] = {**RUN_FIELDS, "firing_id": "_id"}
 
 
 def _ms(moment: datetime) -> datetime:
@@ -115,16 +133,44 @@ def _utc(value: Any) -> datetime | None:
 
 
 def _record(doc: Mapping[str, Any]) -> RunRecord:
-    return run_record_from(str(doc["_id"]), doc, _utc)
+    return run_record_from(doc, _utc, _RUN)
 
 
 def _stored(value: Any) -> Any:
-    """A changed field as the collection keeps it: times as dates cut to the millisecond."""
+    """A logical field's value as the collection keeps it: times as dates cut to the
+    millisecond, statuses as strings, earlier ends as documents."""
     if isinstance(value, datetime):
         return _ms(value)
-    if isinstance(value, list):
-        return [{k: _stored(v) for k, v in end.items()} for end in value]
+    if isinstance(value, RunStatus):
+        return str(value)
+    if isinstance(value, tuple):
+        return stored_ends(value, _ms)
     return value
+
+
+def _filter(key: Document, expect: Expect, names: Mapping[str, str]) -> Document:
+    """``expect`` as a filter on the document ``key`` selects (None matches an absent field)."""
+    query = dict(key)
+    for field, allowed in expect.one_of.items():
+        values = [_stored(value) for value in allowed]
+        query[names[field]] = values[0] if len(values) == 1 else {"$in": values}
+    for field, bound in expect.at_most.items():
+        query[names[field]] = {"$lte": _stored(bound)}
+    return query
+
+
+def _update(write: Write, names: Mapping[str, str]) -> Document:
+    """``write``'s update document: ``$set``, ``$unset`` (a field set to None), ``$inc``."""
+    sets = {names[k]: _stored(v) for k, v in write.sets.items() if v is not None}
+    unsets = {names[k]: "" for k, v in write.sets.items() if v is None}
+    adds = {names[k]: count for k, count in write.adds.items()}
+    return {op: part for op, part in (("$set", sets), ("$unset", unsets), ("$inc", adds)) if part}
+
+
+def _slot(write: Write, until: datetime | None) -> Write:
+    """A write to the job's slot noting how long a slot with no run yet holds: the claim's
+    lease (``openUntil``; None for a release, which removes it)."""
+    return replace(write, sets={**write.sets, "open_until": until})
 
 
 def _retryable(exc: PyMongoError) -> bool:
@@ -198,25 +244,13 @@ class MongoDBClaimStore:
                 raise self._fail("createIndexes", RUNS, exc) from exc
             self._indexed = True
 
-    def _run_doc(
-        self, firing: Firing, status: RunStatus, now: datetime, origin: str, **extra: Any
-    ) -> Document:
-        doc: Document = {
-            "_id": firing.id,
-            "job": firing.job,
-            "sortKey": firing.sort_key,
-            "scheduledTime": firing.scheduled_time,
-            "status": str(status),
-            "origin": origin,
-            "expiresAt": _ms(now + self._ttl),
-        }
-        if firing.manual:
-            doc["manual"] = True
-            doc["parameters"] = dict(firing.parameters)
-        if firing.operator:
-            doc["operator"] = firing.operator
-        doc.update({key: value for key, value in extra.items() if value is not None})
+    def _run_doc(self, firing: Firing, run: Mapping[str, Any]) -> Document:
+        doc: Document = {_RUN[k]: _stored(v) for k, v in run.items()}
+        doc["sortKey"] = firing.sort_key
         return doc
+
+    def _run_filter(self, firing_id: str, expect: Expect) -> Document:
+        return _filter({"_id": firing_id}, expect, _RUN)
 
     # -- claims ----------------------------------------------------------------------------
 
@@ -231,31 +265,29 @@ class MongoDBClaimStore:
     ) -> ClaimResult:
         self.ensure_indexes()
         token = uuid.uuid4().hex
-        doc = self._run_doc(
+        run = claimed(
             firing,
-            RunStatus.CLAIMED,
-            now,
-            origin,
-            claimedAt=_ms(now),
-            deadline=_ms(lease_until),
-            open=True,
-            exclusive=exclusive or None,
-            claimToken=token,
+            now=now,
+            lease_until=lease_until,
+            origin=origin,
+            exclusive=exclusive,
+            expires_at=now + self._ttl,
+            token=token,
         )
         if exclusive and not self._take_slot(firing, now, lease_until):
             # Nothing written. A firing that already has a record is LOST, as for any claim.
             return ClaimResult.LOST if self._recorded(firing) else ClaimResult.OVERLAP
-        won, holder = self._insert_claim(doc, token)
+        won, holder = self._insert_claim(self._run_doc(firing, run), token)
         if won:
             return ClaimResult.WON
         if (
             exclusive
             and holder is not None
-            and not (holder.get("open") and holder.get("exclusive"))
+            and not (holder.get(_RUN["open"]) and holder.get(_RUN["exclusive"]))
         ):
             # The firing was skipped, has ended, or is a non-exclusive run: the slot just
             # taken belongs to no open run. (An open exclusive run of this firing owns it.)
-            self._release_slot(firing.job, {"openFiring": firing.id}, "release job (lost claim)")
+            self._release_slot(firing.job, release_slot(firing.id), "release job (lost claim)")
         return ClaimResult.LOST
 
     def _insert_claim(self, doc: Document, token: str) -> tuple[bool, Document | None]:
@@ -290,11 +322,14 @@ class MongoDBClaimStore:
 
     def _take_slot(self, firing: Firing, now: datetime, lease_until: datetime) -> bool:
         """Set the job's ``openFiring`` to this firing unless another firing holds it."""
-        free = {"_id": firing.job, "openFiring": {"$in": [None, firing.id]}}
-        take = {"$set": {"openFiring": firing.id, "openUntil": _ms(lease_until)}}
+        take = _slot(take_slot(firing.id), lease_until)
+        free, update = (
+            _filter({"_id": firing.job}, take.expect, JOB_FIELDS),
+            _update(take, JOB_FIELDS),
+        )
         for _ in range(_ATTEMPTS):
             try:
-                self.states.update_one(free, take, upsert=True)
+                self.states.update_one(free, update, upsert=True)
             except DuplicateKeyError:
                 # The filter missed, so the upsert met the job's document: another firing
                 # holds the slot, or a concurrent first upsert created the document.
@@ -302,9 +337,10 @@ class MongoDBClaimStore:
                     state = self.states.find_one({"_id": firing.job})
                 except PyMongoError as exc:
                     raise self._fail("find (job slot)", JOB_STATE, exc) from exc
-                if state is None or state.get("openFiring") in (None, firing.id):
+                held = state.get(JOB_FIELDS["open_firing"]) if state is not None else None
+                if state is None or held in (None, firing.id):
                     continue
-                if not self._release_stale_slot(firing.job, str(state["openFiring"]), state, now):
+                if not self._release_stale_slot(firing.job, str(held), state, now):
                     return False
             except PyMongoError as exc:
                 raise self._fail("update (take job slot)", JOB_STATE, exc) from exc
@@ -319,13 +355,15 @@ class MongoDBClaimStore:
         its claim's lease (the claimer died between the two writes). The release is
         conditional on the slot being as read. True: the slot was stale (released, here or by
         someone else), so the caller tries to take it again; False: it is held."""
+        status = _RUN["status"]
         try:
-            run = self.runs.find_one({"_id": held}, {"status": 1})
+            run = self.runs.find_one({"_id": held}, {status: 1})
         except PyMongoError as exc:
             raise self._fail("find (slot holder)", RUNS, exc) from exc
-        until = _utc(state.get("openUntil"))
+        lease = state.get(JOB_FIELDS["open_until"])
+        until = _utc(lease)
         if run is not None:
-            if run.get("status") in _OPEN:
+            if run.get(status) in OPEN:
                 return False
             why = "its run has ended"
         elif until is not None and until <= now:
@@ -333,19 +371,20 @@ class MongoDBClaimStore:
         else:
             return False
         released = self._release_slot(
-            job,
-            {"openFiring": held, "openUntil": state.get("openUntil")},
-            "release stale job slot",
+            job, release_slot(held), "release stale job slot", {JOB_FIELDS["open_until"]: lease}
         )
         if released:
             log.warning("Job %s - open slot of firing %s released: %s", job, held, why)
         return True
 
-    def _release_slot(self, job: str, condition: Mapping[str, Any], operation: str) -> bool:
+    def _release_slot(
+        self, job: str, release: Write, operation: str, seen: Mapping[str, Any] | None = None
+    ) -> bool:
+        """Release the slot as ``release`` says, and (``seen``) if it is as it was read."""
+        release = _slot(release, None)
+        query = {**_filter({"_id": job}, release.expect, JOB_FIELDS), **(seen or {})}
         try:
-            result = self.states.update_one(
-                {"_id": job, **condition}, {"$unset": {"openFiring": "", "openUntil": ""}}
-            )
+            result = self.states.update_one(query, _update(release, JOB_FIELDS))
         except PyMongoError as exc:
             raise self._fail(f"update ({operation})", JOB_STATE, exc) from exc
         return result.modified_count == 1
@@ -353,20 +392,13 @@ class MongoDBClaimStore:
     def take_over(
         self, run: RunRecord, *, now: datetime, lease_until: datetime, origin: str
     ) -> bool:
-        if run.claimed_at is None:
+        write = taken_over(run, now=now, lease_until=lease_until, origin=origin)
+        if write is None:
             return False
         self.ensure_indexes()
         try:
             result = self.runs.update_one(
-                {
-                    "_id": run.firing_id,
-                    "status": str(RunStatus.CLAIMED),
-                    "claimedAt": _ms(run.claimed_at),
-                },
-                {
-                    "$set": {"claimedAt": _ms(now), "deadline": _ms(lease_until), "origin": origin},
-                    "$inc": {"takeovers": 1},
-                },
+                self._run_filter(run.firing_id, write.expect), _update(write, _RUN)
             )
         except PyMongoError as exc:
             raise self._fail("update (take over)", RUNS, exc) from exc
@@ -376,41 +408,24 @@ class MongoDBClaimStore:
         self, firing: Firing, *, now: datetime, deadline: datetime, start: JobStart
     ) -> None:
         self.ensure_indexes()
+        mark = dispatched(now=now, deadline=deadline)
         try:
             # A run already closed (a very fast target) or taken over stays as it is.
             marked = self.runs.update_one(
-                {"_id": firing.id, "status": str(RunStatus.CLAIMED)},
-                {
-                    "$set": {
-                        "status": str(RunStatus.DISPATCHED),
-                        "startedAt": _ms(now),
-                        "deadline": _ms(deadline),
-                    }
-                },
+                self._run_filter(firing.id, mark.expect), _update(mark, _RUN)
             )
         except PyMongoError as exc:
             raise self._fail("update (mark dispatched)", RUNS, exc) from exc
-        fields: dict[str, Any] = {
-            "service": start.service,
-            "schedule": start.schedule,
-            "parameters": dict(start.parameters),
-            "start": _ms(now),
-            "lastFiringId": firing.id,
-            "lastStatus": str(RunStatus.DISPATCHED),
-        }
-        change: dict[str, Any] = {"$set": fields, "$unset": {"end": ""}}
+        ended_run = None
         if marked.matched_count == 0:
             # Not CLAIMED any more: a closed run's end goes to the job's latest state; a run
             # taken over is marked by its new claimer.
-            run_now = self.run(firing.id)
-            if run_now is None or run_now.status.open:
+            ended_run = self.run(firing.id)
+            if ended_run is None or ended_run.status.open:
                 return
-            fields["lastStatus"] = str(run_now.status)
-            if run_now.ended_at is not None:
-                fields["end"] = _ms(run_now.ended_at)
-                change = {"$set": fields}
+        started = job_started(firing, now=now, start=start, ended=ended_run)
         try:
-            self.states.update_one({"_id": firing.job}, change, upsert=True)
+            self.states.update_one({"_id": firing.job}, _update(started, JOB_FIELDS), upsert=True)
         except PyMongoError as exc:
             # The run says DISPATCHED, which is what keeps a takeover from dispatching it again.
             log.warning(
@@ -422,26 +437,14 @@ class MongoDBClaimStore:
 
     # -- ends ------------------------------------------------------------------------------
 
-    def _finish(
-        self,
-        firing: Firing,
-        status: RunStatus,
-        now: datetime,
-        error: str | None,
-        allowed: Sequence[RunStatus],
-        extra: Mapping[str, Any] | None = None,
-        **condition: Any,
-    ) -> RunRecord | None:
-        """An open run's end in one conditional write (its deadline stays), then the job's
-        state and slot; the run as it was before, or None when the condition failed."""
+    def _finish(self, firing: Firing, write: Write) -> RunRecord | None:
+        """An open run's end in one conditional write, then the job's state and slot; the run
+        as it was before, or None when the write's condition failed."""
         self.ensure_indexes()
-        changes: Document = {"status": str(status), "endedAt": _ms(now), **(extra or {})}
-        if error is not None:
-            changes["error"] = error[:4000]
         try:
             found = self.runs.find_one_and_update(
-                {"_id": firing.id, "status": {"$in": [str(s) for s in allowed]}, **condition},
-                {"$set": changes, "$unset": {"open": ""}},
+                self._run_filter(firing.id, write.expect),
+                _update(write, _RUN),
                 return_document=ReturnDocument.BEFORE,
             )
         except PyMongoError as exc:
@@ -449,70 +452,48 @@ class MongoDBClaimStore:
         if found is None:
             return None
         before = _record(found)
-        after = replace(
-            before, status=status, ended_at=now, error=error if error is not None else before.error
-        )
-        self._follow(firing, before, after)
+        self._follow(firing, before, applied(before, write))
         return before
 
     def _change(
         self, firing: Firing, decide: Callable[[RunRecord], RunRecord | None]
     ) -> RunRecord | None:
-        """Read the run, write ``decide``'s answer conditionally on the run being as read (its
-        status, end and redrive count: every change moves one of them), and follow it in the
-        job's state and slot. A run changed meanwhile is read again. The run as it was before,
-        or None (unknown, or nothing to change)."""
-        for _ in range(_ATTEMPTS):
-            before = self.run(firing.id)
-            after = decide(before) if before is not None else None
-            if before is None or after is None:
-                return None
-            sets: Document = {}
-            unsets: Document = {}
-            for name, value in changed_fields(before, after).items():
-                if value is None:
-                    unsets[name] = ""
-                else:
-                    sets[name] = _stored(value)
-            if after.status.open and not before.status.open:
-                sets["open"] = True
-            elif before.status.open and not after.status.open:
-                unsets["open"] = ""
-            seen = {
-                "_id": firing.id,
-                "status": str(before.status),
-                "endedAt": _ms(before.ended_at) if before.ended_at else None,
-                "redrives": before.redrives,
-            }
-            update = {k: v for k, v in (("$set", sets), ("$unset", unsets)) if v}
+        """``decide``'s change of the run as read (read again when it changed meanwhile),
+        followed in the job's state and slot: the run as it was before, or None."""
+
+        def write(change: Write) -> bool:
             try:
-                changed = self.runs.update_one(seen, update).modified_count == 1
+                result = self.runs.update_one(
+                    self._run_filter(firing.id, change.expect), _update(change, _RUN)
+                )
             except PyMongoError as exc:
                 raise self._fail("update (end run)", RUNS, exc) from exc
-            if changed:
-                self._follow(firing, before, after)
-                return before
-        return None
+            return result.modified_count == 1
+
+        done = change_run(lambda: self.run(firing.id), write, decide, _ATTEMPTS)
+        if done is None:
+            return None
+        self._follow(firing, *done)
+        return done[0]
 
     def _follow(self, firing: Firing, before: RunRecord, after: RunRecord) -> None:
-        """The job's latest state follows its last firing's run; an exclusive run's end
-        releases the job's slot if it holds it, and its reopening takes the slot if it is free.
-        A failure here is logged, not raised: the run's change is what the caller asked for,
-        and a slot left behind by an ended run is released by the next exclusive claim."""
-        state: Document = {"$set": {"lastStatus": str(after.status)}}
-        if after.ended_at is not None:
-            state["$set"]["end"] = _ms(after.ended_at)
-        else:
-            state["$unset"] = {"end": ""}
+        """The job's latest state follows the run, and an exclusive run's slot its end or its
+        reopening. A failure here is logged, not raised: the run's change is what the caller
+        asked for, and a slot left behind by an ended run is released by the next exclusive
+        claim."""
+        state = job_follows(firing.id, after)
+        slot = slot_follows(firing.id, before, after)
         try:
-            self.states.update_one({"_id": firing.job, "lastFiringId": firing.id}, state)
-            if before.exclusive and before.status.open and not after.status.open:
-                self._release_slot(firing.job, {"openFiring": firing.id}, "release job")
-            elif before.exclusive and after.status.open and not before.status.open:
-                until = _ms(after.deadline) if after.deadline else None
+            self.states.update_one(
+                _filter({"_id": firing.job}, state.expect, JOB_FIELDS), _update(state, JOB_FIELDS)
+            )
+            if slot is not None and not after.status.open:
+                self._release_slot(firing.job, slot, "release job")
+            elif slot is not None:
+                take = _slot(slot, after.deadline)
                 taken = self.states.update_one(
-                    {"_id": firing.job, "openFiring": {"$in": [None, firing.id]}},
-                    {"$set": {"openFiring": firing.id, "openUntil": until}},
+                    _filter({"_id": firing.job}, take.expect, JOB_FIELDS),
+                    _update(take, JOB_FIELDS),
                 )
                 if taken.matched_count == 0:
                     log_slot_held(firing.job, firing.id)
@@ -526,9 +507,7 @@ class MongoDBClaimStore:
             )
 
     def fail(self, firing: Firing, *, now: datetime, error: str) -> None:
-        self._finish(
-            firing, RunStatus.FAILED, now, error, (RunStatus.CLAIMED, RunStatus.DISPATCHED)
-        )
+        self._finish(firing, failed(now=now, error=error))
 
     def close(
         self,
@@ -542,14 +521,7 @@ class MongoDBClaimStore:
         firing = firing_from_id(firing_id)
         if redrive is None:
             # The usual end: an open run never redriven, in one conditional write.
-            before = self._finish(
-                firing,
-                status,
-                now,
-                error,
-                (RunStatus.CLAIMED, RunStatus.DISPATCHED),
-                redrives=None,
-            )
+            before = self._finish(firing, ended(status, now=now, error=error))
             if before is not None:
                 return before
         return self._change(
@@ -560,16 +532,7 @@ class MongoDBClaimStore:
         return self._change(firing_from_id(firing_id), lambda run: after_redrive(run, redrive))
 
     def time_out(self, run: RunRecord, *, now: datetime) -> bool:
-        done = self._finish(
-            firing_from_id(run.firing_id),
-            RunStatus.TIMED_OUT,
-            now,
-            TIMED_OUT_ERROR,
-            (RunStatus.DISPATCHED,),
-            extra={"timedOutAt": _ms(now)},
-            deadline={"$lte": _ms(now)},
-        )
-        return done is not None
+        return self._finish(firing_from_id(run.firing_id), timed_out(now=now)) is not None
 
     # -- skips -----------------------------------------------------------------------------
 
@@ -584,8 +547,8 @@ class MongoDBClaimStore:
         return True
 
     def record_skipped(self, firing: Firing, *, now: datetime, reason: str, origin: str) -> bool:
-        doc = self._run_doc(firing, RunStatus.SKIPPED, now, origin, reason=reason, endedAt=_ms(now))
-        return self._insert_once(doc, "skip")
+        run = skipped(firing, now=now, reason=reason, origin=origin, expires_at=now + self._ttl)
+        return self._insert_once(self._run_doc(firing, run), "skip")
 
     def record_skipped_range(
         self,
@@ -598,17 +561,17 @@ class MongoDBClaimStore:
         reason: str,
         origin: str,
     ) -> bool:
-        doc = self._run_doc(
-            Firing(job, first),
-            RunStatus.SKIPPED,
-            now,
-            origin,
+        firing = Firing(job, first)
+        run = skipped(
+            firing,
+            now=now,
             reason=reason,
-            endedAt=_ms(now),
-            skippedUntil=iso_seconds(last),
-            skippedCount=count,
+            origin=origin,
+            expires_at=now + self._ttl,
+            until=last,
+            count=count,
         )
-        return self._insert_once(doc, "skipped range")
+        return self._insert_once(self._run_doc(firing, run), "skipped range")
 
     # -- reads -----------------------------------------------------------------------------
 

@@ -27,7 +27,7 @@ from mini_scheduler.jobs import CronFile, name_problem
 from mini_scheduler.model import iso_seconds
 
 if TYPE_CHECKING:
-    from mini_scheduler.claims.base import RunRecord
+    from mini_scheduler.claims.records import RunRecord
 
 MAX_HISTORY: Final = 1000
 

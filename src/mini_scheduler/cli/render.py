@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from mini_scheduler.cron.zones import get_zone
 
 if TYPE_CHECKING:
-    from mini_scheduler.claims.base import RunRecord
+    from mini_scheduler.claims.records import RunRecord
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:

@@ -55,7 +55,7 @@ from mini_scheduler.model import RunStatus, floor_minute, iso_seconds
 
 if TYPE_CHECKING:
     from mini_scheduler.aws import Clients
-    from mini_scheduler.claims.base import RunRecord
+    from mini_scheduler.claims.records import RunRecord
     from mini_scheduler.recorder import Recorder
     from mini_scheduler.tick import Ticker, TickSummary
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from mini_scheduler.claims.base import ClaimStore, Control, RunRecord
+from mini_scheduler.claims.base import ClaimStore, Control
+from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.config import Settings
 from mini_scheduler.environment.active import ActiveEnvironment
 from mini_scheduler.environment.base import EnvironmentStore

@@ -18,7 +18,8 @@ from functools import partial
 from typing import Any
 
 from mini_scheduler import metrics as m
-from mini_scheduler.claims.base import ClaimResult, ClaimStore, JobStart, RunRecord
+from mini_scheduler.claims.base import ClaimResult, ClaimStore
+from mini_scheduler.claims.records import JobStart, RunRecord
 from mini_scheduler.clock import Clock
 from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers

@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from mini_scheduler.claims.base import Control, Pause, RunRecord
+from mini_scheduler.claims.base import Control, Pause
+from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.config import Settings
 from mini_scheduler.environment.active import Reading, same_environment
 from mini_scheduler.jobs import CronFile, Job

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from mini_scheduler.claims.base import RunRecord
+from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.jobs import CronFile, Job
 from mini_scheduler.model import RunStatus, firing_from_id
 

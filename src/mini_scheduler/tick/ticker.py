@@ -17,7 +17,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from mini_scheduler import metrics as m
-from mini_scheduler.claims.base import ClaimStore, RunRecord
+from mini_scheduler.claims.base import ClaimStore
+from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.clock import Clock
 from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers

@@ -15,7 +15,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from mini_scheduler.claims.base import JobStart
+from mini_scheduler.claims.records import JobStart
 from mini_scheduler.cli.context import Invocation, RegionClients
 from mini_scheduler.cli.main import main
 from mini_scheduler.clock import FixedClock

@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 import pytest
 
-from mini_scheduler.claims.base import JobStart
 from mini_scheduler.claims.memory import MemoryClaimStore
+from mini_scheduler.claims.records import JobStart
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.errors import EventError
 from mini_scheduler.handlers import recorder as recorder_handler

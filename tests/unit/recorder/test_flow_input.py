@@ -13,8 +13,8 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from mini_scheduler.claims.base import JobStart
 from mini_scheduler.claims.memory import MemoryClaimStore
+from mini_scheduler.claims.records import JobStart
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.dispatch.stepfunctions import ExecutionInputs
 from mini_scheduler.errors import EventError, StoreError

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from mini_scheduler.claims.base import TIMED_OUT_ERROR, EarlierEnd, JobStart
 from mini_scheduler.claims.memory import MemoryClaimStore
+from mini_scheduler.claims.records import EarlierEnd, JobStart
+from mini_scheduler.claims.transitions import TIMED_OUT_ERROR
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.errors import EventError
 from mini_scheduler.handlers.events import completion_from_event

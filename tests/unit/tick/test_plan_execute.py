@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from mini_scheduler.claims.base import ClaimResult, ClaimStore, RunRecord
+from mini_scheduler.claims.base import ClaimResult, ClaimStore
+from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.model import Firing, RunStatus, SkipReason
 from mini_scheduler.tick.plan import TickPlan
 from tests.claims.conftest import open_claim_store

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from mini_scheduler.claims.base import ClaimResult, RunRecord
+from mini_scheduler.claims.base import ClaimResult
 from mini_scheduler.claims.memory import MemoryClaimStore
+from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.model import Firing, RunStatus
 from tests.unit.tick.harness import at, rig
 

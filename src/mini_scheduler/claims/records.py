@@ -1,0 +1,281 @@
+"""The run record and the job's state: their fields and the names every store keeps them under.
+
+* The types: :class:`RunRecord` (one firing's record), :class:`JobState` (a job's latest run and
+  its open slot), and what a dispatch and a redrive bring (:class:`JobStart`, :class:`Redrive`).
+* The stored names: :data:`RUN_FIELDS`, :data:`JOB_FIELDS` and :data:`END_FIELDS` map each
+  logical field (a type's attribute, or a field only the store keeps) to the name every store
+  writes. A backend maps the few it keeps elsewhere: DynamoDB's open marker is ``openPk`` (its
+  sweep index's key), MongoDB's firing id is the document's ``_id``.
+* :func:`run_record_from` and :func:`job_state_from` read them back.
+
+What each claim store operation writes, and which status may follow which, is
+:mod:`mini_scheduler.claims.transitions`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any, Final
+
+from mini_scheduler.model import RunStatus
+
+# -- the types ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Redrive:
+    """Step Functions ran the execution again (``redriveCount`` of its status event, 1 or more;
+    ``redriveDate``, when the latest redrive began)."""
+
+    count: int
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class EarlierEnd:
+    """How a run ended before Step Functions redrove it (kept on the record)."""
+
+    status: RunStatus
+    ended_at: datetime | None
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"status": str(self.status)}
+        if self.ended_at is not None:
+            out["endedAt"] = _iso(self.ended_at)
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+def _iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True, slots=True)
+class RunRecord:
+    """One firing's record, as the history shows it."""
+
+    firing_id: str
+    job: str
+    scheduled_time: str
+    status: RunStatus
+    origin: str | None = None
+    claimed_at: datetime | None = None
+    started_at: datetime | None = None
+    ended_at: datetime | None = None
+    deadline: datetime | None = None
+    error: str | None = None
+    reason: str | None = None
+    operator: str | None = None
+    manual: bool = False
+    parameters: Mapping[str, Any] | None = None
+    exclusive: bool = False
+    skipped_until: str | None = None  # a skipped range: the last firing it covers
+    skipped_count: int | None = None
+    redrives: int | None = None  # how many times Step Functions redrove its execution
+    redriven_at: datetime | None = None  # when the latest redrive began
+    timed_out_at: datetime | None = None  # when the sweep marked it TIMED_OUT
+    earlier_ends: tuple[EarlierEnd, ...] = ()  # its ends before a redrive, oldest first
+
+    @property
+    def swept(self) -> bool:
+        """TIMED_OUT by the sweep, and no completion has come since."""
+        return (
+            self.status is RunStatus.TIMED_OUT
+            and self.timed_out_at is not None
+            and self.ended_at == self.timed_out_at
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "firingId": self.firing_id,
+            "job": self.job,
+            "scheduledTime": self.scheduled_time,
+            "status": str(self.status),
+        }
+        for key, value in (
+            ("origin", self.origin),
+            ("claimedAt", self.claimed_at),
+            ("startedAt", self.started_at),
+            ("endedAt", self.ended_at),
+            ("deadline", self.deadline),
+            ("error", self.error),
+            ("reason", self.reason),
+            ("operator", self.operator),
+            ("skippedUntil", self.skipped_until),
+            ("skippedCount", self.skipped_count),
+            ("redrives", self.redrives),
+            ("redrivenAt", self.redriven_at),
+            ("timedOutAt", self.timed_out_at),
+        ):
+            if value is not None:
+                out[key] = _iso(value) if isinstance(value, datetime) else value
+        if self.earlier_ends:
+            out["earlierEnds"] = [end.to_json() for end in self.earlier_ends]
+        if self.manual:
+            out["manual"] = True
+        if self.parameters is not None:
+            out["parameters"] = dict(self.parameters)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class JobStart:
+    """What a dispatch writes to the job's latest state (seed 000's ``start``)."""
+
+    service: str
+    schedule: str  # "<statement> @<zone>"
+    parameters: Mapping[str, Any]  # the job's parameters plus "_origin"
+
+
+@dataclass(frozen=True, slots=True)
+class JobState:
+    """One record per job: its latest run (seed 000's job state) and whether it is paused."""
+
+    job: str
+    service: str | None = None
+    schedule: str | None = None
+    parameters: Mapping[str, Any] = field(default_factory=dict)
+    start: datetime | None = None
+    end: datetime | None = None
+    last_firing_id: str | None = None
+    last_status: RunStatus | None = None
+    open_firing: str | None = None
+
+
+# -- the stored names ---------------------------------------------------------------------------
+
+RUN_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "firing_id": "firingId",
+        "job": "job",
+        "scheduled_time": "scheduledTime",
+        "status": "status",
+        "origin": "origin",
+        "claimed_at": "claimedAt",
+        "started_at": "startedAt",
+        "ended_at": "endedAt",
+        "deadline": "deadline",
+        "error": "error",
+        "reason": "reason",
+        "operator": "operator",
+        "manual": "manual",
+        "parameters": "parameters",
+        "exclusive": "exclusive",
+        "skipped_until": "skippedUntil",
+        "skipped_count": "skippedCount",
+        "redrives": "redrives",
+        "redriven_at": "redrivenAt",
+        "timed_out_at": "timedOutAt",
+        "earlier_ends": "earlierEnds",  # a list of END_FIELDS maps
+        # kept by the store only
+        "claim_token": "claimToken",  # nosec B105 # a field's name, not a password
+        "takeovers": "takeovers",  # how many times the claim was taken over
+        "expires_at": "expiresAt",  # when the store drops the run (its TTL)
+        "open": "open",  # present while the run is open: what the sweep's index holds
+    }
+)
+"""A run record's logical fields and the names they are stored under."""
+
+JOB_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "job": "job",
+        "service": "service",
+        "schedule": "schedule",
+        "parameters": "parameters",
+        "start": "start",
+        "end": "end",
+        "last_firing_id": "lastFiringId",
+        "last_status": "lastStatus",
+        "open_firing": "openFiring",  # the open slot of ``overlap: skip``: the run holding it
+        "open_until": "openUntil",  # MongoDB only: the claim's lease, for a slot with no run
+    }
+)
+"""A job state's logical fields and the names they are stored under."""
+
+END_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
+    {"status": "status", "ended_at": "endedAt", "error": "error"}
+)
+"""An earlier end's fields and their stored names."""
+
+Instant = Callable[[Any], datetime | None]
+"""How a store reads back a time it wrote (None for a missing or unreadable one)."""
+
+
+def run_record_from(
+    stored: Mapping[str, Any], instant: Instant, names: Mapping[str, str] = RUN_FIELDS
+) -> RunRecord:
+    """A run record from a store's item or document, its fields under ``names``."""
+
+    def get(name: str, default: Any = None) -> Any:
+        return stored.get(names[name], default)
+
+    return RunRecord(
+        firing_id=str(get("firing_id")),
+        job=str(get("job")),
+        scheduled_time=str(get("scheduled_time")),
+        status=RunStatus(get("status")),
+        origin=get("origin"),
+        claimed_at=instant(get("claimed_at")),
+        started_at=instant(get("started_at")),
+        ended_at=instant(get("ended_at")),
+        deadline=instant(get("deadline")),
+        error=get("error"),
+        reason=get("reason"),
+        operator=get("operator"),
+        manual=bool(get("manual", False)),
+        parameters=get("parameters"),
+        exclusive=bool(get("exclusive", False)),
+        skipped_until=get("skipped_until"),
+        skipped_count=get("skipped_count"),
+        redrives=get("redrives"),
+        redriven_at=instant(get("redriven_at")),
+        timed_out_at=instant(get("timed_out_at")),
+        earlier_ends=tuple(
+            EarlierEnd(
+                RunStatus(end[END_FIELDS["status"]]),
+                instant(end.get(END_FIELDS["ended_at"])),
+                end.get(END_FIELDS["error"]),
+            )
+            for end in get("earlier_ends") or ()
+            if isinstance(end, Mapping) and end.get(END_FIELDS["status"]) in RunStatus.__members__
+        ),
+    )
+
+
+def job_state_from(
+    job: str, stored: Mapping[str, Any], instant: Instant, names: Mapping[str, str] = JOB_FIELDS
+) -> JobState:
+    """A job's latest state from a store's item or document, its fields under ``names``."""
+    status = stored.get(names["last_status"])
+    return JobState(
+        job=job,
+        service=stored.get(names["service"]),
+        schedule=stored.get(names["schedule"]),
+        parameters=stored.get(names["parameters"]) or {},
+        start=instant(stored.get(names["start"])),
+        end=instant(stored.get(names["end"])),
+        last_firing_id=stored.get(names["last_firing_id"]),
+        last_status=RunStatus(status) if status else None,
+        open_firing=stored.get(names["open_firing"]),
+    )
+
+
+def stored_ends(ends: tuple[EarlierEnd, ...], time: Callable[[datetime], Any]) -> list[Any]:
+    """Earlier ends as a store keeps them: maps of END_FIELDS, times as ``time`` writes them."""
+    return [
+        {
+            END_FIELDS[name]: value
+            for name, value in (
+                ("status", str(end.status)),
+                ("ended_at", time(end.ended_at) if end.ended_at else None),
+                ("error", end.error),
+            )
+            if value is not None
+        }
+        for end in ends
+    ]

@@ -1,0 +1,400 @@
+"""The transitions of a run record: every write that moves it, and the job state that follows.
+
+A :class:`Write` is one conditional write in logical fields (:mod:`.records`' names): what it
+:class:`Expect` s of the record as stored, the fields it sets and the counters it adds to. A
+claim, take-over, mark, skip, fail, end, time-out and redrive, and the job state and slot that
+follow a run, each build theirs here; a backend only translates a Write into its own request
+(DynamoDB's expressions, MongoDB's filter and update document, the memory store's replace).
+
+Which status may follow which:
+
+* a run is written CLAIMED or SKIPPED once, where its firing has no record;
+* CLAIMED -> CLAIMED (a take-over, past the lease, of the claim as it was seen) -> DISPATCHED;
+* CLAIMED or DISPATCHED -> SUCCEEDED | FAILED | TIMED_OUT, in one write (the sweep's TIMED_OUT:
+  DISPATCHED past its deadline only);
+* what an end or a redrive does to a run that has ended already, or was redriven, is
+  :func:`after_end` and :func:`after_redrive`'s answer, written by :func:`change` conditionally
+  on the run being as it was read.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import MISSING, dataclass, field, fields, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final, TypeVar
+
+from mini_scheduler.claims.records import (
+    EarlierEnd,
+    JobStart,
+    JobState,
+    Redrive,
+    RunRecord,
+)
+from mini_scheduler.jobs import DEFAULT_FLOW_TIMEOUT
+from mini_scheduler.model import Firing, RunStatus, iso_seconds
+
+log = logging.getLogger("mini_scheduler.claims")
+
+TIMED_OUT_ERROR = "no completion event before the job's timeout"
+EARLIER_ENDS_KEPT = 10
+"""How many earlier ends a redriven run keeps: the first, and the latest after it."""
+ERROR_KEPT = 4000
+"""How many characters of an error an end writes (the item and the history stay small)."""
+OPEN: Final = (RunStatus.CLAIMED, RunStatus.DISPATCHED)
+"""The statuses of an open run: claimed, or dispatched and not ended."""
+
+
+# -- the writes ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Expect:
+    """What a conditional write requires of the record as stored: each field of ``one_of``
+    holds one of its values (None: the field is absent), each of ``at_most`` is present and at
+    or before its instant."""
+
+    one_of: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    at_most: Mapping[str, datetime] = field(default_factory=dict)
+
+    def holds(self, record: RunRecord | JobState) -> bool:
+        """Whether ``record`` (the memory store's) meets the expectation."""
+        for name, values in self.one_of.items():
+            if getattr(record, name) not in values:
+                return False
+        for name, bound in self.at_most.items():
+            value = getattr(record, name)
+            if value is None or value > bound:
+                return False
+        return True
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One conditional write in logical fields: the fields it ``sets`` (None: the field goes),
+    the counters it ``adds`` to, if the record stored meets ``expect``."""
+
+    sets: Mapping[str, Any]
+    expect: Expect = field(default_factory=Expect)
+    adds: Mapping[str, int] = field(default_factory=dict)
+
+
+Record = TypeVar("Record", RunRecord, JobState)
+
+
+def applied(record: Record, write: Write) -> Record:
+    """``record`` after ``write`` (the fields its type does not hold are the store's alone)."""
+    changes: dict[str, Any] = {}
+    for attribute in fields(record):
+        if attribute.name not in write.sets:
+            continue
+        value = write.sets[attribute.name]
+        if value is None and attribute.default_factory is not MISSING:
+            value = attribute.default_factory()
+        elif value is None and attribute.default is not MISSING:
+            value = attribute.default
+        changes[attribute.name] = value
+    return replace(record, **changes)
+
+
+def new_run(firing: Firing, status: RunStatus, *, origin: str, **more: Any) -> dict[str, Any]:
+    """A new run record's fields (written only where the firing has no record yet)."""
+    run: dict[str, Any] = {
+        "firing_id": firing.id,
+        "job": firing.job,
+        "scheduled_time": firing.scheduled_time,
+        "status": status,
+        "origin": origin,
+    }
+    if firing.manual:
+        run["manual"] = True
+        run["parameters"] = dict(firing.parameters)
+    if firing.operator:
+        run["operator"] = firing.operator
+    run.update((name, value) for name, value in more.items() if value is not None)
+    return run
+
+
+def claimed(
+    firing: Firing,
+    *,
+    now: datetime,
+    lease_until: datetime,
+    origin: str,
+    exclusive: bool,
+    expires_at: datetime | None = None,
+    token: str | None = None,
+) -> dict[str, Any]:
+    """A claim: the run CLAIMED, open until its lease (``token`` tells the claimer's write)."""
+    return new_run(
+        firing,
+        RunStatus.CLAIMED,
+        origin=origin,
+        expires_at=expires_at,
+        claimed_at=now,
+        deadline=lease_until,
+        open=True,
+        exclusive=exclusive or None,
+        claim_token=token,
+    )
+
+
+def skipped(
+    firing: Firing,
+    *,
+    now: datetime,
+    reason: str,
+    origin: str,
+    expires_at: datetime | None = None,
+    until: datetime | None = None,
+    count: int | None = None,
+) -> dict[str, Any]:
+    """A skip: the run SKIPPED, ended; with ``until`` and ``count``, a skipped range."""
+    return new_run(
+        firing,
+        RunStatus.SKIPPED,
+        origin=origin,
+        expires_at=expires_at,
+        reason=reason,
+        ended_at=now,
+        skipped_until=iso_seconds(until) if until is not None else None,
+        skipped_count=count,
+    )
+
+
+def taken_over(
+    run: RunRecord, *, now: datetime, lease_until: datetime, origin: str
+) -> Write | None:
+    """A take-over of a CLAIMED run as ``run`` saw it: a new claim time and lease (None for a
+    run never claimed)."""
+    if run.claimed_at is None:
+        return None
+    return Write(
+        {"claimed_at": now, "deadline": lease_until, "origin": origin},
+        Expect({"status": (RunStatus.CLAIMED,), "claimed_at": (run.claimed_at,)}),
+        adds={"takeovers": 1},
+    )
+
+
+def dispatched(*, now: datetime, deadline: datetime) -> Write:
+    """The mark: a CLAIMED run DISPATCHED, with the job's timeout as its deadline."""
+    return Write(
+        {"status": RunStatus.DISPATCHED, "started_at": now, "deadline": deadline},
+        Expect({"status": (RunStatus.CLAIMED,)}),
+    )
+
+
+def _closing(
+    status: RunStatus, now: datetime, error: str | None, expect: Expect, **more: Any
+) -> Write:
+    """An open run's end (its deadline stays; an error kept if the end has none)."""
+    sets: dict[str, Any] = {"status": status, "ended_at": now, **more}
+    if error is not None:
+        sets["error"] = error[:ERROR_KEPT]
+    sets["open"] = None
+    return Write(sets, expect)
+
+
+def failed(*, now: datetime, error: str) -> Write:
+    """A dispatch failed for good: the open run FAILED."""
+    return _closing(RunStatus.FAILED, now, error, Expect({"status": OPEN}))
+
+
+def ended(status: RunStatus, *, now: datetime, error: str | None = None) -> Write:
+    """The usual end: an open run never redriven ends with the completion's status (any other
+    end is :func:`after_end`'s, written by :func:`change`)."""
+    return _closing(status, now, error, Expect({"status": OPEN, "redrives": (None,)}))
+
+
+def timed_out(*, now: datetime) -> Write:
+    """The sweep's end of a DISPATCHED run past its deadline, noting when (a late completion
+    can still be recorded)."""
+    expect = Expect({"status": (RunStatus.DISPATCHED,)}, at_most={"deadline": now})
+    return _closing(RunStatus.TIMED_OUT, now, TIMED_OUT_ERROR, expect, timed_out_at=now)
+
+
+CHANGEABLE = (
+    "status",
+    "ended_at",
+    "error",
+    "deadline",
+    "redrives",
+    "redriven_at",
+    "timed_out_at",
+    "earlier_ends",
+)
+"""The fields an end or a redrive decided on a read run may change."""
+
+
+def change(before: RunRecord, after: RunRecord) -> Write:
+    """The write that makes the run ``after``, conditional on it being as read: its status, end
+    and redrive count (every such change moves one of them)."""
+    sets: dict[str, Any] = {}
+    for name in CHANGEABLE:
+        value = getattr(after, name)
+        if value != getattr(before, name):
+            sets[name] = value if value != () else None
+    if after.status.open != before.status.open:
+        sets["open"] = True if after.status.open else None
+    expect = Expect(
+        {
+            "status": (before.status,),
+            "ended_at": (before.ended_at,),
+            "redrives": (before.redrives,),
+        }
+    )
+    return Write(sets, expect)
+
+
+def change_run(
+    read: Callable[[], RunRecord | None],
+    write: Callable[[Write], bool],
+    decide: Callable[[RunRecord], RunRecord | None],
+    attempts: int,
+) -> tuple[RunRecord, RunRecord] | None:
+    """Read the run, write ``decide``'s answer with :func:`change` (True: written), and read
+    again when the run changed meanwhile: (before, after), or None (an unknown firing, nothing
+    to change, or a run that changed under every attempt)."""
+    for _ in range(attempts):
+        before = read()
+        after = decide(before) if before is not None else None
+        if before is None or after is None:
+            return None
+        if write(change(before, after)):
+            return before, after
+    return None
+
+
+# -- the job's state and slot -------------------------------------------------------------------
+
+
+def job_started(
+    firing: Firing, *, now: datetime, start: JobStart, ended: RunRecord | None
+) -> Write:
+    """The job's latest state at a dispatch; with ``ended``, of a run whose completion came
+    before the dispatch was marked (its status and end, not DISPATCHED)."""
+    return Write(
+        {
+            "service": start.service,
+            "schedule": start.schedule,
+            "parameters": dict(start.parameters),
+            "start": now,
+            "last_firing_id": firing.id,
+            "last_status": ended.status if ended else RunStatus.DISPATCHED,
+            "end": ended.ended_at if ended else None,
+        }
+    )
+
+
+def job_follows(firing_id: str, after: RunRecord) -> Write:
+    """The job's latest state follows its last firing's run (and no other)."""
+    return Write(
+        {"end": after.ended_at, "last_status": after.status},
+        Expect({"last_firing_id": (firing_id,)}),
+    )
+
+
+def take_slot(firing_id: str) -> Write:
+    """An exclusive run takes the job's open slot, if no other run holds it."""
+    return Write({"open_firing": firing_id}, Expect({"open_firing": (None, firing_id)}))
+
+
+def release_slot(firing_id: str) -> Write:
+    """An exclusive run releases the job's open slot, if it holds it (never another's)."""
+    return Write({"open_firing": None}, Expect({"open_firing": (firing_id,)}))
+
+
+def slot_follows(firing_id: str, before: RunRecord, after: RunRecord) -> Write | None:
+    """The slot write that follows an exclusive run's change, or None: its end releases the
+    slot, its reopening (a redrive) takes it back. A failed take is :func:`log_slot_held`."""
+    if not before.exclusive or after.status.open == before.status.open:
+        return None
+    return take_slot(firing_id) if after.status.open else release_slot(firing_id)
+
+
+def log_slot_held(job: str, firing_id: str) -> None:
+    """A redriven exclusive run found the job's slot held by another run."""
+    log.warning(
+        "Job %s - firing %s redriven while another run holds the job's slot (overlap: skip): "
+        "it runs beside that run, and its end leaves that run's slot alone",
+        job,
+        firing_id,
+    )
+
+
+# -- ends, late ends and redrives: decided on the run as read -----------------------------------
+
+
+def after_end(
+    run: RunRecord,
+    status: RunStatus,
+    *,
+    now: datetime,
+    error: str | None = None,
+    redrive: Redrive | None = None,
+) -> RunRecord | None:
+    """The run after a completion event (``redrive``: the redriven attempt it ends, None for
+    the first), or None when the event changes nothing:
+
+    * an open run ends with the event's status;
+    * a run the sweep marked TIMED_OUT ends with the event's status and keeps ``timed_out_at``
+      (a late completion: the real end, and that it had timed out);
+    * a run that ended FAILED or TIMED_OUT ends again when the event comes from a later redrive
+      (its RUNNING event was not heard): the earlier end is kept in ``earlier_ends``;
+    * anything else is a duplicate, or the end of an attempt before the latest redrive."""
+    count, seen = (redrive.count if redrive else 0), (run.redrives or 0)
+    if count < seen:
+        return None
+    ended = replace(run, status=status, ended_at=now, error=error)
+    if run.status.open:
+        return _redriven(ended, run, redrive) if count > seen and redrive else ended
+    if count > seen and redrive and run.status in (RunStatus.FAILED, RunStatus.TIMED_OUT):
+        return _redriven(
+            replace(ended, earlier_ends=_earlier_ends(run), timed_out_at=None), run, redrive
+        )
+    if run.swept and count == seen:
+        return ended
+    return None
+
+
+def after_redrive(run: RunRecord, redrive: Redrive) -> RunRecord | None:
+    """The run after the RUNNING event of a redrive, or None when it changes nothing: a run that
+    ended FAILED or TIMED_OUT is DISPATCHED again (its end kept in ``earlier_ends``), with the
+    job's timeout counted again from the redrive; an open run only notes the redrive (its
+    earlier end was not heard). A redrive already heard, or of a run that succeeded or was
+    skipped (Step Functions redrives neither), changes nothing."""
+    if redrive.count <= (run.redrives or 0):
+        return None
+    if run.status.open:
+        return _redriven(run, run, redrive)
+    if run.status not in (RunStatus.FAILED, RunStatus.TIMED_OUT):
+        return None
+    reopened = replace(
+        run,
+        status=RunStatus.DISPATCHED,
+        ended_at=None,
+        error=None,
+        timed_out_at=None,
+        earlier_ends=_earlier_ends(run),
+    )
+    return _redriven(reopened, run, redrive)
+
+
+def _earlier_ends(run: RunRecord) -> tuple[EarlierEnd, ...]:
+    ends = (*run.earlier_ends, EarlierEnd(run.status, run.ended_at, run.error))
+    return ends if len(ends) <= EARLIER_ENDS_KEPT else (ends[0], *ends[1 - EARLIER_ENDS_KEPT :])
+
+
+def _redriven(after: RunRecord, before: RunRecord, redrive: Redrive) -> RunRecord:
+    """``after`` noting ``redrive``; its deadline is the job's timeout (as the run's deadline
+    was set from its start, or from its last redrive) counted from the redrive."""
+    base = before.redriven_at or before.started_at
+    timeout = timedelta(seconds=DEFAULT_FLOW_TIMEOUT)
+    if before.deadline is not None and base is not None and before.deadline > base:
+        timeout = before.deadline - base
+    try:
+        deadline = redrive.at + timeout
+    except OverflowError:
+        deadline = datetime.max.replace(tzinfo=UTC)
+    return replace(after, redrives=redrive.count, redriven_at=redrive.at, deadline=deadline)
