@@ -22,7 +22,8 @@ from pymongo.errors import AutoReconnect, OperationFailure, ServerSelectionTimeo
 from mini_scheduler import mongo
 from mini_scheduler.aws import Clients
 from mini_scheduler.claims.base import ClaimResult
-from mini_scheduler.claims.mongodb import DUE_INDEX, EXPIRY_INDEX, HISTORY_INDEX, MongoDBClaimStore
+from mini_scheduler.claims.mongodb import MongoDBClaimStore
+from mini_scheduler.claims.mongodb_documents import DUE_INDEX, EXPIRY_INDEX, HISTORY_INDEX
 from mini_scheduler.claims.records import JobStart
 from mini_scheduler.config import Settings
 from mini_scheduler.environment.mongodb import MongoDBEnvironmentStore

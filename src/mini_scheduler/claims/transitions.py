@@ -1,10 +1,11 @@
 """The transitions of a run record: every write that moves it, and the job state that follows.
 
 A :class:`Write` is one conditional write in logical fields (:mod:`.records`' names): what it
-:class:`Expect` s of the record as stored, the fields it sets and the counters it adds to. A
-claim, take-over, mark, skip, fail, end, time-out and redrive, and the job state and slot that
-follow a run, each build theirs here; a backend only translates a Write into its own request
-(DynamoDB's expressions, MongoDB's filter and update document, the memory store's replace).
+expects of the record as stored (:class:`Expect`), the fields it sets and the counters it adds
+to. A claim, take-over, mark, skip, fail, end, time-out and redrive, and the job state and slot
+that follow a run, each build theirs here; a backend only translates a Write into its own
+request (DynamoDB's expressions, MongoDB's filter and update document, the memory store's
+replace).
 
 Which status may follow which:
 
@@ -25,13 +26,7 @@ from dataclasses import MISSING, dataclass, field, fields, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, TypeVar
 
-from mini_scheduler.claims.records import (
-    EarlierEnd,
-    JobStart,
-    JobState,
-    Redrive,
-    RunRecord,
-)
+from mini_scheduler.claims.records import EarlierEnd, JobStart, JobState, Redrive, RunRecord
 from mini_scheduler.jobs import DEFAULT_FLOW_TIMEOUT
 from mini_scheduler.model import Firing, RunStatus, iso_seconds
 

@@ -1,0 +1,220 @@
+"""The state table as the claim store writes it: keys, attribute values, a
+:class:`~mini_scheduler.claims.transitions.Write` as an UpdateItem's expressions, and writes
+tried again on a conflict.
+
+A run's attributes are :mod:`.records`' names, but for the open marker, ``openPk = "OPEN"``
+(the key of the sweep's sparse index); times are ISO strings with milliseconds (they sort as
+they compare), ``expiresAt`` is in epoch seconds (the TTL). Every attribute in an expression
+goes through a ``#name`` placeholder (:func:`named`), so DynamoDB's reserved words never break
+one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
+
+from mini_scheduler.claims.records import RUN_FIELDS, RunRecord, run_record_from, stored_ends
+from mini_scheduler.claims.transitions import Expect, Write
+from mini_scheduler.model import Firing, RunStatus, iso_millis, parse_instant
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+OPEN = "OPEN"
+RUN: Mapping[str, str] = {**RUN_FIELDS, "open": "openPk"}
+"""A run's attribute names: the open marker is the open-runs index's key."""
+REFUSED = "ConditionalCheckFailed"  # a transaction's cancellation reason: a failed condition
+_CONFLICT_ATTEMPTS = 5
+_SERIALIZER = TypeSerializer()
+_DESERIALIZER = TypeDeserializer()
+
+
+def run_key(firing: Firing) -> dict[str, Any]:
+    return {"pk": {"S": f"RUN#{firing.job}"}, "sk": {"S": firing.sort_key}}
+
+
+def job_key(job: str) -> dict[str, Any]:
+    return {"pk": {"S": f"JOB#{job}"}, "sk": {"S": "STATE"}}
+
+
+def value_of(value: Any) -> dict[str, Any]:
+    """A DynamoDB attribute value; floats travel as Decimals, as DynamoDB needs."""
+    if isinstance(value, (float, dict, list)):
+        value = json.loads(json.dumps(value), parse_float=Decimal)
+    return dict(_SERIALIZER.serialize(value))
+
+
+def encode(field: str, value: Any) -> dict[str, Any]:
+    """A logical field's value as the table keeps it: times as ISO strings with milliseconds,
+    the TTL in epoch seconds, the open marker as the index's key."""
+    if field == "open":
+        return {"S": OPEN}
+    if field == "expires_at":
+        return {"N": str(int(value.timestamp()))}
+    if isinstance(value, datetime):
+        return {"S": iso_millis(value)}
+    if isinstance(value, RunStatus):
+        return {"S": str(value)}
+    if isinstance(value, tuple):  # earlier ends
+        return value_of(stored_ends(value, iso_millis))
+    return value_of(value)
+
+
+def _plain(value: Any) -> Any:
+    """A deserialised value with Decimals back as ints or floats."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, set, frozenset)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def plain_item(raw: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _plain(_DESERIALIZER.deserialize(v)) for k, v in raw.items()}
+
+
+def instant(value: Any) -> datetime | None:
+    return parse_instant(value) if isinstance(value, str) and value else None
+
+
+def run_from(raw: Mapping[str, Any]) -> RunRecord:
+    return run_record_from(plain_item(raw), instant, RUN)
+
+
+def expressions(write: Write, names: Mapping[str, str]) -> dict[str, Any]:
+    """``write`` as an UpdateItem's expressions and values (every attribute a ``#name``)."""
+    values: dict[str, Any] = {}
+    clauses: dict[str, list[str]] = {"SET": [], "REMOVE": [], "ADD": []}
+    for field, value in write.sets.items():
+        name = names[field]
+        if value is None:
+            clauses["REMOVE"].append(f"#{name}")
+        else:
+            clauses["SET"].append(f"#{name} = :{name}")
+            values[f":{name}"] = encode(field, value)
+    for field, count in write.adds.items():
+        name = names[field]
+        clauses["ADD"].append(f"#{name} :{name}")
+        values[f":{name}"] = value_of(count)
+    request: dict[str, Any] = {
+        "UpdateExpression": " ".join(
+            f"{verb} {', '.join(parts)}" for verb, parts in clauses.items() if parts
+        )
+    }
+    condition = _condition(write.expect, names, values)
+    if condition:
+        request["ConditionExpression"] = condition
+    if values:
+        request["ExpressionAttributeValues"] = values
+    return request
+
+
+def _condition(expect: Expect, names: Mapping[str, str], values: dict[str, Any]) -> str:
+    """``expect`` as a ConditionExpression, its values added to ``values``."""
+    parts: list[str] = []
+    for field, allowed in expect.one_of.items():
+        name = names[field]
+        was = f":was{_title(name)}"
+        present = [value for value in allowed if value is not None]
+        options = [f"attribute_not_exists(#{name})"] if len(present) < len(allowed) else []
+        if len(present) == 1:
+            values[was] = encode(field, present[0])
+            options.append(f"#{name} = {was}")
+        elif present:
+            keys = [f"{was}{i}" for i in range(len(present))]
+            values.update(zip(keys, (encode(field, value) for value in present), strict=True))
+            options.append(f"#{name} IN ({', '.join(keys)})")
+        parts.append(options[0] if len(options) == 1 else f"({' OR '.join(options)})")
+    for field, bound in expect.at_most.items():
+        name = names[field]
+        values[f":max{_title(name)}"] = encode(field, bound)
+        parts.append(f"#{name} <= :max{_title(name)}")
+    return " AND ".join(parts)
+
+
+def _title(name: str) -> str:
+    return name[:1].upper() + name[1:]
+
+
+_NAME = re.compile(r"#([A-Za-z][A-Za-z0-9]*)")
+_EXPRESSIONS = ("UpdateExpression", "ConditionExpression", "KeyConditionExpression")
+
+
+def named(request: dict[str, Any]) -> dict[str, Any]:
+    """``request`` with ``#attr`` in its expressions mapped to ``attr``: every attribute goes
+    through a name placeholder, so DynamoDB's reserved words (status, parameters, end...) never
+    break an expression."""
+    names: dict[str, str] = {}
+    for key in _EXPRESSIONS:
+        for word in _NAME.findall(str(request.get(key, ""))):
+            names[f"#{word}"] = word
+    if names:
+        request["ExpressionAttributeNames"] = names
+    else:
+        request.pop("ExpressionAttributeNames", None)
+    return request
+
+
+def run_item(firing: Firing, run: Mapping[str, Any]) -> dict[str, Any]:
+    """A new run's item: its key and its fields (:func:`.transitions.claimed`, ``skipped``)."""
+    return {**run_key(firing), **{RUN[k]: encode(k, v) for k, v in run.items()}}
+
+
+def code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def _reasons(exc: ClientError) -> list[str]:
+    reasons = exc.response.get("CancellationReasons") or []
+    return [str(r.get("Code", "None")) for r in reasons]
+
+
+def write_retried(
+    client: DynamoDBClient, operation: str, sleep: Callable[[float], None], **request: Any
+) -> Any:
+    """A write, retried when a multi-Region strongly consistent global table answers
+    ReplicatedWriteConflictException (a concurrent write to the same item in another region:
+    the outcome is not known yet, so it must not be read as a lost claim). Other errors are
+    the SDK's to retry."""
+    call = getattr(client, operation)
+    for attempt in range(_CONFLICT_ATTEMPTS):
+        try:
+            return call(**request)
+        except ClientError as exc:
+            if code(exc) != "ReplicatedWriteConflictException" or attempt + 1 == _CONFLICT_ATTEMPTS:
+                raise
+            sleep(0.05 * 2**attempt)
+    raise AssertionError("unreachable")
+
+
+def transact(
+    client: DynamoDBClient, items: list[dict[str, Any]], sleep: Callable[[float], None]
+) -> list[str]:
+    """TransactWriteItems, tried again while a conflict cancels it: [] when written, else the
+    cancellation reasons when a condition failed. Any other refusal (or a conflict on every
+    attempt) raises its ClientError."""
+    for attempt in range(_CONFLICT_ATTEMPTS):
+        try:
+            write_retried(client, "transact_write_items", sleep, TransactItems=items)
+        except ClientError as exc:
+            reasons = _reasons(exc)
+            if code(exc) != "TransactionCanceledException" or len(reasons) != len(items):
+                raise
+            if REFUSED in reasons:
+                return reasons
+            if attempt + 1 == _CONFLICT_ATTEMPTS:
+                raise
+            sleep(0.05 * 2**attempt)
+        else:
+            return []
+    raise AssertionError("unreachable")

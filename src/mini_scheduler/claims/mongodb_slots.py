@@ -1,0 +1,121 @@
+"""The open slot of ``overlap: skip`` on MongoDB: taken in a write of its own, before the claim.
+
+An exclusive claim takes two writes, in this order:
+
+1. one conditional ``update_one`` (upsert) on the job's state document sets ``openFiring`` only
+   when it is absent or already this firing (a concurrent upsert's DuplicateKeyError is retried
+   once; a second one means another firing holds the slot: OVERLAP, nothing written);
+2. the claim's ``insert_one``. When it loses, the slot is released only when the run it lost to
+   is not an open exclusive run (whose slot it is: the same firing id).
+
+Why this order is safe: a run of an exclusive firing never exists without its slot, so two runs
+of the job are never open at once. A claimer that dies between the two writes leaves a slot
+with no run: the job is skipped (never run twice) until the claim's lease (``openUntil``) has
+passed, and then the next exclusive claim releases that slot, conditionally on it being unchanged
+(the same lease assumption as a takeover). A slot whose run has ended (its release was lost) is
+released the same way at once. This is portable (no transaction, so no replica-set requirement
+and nothing mongomock cannot run); the price is a second write on the exclusive path.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from pymongo.errors import DuplicateKeyError, PyMongoError
+
+from mini_scheduler.claims import transitions
+from mini_scheduler.claims.mongodb_documents import RUN, update_job, utc, with_lease
+from mini_scheduler.claims.records import JOB_FIELDS
+from mini_scheduler.claims.transitions import Write
+from mini_scheduler.errors import StoreError
+from mini_scheduler.model import Firing
+from mini_scheduler.mongo import JOB_STATE, RUNS, Document
+
+if TYPE_CHECKING:
+    from pymongo.collection import Collection
+
+log = logging.getLogger("mini_scheduler.claims")
+
+_ATTEMPTS = 3
+
+Fail = Callable[[str, str, BaseException], StoreError]
+"""How the store names a failed request: (operation, collection, error) -> StoreError."""
+
+
+class JobSlots:
+    """The jobs' open slots, in ``states`` (the job_state collection); ``runs`` tells a slot no
+    open run holds any more."""
+
+    def __init__(
+        self, runs: Collection[Document], states: Collection[Document], fail: Fail
+    ) -> None:
+        self._runs = runs
+        self._states = states
+        self._fail = fail
+
+    def take(self, firing: Firing, *, now: datetime, lease_until: datetime) -> bool:
+        """Set the job's ``openFiring`` to this firing unless another firing holds it."""
+        take = with_lease(transitions.take_slot(firing.id), lease_until)
+        for _ in range(_ATTEMPTS):
+            try:
+                update_job(self._states, firing.job, take, upsert=True)
+            except DuplicateKeyError:
+                # The filter missed, so the upsert met the job's document: another firing
+                # holds the slot, or a concurrent first upsert created the document.
+                try:
+                    state = self._states.find_one({"_id": firing.job})
+                except PyMongoError as exc:
+                    raise self._fail("find (job slot)", JOB_STATE, exc) from exc
+                held = state.get(JOB_FIELDS["open_firing"]) if state is not None else None
+                if state is None or held in (None, firing.id):
+                    continue
+                if not self._release_stale(firing.job, str(held), state, now):
+                    return False
+            except PyMongoError as exc:
+                raise self._fail("update (take job slot)", JOB_STATE, exc) from exc
+            else:
+                return True
+        return False
+
+    def release(
+        self, job: str, release: Write, operation: str, seen: Document | None = None
+    ) -> bool:
+        """Release the slot as ``release`` says, and (``seen``) if it is as it was read."""
+        try:
+            result = update_job(self._states, job, with_lease(release, None), seen=seen)
+        except PyMongoError as exc:
+            raise self._fail(f"update ({operation})", JOB_STATE, exc) from exc
+        return result.modified_count == 1
+
+    def _release_stale(self, job: str, held: str, state: Mapping[str, Any], now: datetime) -> bool:
+        """Release a slot no open run holds: its run has ended, or no run was recorded within
+        its claim's lease (the claimer died between the two writes). The release is
+        conditional on the slot being as read. True: the slot was stale (released, here or by
+        someone else), so the caller tries to take it again; False: it is held."""
+        status = RUN["status"]
+        try:
+            run = self._runs.find_one({"_id": held}, {status: 1})
+        except PyMongoError as exc:
+            raise self._fail("find (slot holder)", RUNS, exc) from exc
+        lease = state.get(JOB_FIELDS["open_until"])
+        until = utc(lease)
+        if run is not None:
+            if run.get(status) in transitions.OPEN:
+                return False
+            why = "its run has ended"
+        elif until is not None and until <= now:
+            why = "no run was recorded within its claim's lease"
+        else:
+            return False
+        released = self.release(
+            job,
+            transitions.release_slot(held),
+            "release stale job slot",
+            {JOB_FIELDS["open_until"]: lease},
+        )
+        if released:
+            log.warning("Job %s - open slot of firing %s released: %s", job, held, why)
+        return True
