@@ -60,7 +60,7 @@ def request_rows(
             + ", ".join(f"{k.split('.')[1]} {v}" for k, v in per_tick.items())
             + ")",
             f"{tick_total}",
-            "tests/integration/test_call_budget: 4",
+            "tests/system/integration/test_call_budget: 4",
             ratio(tick_total, 4, digits=2),
             "<= 4",
             tick_total <= 4,

@@ -3,9 +3,9 @@ table) and the fuzz tests' judge of an answer (a rejection writes nothing)."""
 
 from __future__ import annotations
 
-from tests.fuzz.conftest import aws as aws
-from tests.fuzz.conftest import invoke_recorder as invoke_recorder
-from tests.fuzz.conftest import invoke_ticker as invoke_ticker
-from tests.fuzz.conftest import judge as judge
-from tests.fuzz.conftest import pytest_runtest_makereport as pytest_runtest_makereport
-from tests.fuzz.conftest import ticked as ticked
+from tests.system.fuzz.conftest import aws as aws
+from tests.system.fuzz.conftest import invoke_recorder as invoke_recorder
+from tests.system.fuzz.conftest import invoke_ticker as invoke_ticker
+from tests.system.fuzz.conftest import judge as judge
+from tests.system.fuzz.conftest import pytest_runtest_makereport as pytest_runtest_makereport
+from tests.system.fuzz.conftest import ticked as ticked

@@ -35,8 +35,8 @@ from mini_scheduler.handlers import ticker as ticker_handler
 from mini_scheduler.jobs import Target, check_parameters_fit, load
 from tests.claims.conftest import closed_port
 from tests.conftest import load_event
-from tests.integration.conftest import Aws
 from tests.repo.template import cfn
+from tests.system.integration.conftest import Aws
 
 Invoke = Callable[[Any], dict[str, Any]]
 SECRET = "s3cr3t-7f1d9c"

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from mini_scheduler.errors import EventError
 from mini_scheduler.operator import check_operator
-from tests.fuzz.conftest import Judge
-from tests.integration.conftest import Aws
+from tests.system.fuzz.conftest import Judge
+from tests.system.integration.conftest import Aws
 
 Invoke = Callable[[Any], dict[str, Any]]
 VALID = re.compile(r"[A-Za-z0-9._@-]{1,128}")

@@ -9,7 +9,7 @@ build (a 64-character job, a manual firing id, a 128-character operator, the lon
 so parameters at their limit, in any script, still fit the carrier, measured in UTF-8 bytes as
 the dispatchers send them; and at the limit, DynamoDB Local (which enforces the real 400 KB item
 size) stores both records. What DynamoDB cannot store inside that size (numbers past its range,
-empty keys, 32 levels) is tests/fuzz/test_found_crashes.py's.
+empty keys, 32 levels) is tests/system/fuzz/test_found_crashes.py's.
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ from mini_scheduler.jobs import (
     parameters_limit,
 )
 from mini_scheduler.model import Firing, payload
-from tests.fuzz.conftest import Judge
-from tests.integration.conftest import Aws
+from tests.system.fuzz.conftest import Judge
+from tests.system.integration.conftest import Aws
 
 Invoke = Callable[[Any], dict[str, Any]]
 CARRIER = {"lambda": LAMBDA_ASYNC_PAYLOAD_LIMIT, "flow": STEP_FUNCTIONS_INPUT_LIMIT}

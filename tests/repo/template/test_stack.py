@@ -388,7 +388,7 @@ def test_the_handlers_run_on_the_stack(
     monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", ticker["FunctionName"])
     monkeypatch.setenv("LAMBDA_TASK_ROOT", str(tmp_path))  # the package, as `make build` lays it
     # moto's DynamoDB is not thread-safe (its transactions deep-copy shared state): dispatch
-    # one firing at a time here. Concurrency is tested on DynamoDB Local (tests/integration).
+    # one firing at a time here. Concurrency is tested on DynamoDB Local (tests/system/integration).
     monkeypatch.setenv("DISPATCH_WORKERS", "1")
     shutil.copy(ROOT / "samplecode" / "cron.yaml", tmp_path / "cron.yaml")
     clock = FixedClock(datetime.fromisoformat("2026-11-30T14:14:00+00:00"))

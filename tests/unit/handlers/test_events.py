@@ -21,10 +21,10 @@ from mini_scheduler.model import Firing, RunStatus, execution_name
 from mini_scheduler.recorder import Recorder
 from tests.conftest import EVENTS, load_event
 from tests.docs import section
-from tests.integration.conftest import CONTEXT, Aws
-from tests.integration.conftest import aws as aws  # the fixtures, for the events/ test
-from tests.integration.conftest import invoke_recorder as invoke_recorder
-from tests.integration.conftest import invoke_ticker as invoke_ticker
+from tests.system.integration.conftest import CONTEXT, Aws
+from tests.system.integration.conftest import aws as aws  # the fixtures, for the events/ test
+from tests.system.integration.conftest import invoke_recorder as invoke_recorder
+from tests.system.integration.conftest import invoke_ticker as invoke_ticker
 
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
 

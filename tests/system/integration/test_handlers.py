@@ -12,7 +12,7 @@ import pytest
 from mini_scheduler.handlers import ticker as ticker_handler
 from mini_scheduler.model import RunStatus
 from tests.conftest import load_event
-from tests.integration.conftest import Aws, _Context
+from tests.system.integration.conftest import Aws, _Context
 
 pytestmark = pytest.mark.dynamodb_local
 

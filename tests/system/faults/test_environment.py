@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from mini_scheduler.model import RunStatus
-from tests.faults.conftest import (
+from tests.system.faults.conftest import (
     PARAMETER,
     T0,
     Cloud,
@@ -21,7 +21,7 @@ from tests.faults.conftest import (
     show,
     started,
 )
-from tests.faults.injection import SSM_INTERNAL, SSM_THROTTLING, Fault, sdk_attempts
+from tests.system.faults.injection import SSM_INTERNAL, SSM_THROTTLING, Fault, sdk_attempts
 
 pytestmark = pytest.mark.dynamodb_local
 

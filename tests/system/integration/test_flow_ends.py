@@ -12,7 +12,7 @@ import pytest
 
 from mini_scheduler.model import RunStatus
 from tests.conftest import load_event
-from tests.integration.conftest import Aws
+from tests.system.integration.conftest import Aws
 
 pytestmark = pytest.mark.dynamodb_local
 

@@ -9,12 +9,12 @@ flow targets and short timeouts (about 80,000 firings). Seeded: the seed is prin
 
 Two regions, prod (us-east-1) and DR (us-west-2), each with its own claim store and environment
 store (memory stores, for speed: exclusivity on a real engine is proved on DynamoDB Local in
-tests/integration and tests/faults). Every 3 hours both stores are switched to the other region
-between two ticks. Ticks arrive 0-20 s into their minute (1% up to 50 s; 0.5% twice); containers
-are replaced at random (cold: no environment read yet), and once in the day each region loses
-SSM for 5-20 minutes, starting with a cold container, so its ticks fail closed and the misfire
-policy recovers the minutes. A recorder closes most runs (SUCCEEDED or FAILED) after a random
-time; about one run in eight never reports, and the sweep times it out.
+tests/system/integration and tests/system/faults). Every 3 hours both stores are switched to the
+other region between two ticks. Ticks arrive 0-20 s into their minute (1% up to 50 s; 0.5% twice);
+containers are replaced at random (cold: no environment read yet), and once in the day each region
+loses SSM for 5-20 minutes, starting with a cold container, so its ticks fail closed and the misfire
+policy recovers the minutes. A recorder closes most runs (SUCCEEDED or FAILED) after a random time;
+about one run in eight never reports, and the sweep times it out.
 
 Faults model the AWS SDK honestly: every AWS call the stores and dispatchers make is wrapped, and
 each attempt meets a throttling or 5xx fault with probability 5%, retried like the SDK
@@ -26,7 +26,7 @@ on ``mark_dispatched``: a firing dispatched whose mark fails for good is the one
 documents as dispatched twice (docs/guarantees.md, "The guarantee, exactly": the takeover
 dispatches it again after the lease), so it is not something this simulation could hold to
 "never twice". A fault here strikes before the request reaches AWS; a write applied whose answer
-was lost is tested on DynamoDB Local in tests/faults/test_dynamodb.py.
+was lost is tested on DynamoDB Local in tests/system/faults/test_dynamodb.py.
 
 The tick's thread pool runs each task as it is submitted (``_InlineExecutor``): the clock
 readings and the order of the calls then depend on the seed alone, so a run replays exactly;
@@ -80,7 +80,7 @@ from mini_scheduler.model import Firing, RunStatus, iso_millis, iso_seconds, par
 from mini_scheduler.recorder import Recorder
 from mini_scheduler.tick import Ticker
 from mini_scheduler.tick import execute as ticker_module
-from tests.faults.injection import sdk_attempts
+from tests.system.faults.injection import sdk_attempts
 
 pytestmark = pytest.mark.slow
 

@@ -1,11 +1,11 @@
-"""One Lambda container in a fresh interpreter, for tests/integration/test_lambda_logs.py.
+"""One Lambda container in a fresh interpreter, for tests/system/integration/test_lambda_logs.py.
 
-Run as ``python -m tests.integration.lambda_driver ticker|recorder``. It sets logging up as the
-Python Lambda runtime does before it imports a function's module (one plain-text handler on the
+Run as ``python -m tests.system.integration.lambda_driver ticker|recorder``. It sets logging up as
+the Python Lambda runtime does before it imports a function's module (one plain-text handler on the
 root logger, which stays at WARNING, writing to the same stream as Powertools), imports that
 function's handler module first, then sends it events from events/ (or built like them) against
-moto. Nothing else configures logging: what the scheduler writes to stdout is what CloudWatch
-would get. ``LOG_LEVEL`` comes from the caller's environment, as the template sets it.
+moto. Nothing else configures logging: what the scheduler writes to stdout is what CloudWatch would
+get. ``LOG_LEVEL`` comes from the caller's environment, as the template sets it.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any
 
 FUNCTION = sys.argv[1] if len(sys.argv) > 1 else ""
 if FUNCTION not in ("ticker", "recorder"):
-    sys.exit("usage: python -m tests.integration.lambda_driver ticker|recorder")
+    sys.exit("usage: python -m tests.system.integration.lambda_driver ticker|recorder")
 importlib.import_module(f"mini_scheduler.handlers.{FUNCTION}")  # what Lambda imports first
 
 import boto3
@@ -41,7 +41,7 @@ from mini_scheduler.clock import FixedClock
 from mini_scheduler.handlers import recorder as recorder_handler
 from mini_scheduler.handlers import ticker as ticker_handler
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ACCOUNT = "123456789012"
 TABLE = "mini-scheduler-logs"
 

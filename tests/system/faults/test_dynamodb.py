@@ -17,7 +17,7 @@ from mini_scheduler import metrics as m
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.metrics import RecordingMetrics
 from mini_scheduler.model import RunStatus, iso_seconds
-from tests.faults.conftest import (
+from tests.system.faults.conftest import (
     T0,
     Cloud,
     RetrySleeps,
@@ -27,7 +27,7 @@ from tests.faults.conftest import (
     show,
     started,
 )
-from tests.faults.injection import (
+from tests.system.faults.injection import (
     DYNAMODB_INTERNAL,
     DYNAMODB_THROTTLING,
     PROVISIONED_THROUGHPUT,

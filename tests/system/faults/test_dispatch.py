@@ -12,7 +12,7 @@ import pytest
 from mini_scheduler import metrics as m
 from mini_scheduler.metrics import RecordingMetrics
 from mini_scheduler.model import RunStatus
-from tests.faults.conftest import (
+from tests.system.faults.conftest import (
     FLOW,
     T0,
     Cloud,
@@ -23,7 +23,7 @@ from tests.faults.conftest import (
     show,
     started,
 )
-from tests.faults.injection import (
+from tests.system.faults.injection import (
     LAMBDA_SERVICE,
     LAMBDA_TOO_MANY_REQUESTS,
     SFN_THROTTLING,

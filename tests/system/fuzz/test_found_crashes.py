@@ -19,7 +19,7 @@ from mini_scheduler.cron import parse
 from mini_scheduler.errors import UnknownTimeZoneError
 from mini_scheduler.jobs import load
 from tests.conftest import load_event
-from tests.fuzz.conftest import Judge
+from tests.system.fuzz.conftest import Judge
 from tests.unit.jobs.helpers import errors
 
 Invoke = Callable[[Any], dict[str, Any]]

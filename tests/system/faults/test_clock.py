@@ -16,7 +16,7 @@ from mini_scheduler.dispatch.base import Dispatchers
 from mini_scheduler.jobs import load
 from mini_scheduler.model import iso_seconds, parse_instant
 from mini_scheduler.tick import Ticker
-from tests.faults.conftest import T0, Cloud
+from tests.system.faults.conftest import T0, Cloud
 from tests.unit.tick.harness import FakeDispatcher
 
 pytestmark = pytest.mark.dynamodb_local

@@ -11,7 +11,7 @@ import pytest
 
 from mini_scheduler.errors import CronFileUnreadableError
 from mini_scheduler.model import RunStatus
-from tests.faults.conftest import (
+from tests.system.faults.conftest import (
     BUCKET,
     T0,
     Cloud,
@@ -22,7 +22,7 @@ from tests.faults.conftest import (
     show,
     started,
 )
-from tests.faults.injection import (
+from tests.system.faults.injection import (
     S3_ACCESS_DENIED,
     S3_SLOW_DOWN,
     S3_UNAVAILABLE,

@@ -1,10 +1,10 @@
 """On Lambda, the log lines of docs/reference.md come out as Powertools JSON, at LOG_LEVEL.
 
-pytest configures logging, so an in-process test cannot see what a Lambda container writes.
-Each test here starts one function in a fresh interpreter (tests/integration/lambda_driver.py):
+pytest configures logging, so an in-process test cannot see what a Lambda container writes. Each
+test here starts one function in a fresh interpreter (tests/system/integration/lambda_driver.py):
 logging set up as the Lambda runtime does (a plain-text handler on the root logger, left at
-WARNING), the function's handler module imported first, events from events/ (or built like
-them) sent against moto. Its stdout is the function's log stream.
+WARNING), the function's handler module imported first, events from events/ (or built like them)
+sent against moto. Its stdout is the function's log stream.
 
 Every line of the "Log lines" table (docs/reference.md) that the events produce must be there,
 matched by the table's own text, as JSON with ``level``, ``message``, ``service``, the
@@ -102,7 +102,7 @@ def run_function(function: str, log_level: str) -> list[dict[str, Any]]:
         LOG_LEVEL=log_level,
     )
     done = subprocess.run(  # nosec B603 # this interpreter, the repository's own driver
-        [sys.executable, "-m", "tests.integration.lambda_driver", function],
+        [sys.executable, "-m", "tests.system.integration.lambda_driver", function],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import load_event
-from tests.integration.conftest import Aws
-from tests.integration.conftest import aws as aws  # the fixture, re-exported for tests/fuzz
-from tests.integration.conftest import invoke_recorder as invoke_recorder
-from tests.integration.conftest import invoke_ticker as invoke_ticker
+from tests.system.integration.conftest import Aws
+from tests.system.integration.conftest import aws as aws  # the fixture, re-exported
+from tests.system.integration.conftest import invoke_recorder as invoke_recorder
+from tests.system.integration.conftest import invoke_ticker as invoke_ticker
 
 CALL_SECONDS = 30.0
 """The bound on one handler call. The ticker's Lambda timeout is 150 s and the recorder's 30 s;

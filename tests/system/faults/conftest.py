@@ -36,7 +36,7 @@ from mini_scheduler.metrics import RecordingMetrics
 from mini_scheduler.tick import Ticker
 from mini_scheduler.wiring import build_ticker
 from tests.fakeaws import create_targets, make_role, use_test_credentials
-from tests.faults.injection import Faults
+from tests.system.faults.injection import Faults
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"

@@ -13,7 +13,7 @@ from mini_scheduler.aws import Clients
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.config import Settings
 from mini_scheduler.wiring import build_ticker
-from tests.integration.conftest import Aws
+from tests.system.integration.conftest import Aws
 
 pytestmark = pytest.mark.dynamodb_local
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)

@@ -1,12 +1,12 @@
 """Both Lambda handlers on bad input: any JSON value, and near misses of every sample event in
 events/, against moto and DynamoDB Local (the integration tests' ``aws`` fixture).
 
-Each call is judged by ``tests.fuzz.conftest.judge``: an answer within its bound; a rejection is
-``{"status": "rejected", "error": "..."}`` and leaves the state table's item count and the SSM
-parameters as they were; no exception escapes (the documented infrastructure errors, an AWS
-service or the cron file failing, cannot happen on the healthy emulators here). The state carries
-over from one example to the next (ticks move the watermark, runs get closed), so later examples
-meet a scheduler that has already done things.
+Each call is judged by ``tests.system.fuzz.conftest.judge``: an answer within its bound; a rejection
+is ``{"status": "rejected", "error": "..."}`` and leaves the state table's item count and the SSM
+parameters as they were; no exception escapes (the documented infrastructure errors, an AWS service
+or the cron file failing, cannot happen on the healthy emulators here). The state carries over from
+one example to the next (ticks move the watermark, runs get closed), so later examples meet a
+scheduler that has already done things.
 
 Three kinds of input: any JSON value (``events.JSON``); near misses of the samples, one to three
 changes each, the other function's samples included (``events.near_misses``); and a sweep that
@@ -25,8 +25,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.fuzz.conftest import Judge
-from tests.fuzz.events import JSON, RECORDER_SAMPLES, TICKER_SAMPLES, field_sweep, near_misses
+from tests.system.fuzz.conftest import Judge
+from tests.system.fuzz.events import (
+    JSON,
+    RECORDER_SAMPLES,
+    TICKER_SAMPLES,
+    field_sweep,
+    near_misses,
+)
 
 pytestmark = pytest.mark.dynamodb_local
 
