@@ -21,7 +21,7 @@ from mini_scheduler.environment.base import EnvironmentStore
 from mini_scheduler.environment.dynamodb import DynamoDBEnvironmentStore
 from mini_scheduler.environment.memory import MemoryEnvironmentStore
 from mini_scheduler.environment.ssm import SSMEnvironmentStore
-from tests.claims.conftest import (
+from tests.contract.claims.conftest import (
     mongodb_server_database,
     mongomock_database,
     new_table_name,

@@ -3,9 +3,9 @@
 What is secret here: the values of a job's ``parameters`` (from cron.yaml, a manual run's
 overrides, or a completion event's copy of the payload; a target's own error text is not one,
 it is what the recorder is for), the AWS credentials, and the MongoDB URI's password
-(tests/claims/test_mongo_connection.py holds the Mongo helper to that; here, end to end through
-the handler). Keys and names may be logged: job names, parameter keys (the warning about a
-reserved ``_`` key names it), operators.
+(tests/contract/claims/test_mongo_connection.py holds the Mongo helper to that; here, end to
+end through the handler). Keys and names may be logged: job names, parameter keys (the
+warning about a reserved ``_`` key names it), operators.
 
 The rule is checked at DEBUG, not only at INFO: LogLevel is a template parameter an operator may
 turn to DEBUG on a production stack. Every record of the scheduler's loggers (``mini_scheduler.*``
@@ -33,8 +33,8 @@ from mini_scheduler.clock import FixedClock
 from mini_scheduler.errors import CronFileError, SchedulerError
 from mini_scheduler.handlers import ticker as ticker_handler
 from mini_scheduler.jobs import Target, check_parameters_fit, load
-from tests.claims.conftest import closed_port
 from tests.conftest import load_event
+from tests.contract.claims.conftest import closed_port
 from tests.repo.template import cfn
 from tests.system.integration.conftest import Aws
 

@@ -22,7 +22,7 @@ from mini_scheduler.errors import DispatchError
 from mini_scheduler.jobs import Job
 from mini_scheduler.model import RunStatus, parse_instant
 from mini_scheduler.tick import Shard
-from tests.claims.conftest import open_claim_store
+from tests.contract.claims.conftest import open_claim_store
 from tests.unit.tick.harness import FakeDispatcher, Rig, at, rig
 
 BACKENDS = [

@@ -17,7 +17,7 @@ from mini_scheduler.claims.base import ClaimResult, ClaimStore
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.model import Firing, RunStatus, SkipReason
 from mini_scheduler.tick.plan import TickPlan
-from tests.claims.conftest import open_claim_store
+from tests.contract.claims.conftest import open_claim_store
 from tests.unit.tick.harness import Rig, at, rig
 
 BACKENDS = [

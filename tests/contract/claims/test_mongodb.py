@@ -30,7 +30,7 @@ from mini_scheduler.environment.mongodb import MongoDBEnvironmentStore
 from mini_scheduler.errors import StoreError
 from mini_scheduler.model import Firing, RunStatus
 from mini_scheduler.wiring import claim_store, environment_store
-from tests.claims.conftest import closed_port, mongodb_server_database, mongomock_database
+from tests.contract.claims.conftest import closed_port, mongodb_server_database, mongomock_database
 
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
 ORIGIN = "us-east-1/prod"

@@ -10,7 +10,7 @@ import pytest
 from mini_scheduler.claims.base import ClaimResult
 from mini_scheduler.claims.dynamodb import DynamoDBClaimStore, create_state_table
 from mini_scheduler.model import Firing
-from tests.claims.conftest import new_table_name
+from tests.contract.claims.conftest import new_table_name
 
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
 

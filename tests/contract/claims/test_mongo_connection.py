@@ -21,7 +21,7 @@ from mini_scheduler.claims.mongodb import MongoDBClaimStore
 from mini_scheduler.environment.mongodb import MongoDBEnvironmentStore
 from mini_scheduler.errors import ConfigurationError, EnvironmentStoreError, StoreError
 from mini_scheduler.model import Firing
-from tests.claims.conftest import closed_port
+from tests.contract.claims.conftest import closed_port
 
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
 PASSWORD = "Sup3r-s3cret/pw"  # escaped in a URI as Sup3r-s3cret%2Fpw
