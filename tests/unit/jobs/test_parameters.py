@@ -221,7 +221,7 @@ def test_reserved_keys_are_split_off_in_order() -> None:
         (b"abc", 3),
         ({"ab", "c"}, 3),
     ],
-    ids=repr,
+    ids=lambda v: repr(sorted(v) if isinstance(v, set) else v),  # a set's order varies
 )
 def test_values_are_sized_by_dynamodbs_rules(value: object, size: int) -> None:
     assert value_size(value) == size
