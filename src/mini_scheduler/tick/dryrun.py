@@ -34,7 +34,7 @@ from mini_scheduler.tick.lines import (
     TAKEN_OVER,
     log_decisions,
 )
-from mini_scheduler.tick.plan import Dispatch, Shard, TickInputs, TickPlan, plan_tick
+from mini_scheduler.tick.plan import Dispatch, Shard, TickInputs, TickPlan, plan_tick, sweeps
 from mini_scheduler.tick.report import TickSummary
 
 log = logging.getLogger("mini_scheduler.ticker")
@@ -155,19 +155,15 @@ def dry_run(
         cron_file.log(log)
         reading = ActiveEnvironment(environment, settings.environment_name).read()
         control = claims.control(settings.origin)
-        inputs = TickInputs(minute, cron_file, control, reading, now, can_fan_out=True)
+        due = claims.due_runs(now) if sweeps(minute, control, reading, None, settings) else ()
+        inputs = TickInputs(minute, cron_file, control, reading, now, due, can_fan_out=True)
         first = plan_tick(inputs, settings, rng)
-        if _sweeps(first):
-            inputs = TickInputs(
-                minute, cron_file, control, reading, now, claims.due_runs(now), can_fan_out=True
-            )
-            first = plan_tick(inputs, settings, rng)
         plans = [first, *_shard_plans(first, inputs, claims, settings, rng)]
         for plan in plans:
             log_decisions(plan)
         describer = _Describer(cron_file, claims, max(now, minute))
         actions = describer.describe(plans)
-        _log_actions(actions, now)
+        _log_actions(actions)
     return DryRun(
         minute=minute,
         window=first.window,
@@ -183,7 +179,7 @@ def dry_run(
     )
 
 
-def _log_actions(actions: Iterable[Action], now: datetime) -> None:
+def _log_actions(actions: Iterable[Action]) -> None:
     """The lines the tick would log for its writes, as it would word them."""
     for a in actions:
         keys = log_keys(a.job, a.firing_id)
@@ -208,10 +204,6 @@ def _log_actions(actions: Iterable[Action], now: datetime) -> None:
         elif a.kind == FAIL:
             why = (a.reason or "").removeprefix("not dispatched: ")
             log.error(NOT_DISPATCHED, a.job, a.firing_id, why, extra=keys)
-
-
-def _sweeps(plan: TickPlan) -> bool:
-    return not plan.failed_closed and not plan.already_handled
 
 
 def _shard_plans(

@@ -306,6 +306,17 @@ def window(minute: datetime, settings: Settings) -> tuple[datetime, datetime]:
     return start, start + timedelta(seconds=60)
 
 
+def sweeps(
+    minute: datetime, control: Control, reading: Reading, shard: Shard | None, settings: Settings
+) -> bool:
+    """Whether the tick of ``minute`` sweeps, so must read the open runs past their deadline:
+    not a shard's tick, not failing closed, and not a minute handled already."""
+    if shard is not None or reading.active is None:
+        return False
+    handled = handled_until(control, shard, settings)
+    return handled is None or handled < window(minute, settings)[1]
+
+
 def handled_until(control: Control, shard: Shard | None, settings: Settings) -> datetime | None:
     """Where a tick's window starts being new. The region's own watermark, and each shard's: a
     shard also counts what unsharded ticks handled, and an unsharded tick what every shard

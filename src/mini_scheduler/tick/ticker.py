@@ -33,9 +33,8 @@ from mini_scheduler.tick.plan import (
     Shard,
     TickInputs,
     TickPlan,
-    handled_until,
     plan_tick,
-    window,
+    sweeps,
 )
 from mini_scheduler.tick.report import TickSummary
 
@@ -137,9 +136,7 @@ class Ticker:
         scope = self.settings.origin + (shard.suffix if shard else "")
         control = self.claims.control(scope)
         reading = self.environment.read()
-        _, end = window(minute, self.settings)
-        handled = handled_until(control, shard, self.settings)
-        sweeping = shard is None and reading.active is not None and not (handled and handled >= end)
+        sweeping = sweeps(minute, control, reading, shard, self.settings)
         due, errors = self._due_runs(now) if sweeping else ((), 0)
         inputs = TickInputs(
             minute=minute,
