@@ -1,20 +1,38 @@
 """What one firing costs in requests, capacity units and log bytes, counted on a steady tick.
 
-A tick of N firings runs twice on one table (the first tick, and the recorder closing its runs,
-leave the job state items a steady tick updates), then the recorder closes the second tick's
-runs from Lambda destination records, one ``record`` per firing as the recorder Lambda would.
-Requests are counted with botocore's ``before-call`` event on each session; item sizes are read
-back from DynamoDB Local and sized by DynamoDB's documented rules (``jobs.limits.item_size``,
-the one the loader uses: strings their UTF-8 length, numbers about one byte per two digits plus
-one, maps and lists 3 bytes plus one per element), since a write costs one write request unit
-per started KB of the larger of the item before and after it, twice that inside a transaction,
-plus the index writes of the ``open-runs`` index (projection ALL): one when an item enters or
-leaves it, two when its key (``deadline``) changes.
+A tick of N firings (N ``overlap: allow`` jobs and one ``overlap: skip`` job, whose slot item is
+sized apart) runs twice on one table (the first tick, and the recorder closing its runs, leave
+the items a steady tick updates), then the recorder closes the second tick's runs from Lambda
+destination records, one ``record`` per firing as the recorder Lambda would. Requests are
+counted with botocore's ``before-call`` event on each session; item sizes are read back from
+DynamoDB Local (the run as the claim wrote it at the moment of its ``Invoke``, before its mark;
+then after the mark, and after the close) and sized by DynamoDB's documented rules
+(``jobs.limits.item_size``, the one the loader uses: strings their UTF-8 length, numbers about
+one byte per two digits plus one, maps and lists 3 bytes plus one per element).
+
+The write model is the claim store's hot path at the floor (issue 13; shared/DESIGN.md "The
+hot path at the floor"): a write costs one write request unit per started KB of the larger of
+the item before and after it, and no write is in a transaction or moves an index entry:
+
+* claim: a PartiQL ``INSERT`` of the run (``BatchExecuteStatement``, 25 a request): wru(claimed);
+* mark: a PartiQL ``UPDATE`` of the run in a batch: wru(max(claimed, dispatched)), no job-state
+  write (a job's latest state is its latest run);
+* close (the recorder): one ``UpdateItem`` of the run: wru(max(dispatched, ended));
+* ``overlap: skip`` adds a conditional ``UpdateItem`` of the job's slot (``JOB#<job>`` /
+  ``STATE``) at the claim and one at the close: 2 x wru(slot);
+* per tick: the watermark ``UpdateItem``, and one watch item (``WATCH`` / ``<instant>#<token>``,
+  the tick's firing ids) put, then deleted by a later sweep (a delete costs the item's size):
+  2 x wru(watch), shown as its share per firing too. The watch item is read back when the store
+  wrote one, else modelled (the ids, the key, the TTL) and said so;
+* reads: the sweep reads the watched runs (``BatchGetItem``, consistent: one RRU per started
+  4 KB of each run) and the due watch items (a consistent ``Query``); a tick also reads the
+  control items and the active environment (consistent, one RRU each under 4 KB).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import statistics
@@ -23,26 +41,29 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, cast
 
 import boto3
 from boto3.dynamodb.types import TypeDeserializer
 
-from benchmarks.rig import FIRST_MINUTE, REGION, Bench, CallLog, Rig, TickRun, cron_file
+from benchmarks.rig import FIRST_MINUTE, REGION, TARGET, Bench, CallLog, Rig, TickRun, cron_file
 from mini_scheduler.aws import Clients
 from mini_scheduler.config import Settings
 from mini_scheduler.handlers.events import completion_from_event
-from mini_scheduler.jobs import limits
+from mini_scheduler.jobs import CronFile, limits, load
 from mini_scheduler.model import Firing, firing_from_id, iso_millis
 from mini_scheduler.wiring import build_recorder
 
 KB = 1024
+READ_UNIT = 4 * KB
+SKIP_JOB = "bench-skip-job"  # the one overlap: skip job of the accounting tick
 _PLAIN = TypeDeserializer()
 
 
 def item_size(item: Mapping[str, Mapping[str, Any]]) -> int:
     """The size DynamoDB bills for an item as the low-level client returns it."""
-    return limits.item_size({name: _PLAIN.deserialize(value) for name, value in item.items()})
+    plain = {name: _PLAIN.deserialize(cast(Any, value)) for name, value in item.items()}
+    return limits.item_size(plain)
 
 
 def wru(size: int) -> int:
@@ -50,52 +71,104 @@ def wru(size: int) -> int:
     return max(1, math.ceil(size / KB))
 
 
+def rru(size: float) -> int:
+    """Read request units of one strongly consistent read of ``size`` bytes."""
+    return max(1, math.ceil(size / READ_UNIT))
+
+
 @dataclass(frozen=True)
 class Sizes:
-    claimed: int  # the run item the claim puts (CLAIMED, in the open-runs index)
+    """Bytes of the items a firing writes, read back from DynamoDB Local."""
+
+    claimed: int  # the run item as the claim wrote it (read at its Invoke)
     dispatched: int  # after the mark (DISPATCHED)
-    ended: int  # after the recorder closed it (SUCCEEDED, out of the index)
-    state_started: int  # the job's latest-state item after the mark
-    state_ended: int  # ... after the recorder's job end
+    ended: int  # after the recorder closed it (SUCCEEDED)
+    slot_taken: int  # overlap: skip: the job's slot item (JOB#<job>/STATE) at its Invoke
+    slot_released: int  # ... after the recorder's close (0: no item)
     watermark: int
+    watch_fixed: int  # a watch item's bytes beside its firing ids (keys, TTL, the empty list)
+    watch_per_firing: float  # bytes one firing id adds to it
+    watch_read_back: bool = True  # False: the store wrote no watch item; it is modelled
+
+    @property
+    def slot(self) -> int:
+        return max(self.slot_taken, self.slot_released)
+
+    def watch(self, firings: float) -> int:
+        """Bytes of the watch item of a tick of ``firings``."""
+        return math.ceil(self.watch_fixed + self.watch_per_firing * firings)
 
 
 @dataclass(frozen=True)
 class Units:
-    """Write request units per firing, by step; read and write units per tick."""
+    """Write request units per firing, by step; units per tick, and the watch's."""
 
     claim: int
     mark: int
     close: int
-    tick_writes: int
-    tick_reads: float
+    slot: int  # overlap: skip only: the slot taken at the claim, released at the close
+    tick_writes: int  # the watermark
+    tick_reads: float  # the control Query and the environment GetItem
+    reads_per_firing: float  # the sweep's BatchGetItem of the watched run
+    sizes: Sizes
 
     @property
     def per_firing(self) -> int:
+        """An ``overlap: allow`` job's: claim + mark + close."""
         return self.claim + self.mark + self.close
+
+    @property
+    def per_firing_skip(self) -> int:
+        """An ``overlap: skip`` job's: the same and its slot's two writes."""
+        return self.per_firing + self.slot
+
+    def watch_writes(self, firings: float) -> int:
+        """The watch item of a tick of ``firings``: put, and deleted by a later sweep."""
+        return 2 * wru(self.sizes.watch(firings)) if firings > 0 else 0
+
+    def watch_reads(self, firings: float) -> int:
+        """The sweep's consistent Query that reads the watch item back."""
+        return rru(self.sizes.watch(firings)) if firings > 0 else 0
 
 
 def units(sizes: Sizes) -> Units:
-    state = max(sizes.state_started, sizes.state_ended)
-    # claim: PutItem of the run item, which enters the open-runs index
-    claim = wru(sizes.claimed) + wru(sizes.claimed)
-    # mark: TransactWriteItems (2x) of the run update and the job-state update; the run's
-    # deadline (the index's sort key) changes: the index deletes one entry and puts another
-    mark = 2 * wru(max(sizes.claimed, sizes.dispatched)) + 2 * wru(state)
-    mark += wru(sizes.claimed) + wru(sizes.dispatched)
-    # close (the recorder): UpdateItem of the run, which leaves the index; UpdateItem job end
-    close = wru(max(sizes.dispatched, sizes.ended)) + wru(sizes.dispatched) + wru(state)
-    # a tick: the watermark UpdateItem; the control Query and the environment GetItem are
-    # strongly consistent (1 RRU each, under 4 KB), the sweep's index Query eventually (0.5)
-    return Units(claim, mark, close, wru(sizes.watermark), 1 + 1 + 0.5)
+    return Units(
+        claim=wru(sizes.claimed),  # the INSERT (batched)
+        mark=wru(max(sizes.claimed, sizes.dispatched)),  # the UPDATE (batched), nothing else
+        close=wru(max(sizes.dispatched, sizes.ended)),  # the recorder's UpdateItem
+        slot=2 * wru(sizes.slot),  # take at the claim, release at the close
+        tick_writes=wru(sizes.watermark),
+        tick_reads=1 + 1,  # control Query and environment GetItem, consistent, under 4 KB
+        reads_per_firing=rru(max(sizes.dispatched, sizes.ended)),
+        sizes=sizes,
+    )
+
+
+def modelled_watch(firing_ids: list[str], at: Any, lease: timedelta) -> dict[str, Any]:
+    """A watch item as the claim store writes it, for a store that wrote none yet."""
+    due = at + lease
+    return {
+        "pk": {"S": "WATCH"},
+        "sk": {"S": f"{iso_millis(due)}#{uuid.uuid4().hex[:12]}"},
+        "firings": {"L": [{"S": firing_id} for firing_id in firing_ids]},
+        "expiresAt": {"N": str(int((due + timedelta(days=30)).timestamp()))},
+    }
+
+
+def watch_sizes(item: Mapping[str, Any]) -> tuple[int, float]:
+    """A watch item's bytes beside its firing ids, and per firing id."""
+    listed = item.get("firings", {}).get("L", [])
+    fixed = item_size({**item, "firings": {"L": []}})
+    return fixed, (item_size(item) - fixed) / max(1, len(listed))
 
 
 @dataclass(frozen=True)
 class Accounting:
-    firings: int
+    firings: int  # overlap: allow firings closed by the recorder (the tick had one more)
     tick: TickRun
     sizes: Sizes
     units: Units
+    watch_items: int  # watch items the accounting tick wrote (0: modelled)
     recorder_calls: dict[str, float]  # per firing
     recorder_wall: float  # median seconds per record (one recorder invocation)
     recorder_cpu: float  # mean CPU seconds per record
@@ -105,7 +178,7 @@ class Accounting:
     @property
     def ticker_log_bytes(self) -> float:
         """Per firing: the ticker's JSON lines and EMF values."""
-        return (self.tick.log_bytes + self.tick.emf_bytes) / self.firings
+        return (self.tick.log_bytes + self.tick.emf_bytes) / max(1, self.tick.firings)
 
 
 def _destination(firing_id: str, when: str) -> dict[str, Any]:
@@ -133,18 +206,49 @@ def _destination(firing_id: str, when: str) -> dict[str, Any]:
     }
 
 
+def accounting_cron(firings: int) -> CronFile:
+    """``firings`` ``overlap: allow`` jobs (the bench's), and :data:`SKIP_JOB`, every minute."""
+    cron = cron_file(firings)
+    skip = load(
+        f'jobs:\n  - {{name: "{SKIP_JOB}", cron: "0 * * * * ?", service: "{TARGET}", '
+        'overlap: skip, parameters: {region: "east"}}\n',
+        source="bench-skip",
+    )
+    if not skip.jobs:
+        raise RuntimeError(f"the overlap: skip job did not load: {skip.problems}")
+    return dataclasses.replace(
+        cron, jobs=(*cron.jobs, *skip.jobs), version=f"{cron.version}+{SKIP_JOB}"
+    )
+
+
 def run(rig: Rig, firings: int = 100, workers: int = 64) -> Accounting:
+    from mini_scheduler.claims.dynamodb_table import job_key, run_key
     from mini_scheduler.handlers import _runtime as runtime
 
-    cron = cron_file(firings)
-    claimed: list[dict[str, Any]] = []
+    cron = accounting_cron(firings)
+    allow = [job for job in cron.jobs if job.name != SKIP_JOB]
+    skip = [job for job in cron.jobs if job.name == SKIP_JOB]
+    second = FIRST_MINUTE + timedelta(minutes=1)
+    sample, exclusive = Firing(allow[0].name, second), Firing(SKIP_JOB, second)
+    at_invoke: dict[str, dict[str, Any] | None] = {}
+
+    def get(key: Mapping[str, Any]) -> dict[str, Any] | None:
+        item: dict[str, Any] | None = rig.admin.get_item(
+            TableName=bench.table, Key=dict(key), ConsistentRead=True
+        ).get("Item")
+        return item
 
     def capture(params: dict[str, Any], **_: Any) -> None:
-        if not claimed:
-            claimed.append(json.loads(json.dumps(params["Item"])))
+        """At an Invoke the claim is written and the mark is not: read the run (and the
+        slot) as the claim left them."""
+        firing_id = json.loads(params.get("Payload") or b"{}").get("firingId")
+        if firing_id == sample.id:
+            at_invoke["claimed"] = get(run_key(sample))
+        elif firing_id == exclusive.id:
+            at_invoke["slot"] = get(job_key(SKIP_JOB))
 
     ticker_session = boto3.session.Session()
-    ticker_session.events.register("before-parameter-build.dynamodb.PutItem", capture)
+    ticker_session.events.register("before-parameter-build.lambda.Invoke", capture)
     bench: Bench = rig.bench(cron, workers=workers, session=ticker_session)
     session = boto3.session.Session()
     calls = CallLog()
@@ -157,14 +261,14 @@ def run(rig: Rig, firings: int = 100, workers: int = 64) -> Accounting:
         metrics=rig.metrics,
     )
 
-    def close_all(minute_index: int) -> tuple[list[float], list[float], int, int]:
+    def close(jobs: list[Any], minute_index: int) -> tuple[list[float], list[float], int, int]:
         minute = FIRST_MINUTE + timedelta(minutes=minute_index)
         when = iso_millis(minute + timedelta(seconds=5))
         walls: list[float] = []
         cpus: list[float] = []
         rig.logs.take()
         rig.emf.take()
-        for job in cron.jobs:
+        for job in jobs:
             event = _destination(Firing(job.name, minute).id, when)
             with contextlib.redirect_stdout(rig.emf):
                 cpu, started = time.process_time(), time.perf_counter()
@@ -176,41 +280,66 @@ def run(rig: Rig, firings: int = 100, workers: int = 64) -> Accounting:
                 raise AssertionError(f"the recorder did not close {event}: {answer}")
         return walls, cpus, rig.logs.take()[0], rig.emf.take()[0]
 
-    def get(key: dict[str, Any]) -> dict[str, Any]:
-        item: dict[str, Any] = rig.admin.get_item(
-            TableName=bench.table, Key=key, ConsistentRead=True
-        )["Item"]
+    def found(key: Mapping[str, Any], what: str) -> dict[str, Any]:
+        item = get(key)
+        if item is None:
+            raise AssertionError(f"no {what} at {key} in {bench.table}")
         return item
 
     rig.tick(bench, FIRST_MINUTE)
-    close_all(0)
-    second = FIRST_MINUTE + timedelta(minutes=1)
-    claimed.clear()
+    close(list(cron.jobs), 0)
     tick = rig.tick(bench, second)
-    sample = Firing(cron.jobs[0].name, second)
-    run_key = {"pk": {"S": f"RUN#{sample.job}"}, "sk": {"S": sample.sort_key}}
-    state_key = {"pk": {"S": f"JOB#{sample.job}"}, "sk": {"S": "STATE"}}
-    dispatched, state_started = get(run_key), get(state_key)
+    claimed = at_invoke.get("claimed")
+    if claimed is None:
+        raise AssertionError(f"no run of {sample.id} when its Invoke was sent")
+    dispatched = found(run_key(sample), "dispatched run")
+    watches = [
+        item
+        for item in rig.admin.query(
+            TableName=bench.table,
+            KeyConditionExpression="pk = :watch",
+            ExpressionAttributeValues={":watch": {"S": "WATCH"}},
+            ConsistentRead=True,
+        )["Items"]
+        if any(f.get("S") == sample.id for f in item.get("firings", {}).get("L", []))
+    ]
     calls.reset()
-    walls, cpus, log_bytes, emf_bytes = close_all(1)
-    ended, state_ended = get(run_key), get(state_key)
-    watermark = get({"pk": {"S": "CONTROL"}, "sk": {"S": "WATERMARK#us-east-1/prod"}})
+    walls, cpus, log_bytes, emf_bytes = close(allow, 1)
+    recorder_calls = dict(calls.calls)
+    close(skip, 1)
+    ended = found(run_key(sample), "closed run")
+    released = get(job_key(SKIP_JOB))
+    watermark = found(
+        {"pk": {"S": "CONTROL"}, "sk": {"S": f"WATERMARK#{REGION}/prod"}}, "watermark"
+    )
     rig.drop_table(bench.table)
+    n = len(allow)
+    if watches:
+        fixed, per_id = watch_sizes(watches[0])
+    else:
+        ids = sorted(Firing(job.name, second).id for job in cron.jobs)
+        fixed, per_id = watch_sizes(
+            modelled_watch(ids, second, timedelta(seconds=settings.claim_lease_seconds))
+        )
+    slot = at_invoke.get("slot")
     sizes = Sizes(
-        claimed=item_size(claimed[0]),
+        claimed=item_size(claimed),
         dispatched=item_size(dispatched),
         ended=item_size(ended),
-        state_started=item_size(state_started),
-        state_ended=item_size(state_ended),
+        slot_taken=item_size(slot) if slot else 0,
+        slot_released=item_size(released) if released else 0,
         watermark=item_size(watermark),
+        watch_fixed=fixed,
+        watch_per_firing=per_id,
+        watch_read_back=bool(watches),
     )
-    n = len(cron.jobs)
     return Accounting(
         firings=n,
         tick=tick,
         sizes=sizes,
         units=units(sizes),
-        recorder_calls={k: v / n for k, v in sorted(calls.calls.items())},
+        watch_items=len(watches),
+        recorder_calls={k: v / n for k, v in sorted(recorder_calls.items())},
         recorder_wall=statistics.median(walls),
         recorder_cpu=statistics.fmean(cpus),
         recorder_log_bytes=log_bytes / n,

@@ -3,9 +3,12 @@
 Nothing here is a measured price: the prices are us-east-1 list prices, written down with their
 source and the date they were taken, and they must be checked before anyone quotes the result.
 What the run measured is everything else: requests per tick and per firing (botocore's
-``before-call``), write units per firing (item sizes read back, sized by DynamoDB's rules), the
-tick's wall and CPU time as its firings grow, the recorder's time per run, and the bytes the
-handlers log (JSON lines, EMF metrics).
+``before-call``), write and read units (item sizes read back, sized by DynamoDB's rules, on the
+batched claim store's write model: ``benchmarks.accounting``), the tick's wall and CPU time as
+its firings grow, the recorder's time per run, and the bytes the handlers log (JSON lines, EMF
+metrics). The jobs are ``overlap: allow`` (an ``overlap: skip`` job's slot adds 2 WRU a firing).
+Each ticker invocation with firings due writes one watch item listing them (put, and deleted by
+a later sweep: twice its size in write units) and the sweep reads it and the runs it lists.
 
 A month is 730 hours: 43,800 ticks (one a minute). Jobs firing hourly are spread over the hour
 (n/60 firings a tick); every minute, all n fire in every tick. Past FANOUT_THRESHOLD a tick fans
@@ -15,7 +18,10 @@ shard waits too); a tick with nothing due returns at once.
 
 Lambda time is billed on the larger of the measured wall time and the CPU time the tick needs
 at the function's share of a vCPU (memory / 1,769 MB): a CPU-bound tick runs slower at 256 MB
-than on this machine. Not included: the targets' own cost (the same with either scheduler), the
+than on this machine. The ticker's memory is template.yaml's ``TickerMemorySize``, the
+recorder's the ``Globals`` one. The table's target row is the cost per million firings of
+10,000 jobs every minute (lead 0), at most $3.00 (issue 13), beside EventBridge Scheduler's
+$1.00 per million. Not included: the targets' own cost (the same with either scheduler), the
 free tiers of Lambda and DynamoDB, CloudWatch alarms and dashboard (fixed, a few dollars), SSM
 GetParameter (standard throughput is free; the bench reads the environment from DynamoDB).
 """
@@ -23,9 +29,10 @@ GetParameter (standard throughput is free; the bench reads the environment from 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
-from benchmarks.accounting import Accounting
+from benchmarks.accounting import Accounting, rru, wru
 from benchmarks.table import Row, dollars
 from benchmarks.throughput import VCPU_MB, Results
 
@@ -68,6 +75,8 @@ PRICES = {
     ),
 }
 SCHEDULER_FREE = 14_000_000  # EventBridge Scheduler invocations free each month (per account)
+PER_MILLION_TARGET = 3.00  # issue 13: USD per million firings, all in
+TARGET_SCENARIO = (10_000, True, 0)  # jobs, every minute, lead: the scenario the target judges
 HOURS = 730
 TICKS = HOURS * 60
 GB = 1024**3
@@ -146,15 +155,32 @@ class Inputs:
     recorder_log_bytes: float  # per firing: JSON lines + EMF
     platform_log_bytes: int  # per invocation
     run_ttl_days: int = 30
+    recorder_memory_mb: int | None = None  # None: memory_mb
+    rru_per_firing: float = 0.0  # the sweep's consistent read of each watched run
+    watch_fixed_bytes: int = 0  # a watch item beside its firing ids (0 and 0: no watch item)
+    watch_bytes_per_firing: float = 0.0
 
     @property
     def vcpu(self) -> float:
         return self.memory_mb / VCPU_MB
 
     @property
+    def recorder_gb(self) -> float:
+        return (self.recorder_memory_mb or self.memory_mb) / 1024
+
+    @property
     def recorder_seconds(self) -> float:
         """Billed seconds of one recorder invocation."""
-        return max(self.recorder_wall, self.recorder_cpu / self.vcpu)
+        vcpu = (self.recorder_memory_mb or self.memory_mb) / VCPU_MB
+        return max(self.recorder_wall, self.recorder_cpu / vcpu)
+
+    def watch_units(self, firings: float) -> tuple[int, int]:
+        """WRU (put and delete) and RRU (the sweep's Query) of the watch item of an invocation
+        dispatching ``firings``."""
+        if firings <= 0 or not (self.watch_fixed_bytes or self.watch_bytes_per_firing):
+            return 0, 0
+        size = self.watch_fixed_bytes + self.watch_bytes_per_firing * firings
+        return 2 * wru(math.ceil(size)), rru(size)
 
     def tick_seconds(self, firings: float) -> float:
         """Billed seconds of one ticker invocation dispatching ``firings``."""
@@ -163,7 +189,9 @@ class Inputs:
         return max(wall, cpu / self.vcpu)
 
 
-def inputs(results: Results, accounting: Accounting, memory_mb: int) -> Inputs:
+def inputs(
+    results: Results, accounting: Accounting, memory_mb: int, recorder_memory_mb: int | None = None
+) -> Inputs:
     empty = results.best(results.empty)
     large = results.best(results.concurrent[results.largest])
     cpu_empty = min(r.cpu for r in results.empty)
@@ -194,6 +222,10 @@ def inputs(results: Results, accounting: Accounting, memory_mb: int) -> Inputs:
         recorder_cpu=acc.recorder_cpu,
         recorder_log_bytes=acc.recorder_log_bytes + acc.recorder_emf_bytes,
         platform_log_bytes=len(PLATFORM_LINES.encode()),
+        recorder_memory_mb=recorder_memory_mb,
+        rru_per_firing=acc.units.reads_per_firing,
+        watch_fixed_bytes=acc.sizes.watch_fixed,
+        watch_bytes_per_firing=acc.sizes.watch_per_firing,
     )
 
 
@@ -213,6 +245,11 @@ class Bill:
     def total(self) -> float:
         return self.ticker + self.recorder + self.dynamodb + self.logs + self.schedule
 
+    @property
+    def per_million(self) -> float:
+        """USD per million firings, all in."""
+        return self.total / (self.scenario.firings / 1e6)
+
 
 def bill(s: Scenario, i: Inputs) -> Bill:
     gb = i.memory_mb / 1024
@@ -224,19 +261,24 @@ def bill(s: Scenario, i: Inputs) -> Bill:
             i.tick_seconds(share) + wait
         )
         invocations = TICKS * (1 + i.shards)
+        dispatching, per_invocation = i.shards, share
     else:
         per_tick = i.tick_seconds(s.per_tick) + wait
         invocations = TICKS
+        dispatching, per_invocation = 1, s.per_tick / s.busy  # firings of a busy tick
+    watch_writes, watch_reads = i.watch_units(per_invocation)
+    watched = TICKS * s.busy * dispatching  # invocations that write a watch item
     gb_seconds = TICKS * per_tick * gb
     ticker = invocations * price("lambda_request") + gb_seconds * price("lambda_gb_second")
     recorder = s.firings * (
-        price("lambda_request") + i.recorder_seconds * gb * price("lambda_gb_second")
+        price("lambda_request") + i.recorder_seconds * i.recorder_gb * price("lambda_gb_second")
     )
-    writes = s.firings * i.wru_per_firing + TICKS * i.wru_per_tick
+    writes = s.firings * i.wru_per_firing + TICKS * i.wru_per_tick + watched * watch_writes
+    reads = TICKS * i.rru_per_tick + s.firings * i.rru_per_firing + watched * watch_reads
     stored = s.firings / (HOURS / 24) * i.run_ttl_days * i.run_item_bytes / GB
     dynamodb = (
         writes * price("dynamodb_wru")
-        + TICKS * i.rru_per_tick * price("dynamodb_rru")
+        + reads * price("dynamodb_rru")
         + stored * price("dynamodb_gb_month")
     )
     log_bytes = (
@@ -267,22 +309,44 @@ def rows(i: Inputs) -> list[Row]:
                 ratio,
             )
         )
+    target = next(b for b in bills(i) if _key(b.scenario) == TARGET_SCENARIO)
+    eventbridge = price("scheduler_invocation") * 1e6
+    out.append(
+        Row(
+            "5 cost",
+            f"$ per million firings, all in, {target.scenario.label}",
+            dollars(target.per_million),
+            f"EventBridge Scheduler: {dollars(eventbridge)} per million",
+            f"{target.per_million / eventbridge:.1f}x",
+            f"<= {dollars(PER_MILLION_TARGET)}",
+            target.per_million <= PER_MILLION_TARGET,
+        )
+    )
     return out
+
+
+def _key(s: Scenario) -> tuple[int, bool, int]:
+    return s.jobs, s.every_minute, s.lead
 
 
 def model_lines(i: Inputs, accounting: Accounting) -> list[str]:
     """The cost model's inputs and breakdown, for docs/performance-and-cost.md to quote."""
     sizes, units = accounting.sizes, accounting.units
+    recorder_mb = i.recorder_memory_mb or i.memory_mb
+    watch = "read back" if sizes.watch_read_back else "modelled: the store wrote none yet"
     lines = [
-        f"Cost model (us-east-1, 730 h/month, ticker and recorder at {i.memory_mb} MB x86, "
-        f"{i.vcpu:.3f} vCPU; {PRICES_TAKEN}: check them before quoting):",
-        f"  per tick: {i.tick_requests} requests, {i.wru_per_tick} WRU + {i.rru_per_tick} RRU, "
-        f"{i.wall_empty * 1000:.0f} ms wall / {i.cpu_empty * 1000:.0f} ms CPU, "
-        f"{i.tick_log_bytes:.0f} B of logs",
+        f"Cost model (us-east-1, 730 h/month, x86; ticker at {i.memory_mb} MB = {i.vcpu:.3f} "
+        f"vCPU, recorder at {recorder_mb} MB; {PRICES_TAKEN}: check them before quoting):",
+        f"  per tick: {i.tick_requests} requests, {i.wru_per_tick} WRU (watermark) + "
+        f"{i.rru_per_tick:g} RRU, {i.wall_empty * 1000:.0f} ms wall / "
+        f"{i.cpu_empty * 1000:.0f} ms CPU, {i.tick_log_bytes:.0f} B of logs; per invocation "
+        f"that dispatches k firings, a watch item of {sizes.watch_fixed} + "
+        f"{sizes.watch_per_firing:.1f} k B ({watch}): put and deleted, read once by the sweep",
         f"  per firing: {i.firing_requests:.2f} requests on the hot path; "
         f"{units.per_firing} WRU = claim {units.claim} + mark {units.mark} + recorder close "
-        f"{units.close} (items: claimed {sizes.claimed} B, dispatched {sizes.dispatched} B, "
-        f"ended {sizes.ended} B, job state {max(sizes.state_started, sizes.state_ended)} B); "
+        f"{units.close} (overlap: skip + slot {units.slot}); {i.rru_per_firing:g} RRU (the "
+        f"sweep's read of the run); items: claimed {sizes.claimed} B, dispatched "
+        f"{sizes.dispatched} B, ended {sizes.ended} B, slot {sizes.slot} B; "
         f"ticker {i.wall_per_firing * 1000:.1f} ms wall / {i.cpu_per_firing * 1000:.1f} ms CPU; "
         f"recorder {i.recorder_seconds * 1000:.0f} ms billed; logs "
         f"{i.ticker_log_bytes_per_firing + i.recorder_log_bytes + i.platform_log_bytes:.0f} B "
@@ -291,13 +355,15 @@ def model_lines(i: Inputs, accounting: Accounting) -> list[str]:
         f"{i.run_ttl_days} days",
         "",
         f"  {'scenario':<34} {'ticker':>9} {'recorder':>9} {'DynamoDB':>9} {'logs':>9} "
-        f"{'schedule':>9} {'total':>10} | {'EB Scheduler':>12} | {f'total @{VCPU_MB} MB':>15}",
+        f"{'schedule':>9} {'total':>10} {'$/M':>7} | {'EB Scheduler':>12} | "
+        f"{f'total @{VCPU_MB} MB':>15}",
     ]
-    at_vcpu = bills(dataclasses.replace(i, memory_mb=VCPU_MB))
+    at_vcpu = bills(dataclasses.replace(i, memory_mb=VCPU_MB, recorder_memory_mb=VCPU_MB))
     lines.extend(
         f"  {b.scenario.label:<34} {dollars(b.ticker):>9} {dollars(b.recorder):>9} "
         f"{dollars(b.dynamodb):>9} {dollars(b.logs):>9} {dollars(b.schedule):>9} "
-        f"{dollars(b.total):>10} | {dollars(b.eventbridge):>12} | {dollars(v.total):>15}"
+        f"{dollars(b.total):>10} {dollars(b.per_million):>7} | {dollars(b.eventbridge):>12} | "
+        f"{dollars(v.total):>15}"
         for b, v in zip(bills(i), at_vcpu, strict=True)
     )
     lines.append("  prices:")

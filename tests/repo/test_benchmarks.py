@@ -6,14 +6,18 @@ from __future__ import annotations
 import json
 import shutil
 import urllib.request
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import boto3
 import pytest
 from benchmarks import __main__ as bench_main
-from benchmarks import accounting, cost, expansion
+from benchmarks import accounting, cost, defaults, expansion, throughput
 from benchmarks.stub_lambda import StubLambda
 from benchmarks.table import Row, render
 from botocore.config import Config
+
+from mini_scheduler.config import Settings
 
 
 def test_item_sizes_follow_dynamodbs_rules() -> None:
@@ -25,10 +29,72 @@ def test_item_sizes_follow_dynamodbs_rules() -> None:
     assert [accounting.wru(size) for size in (0, 1024, 1025)] == [1, 1, 2]
 
 
+def _sizes(**changes: object) -> accounting.Sizes:
+    values: dict[str, object] = {
+        "claimed": 300,
+        "dispatched": 340,
+        "ended": 330,
+        "slot_taken": 120,
+        "slot_released": 90,
+        "watermark": 60,
+        "watch_fixed": 70,
+        "watch_per_firing": 37.0,
+    }
+    values.update(changes)
+    return accounting.Sizes(**values)  # type: ignore[arg-type]
+
+
 def test_write_units_of_small_items() -> None:
-    units = accounting.units(accounting.Sizes(300, 340, 330, 260, 250, 60))
-    assert (units.claim, units.mark, units.close, units.tick_writes) == (2, 6, 3, 1)
-    assert units.per_firing == 11
+    units = accounting.units(_sizes())
+    assert (units.claim, units.mark, units.close, units.slot, units.tick_writes) == (1, 1, 1, 2, 1)
+    assert (units.per_firing, units.per_firing_skip) == (3, 5)
+    assert units.reads_per_firing == 1  # the sweep's consistent read of the run
+    # the watch item of 1,000 firings: 37,070 B, put and deleted; read once (4 KB a unit)
+    assert units.watch_writes(1000) == 2 * 37
+    assert units.watch_reads(1000) == 10
+    assert units.watch_writes(0) == units.watch_reads(0) == 0
+
+
+def test_write_units_of_larger_items() -> None:
+    units = accounting.units(_sizes(claimed=1000, dispatched=1100, ended=2100, slot_taken=1500))
+    # mark: the larger of before and after; close likewise; the slot twice at its larger size
+    assert (units.claim, units.mark, units.close, units.slot) == (1, 2, 3, 4)
+    assert units.reads_per_firing == 1
+    assert accounting.units(_sizes(ended=4097)).reads_per_firing == 2
+
+
+def test_a_watch_item_is_sized_beside_its_firing_ids() -> None:
+    ids = ["a@2026-11-30T14:00:00Z", "bb@2026-11-30T14:00:00Z"]
+    item = accounting.modelled_watch(ids, datetime(2026, 11, 30, 14, tzinfo=UTC), timedelta(0))
+    fixed, per_id = accounting.watch_sizes(item)
+    assert fixed + per_id * 2 == accounting.item_size(item)
+    assert per_id == (len(ids[0]) + 1 + len(ids[1]) + 1) / 2
+
+
+def test_the_template_defaults_are_read_with_the_code_as_fallback(tmp_path: Path) -> None:
+    template = tmp_path / "template.yaml"
+    template.write_text(
+        "Parameters:\n  TickerMemorySize:\n    Type: Number\n    Default: 1024\n"
+        "  FanoutThreshold:\n    Type: Number\n    Description: >-\n      words\n"
+        "    Default: 500\n\nGlobals:\n  Function:\n    MemorySize: 512\n"
+    )
+    found = defaults.read(template)
+    assert (found.memory_mb, found.recorder_memory_mb, found.fanout_threshold) == (1024, 512, 500)
+    assert found.fanout_shards == Settings(state_table="t").fanout_shards  # not in the template
+    assert defaults.read(tmp_path / "none.yaml").memory_mb == 256
+
+
+def test_a_default_stack_serves_within_the_cpu_budget() -> None:
+    def capacity(cpu: float, shard_cpu: float) -> throughput.Capacity:
+        return throughput.Capacity(1769, 2000, 8, cpu, shard_cpu, 1250, 0.1, 10_000)
+
+    # 1 vCPU: 10 s is 2,000 firings at 5 ms, each of 8 shards 2,000 more at 5 ms
+    assert capacity(0.005, 0.005).serves() == 16_000
+    # at 10 ms a firing a tick of 2,000 overruns: the stack serves 1,000
+    assert capacity(0.010, 0.010).serves() == 1000
+    # shards slower than the threshold's share still serve the threshold
+    assert capacity(0.005, 0.1).serves() == 2000
+    assert capacity(0.005, 0.005).serves(60.0) == 96_000
 
 
 def _inputs(**changes: float) -> cost.Inputs:
@@ -54,6 +120,9 @@ def _inputs(**changes: float) -> cost.Inputs:
         "recorder_cpu": 0.002,
         "recorder_log_bytes": 800.0,
         "platform_log_bytes": 264,
+        "rru_per_firing": 1.0,
+        "watch_fixed_bytes": 70,
+        "watch_bytes_per_firing": 37.0,
     }
     values.update(changes)
     return cost.Inputs(**values)  # type: ignore[arg-type]
@@ -72,7 +141,35 @@ def test_the_cost_model_grows_with_the_work() -> None:
     assert bills[100, True, 0].invocations == cost.TICKS
     assert bills[100, False, 0].eventbridge == 0  # within EventBridge Scheduler's free tier
     assert bills[10_000, True, 0].eventbridge == pytest.approx((438e6 - 14e6) / 1e6)
-    assert [r.section for r in cost.rows(_inputs())] == ["5 cost"] * 8
+    rows = cost.rows(_inputs())
+    assert [r.section for r in rows] == ["5 cost"] * 9
+    target = bills[10_000, True, 0]
+    assert target.per_million == pytest.approx(target.total / 438)
+    assert rows[-1].target == "<= $3.00"
+    assert rows[-1].met is (target.per_million <= 3.0)
+
+
+def test_the_watch_item_and_the_sweeps_reads_are_priced() -> None:
+    with_watch = {b.scenario.label: b for b in cost.bills(_inputs())}
+    without = {
+        b.scenario.label: b
+        for b in cost.bills(
+            _inputs(rru_per_firing=0.0, watch_fixed_bytes=0, watch_bytes_per_firing=0.0)
+        )
+    }
+    label = "10,000 jobs every minute, lead 0"
+    # 8 shards of 1,250 firings: each watch item 46,320 B, 2 x 46 WRU and 12 RRU a shard
+    watch = cost.TICKS * 8 * (2 * 46 * 0.625 + 12 * 0.125) / 1e6
+    reads = 438e6 * 1.0 * 0.125 / 1e6
+    assert with_watch[label].dynamodb - without[label].dynamodb == pytest.approx(watch + reads)
+    assert with_watch[label].ticker == without[label].ticker
+
+
+def test_the_recorder_is_billed_at_its_own_memory() -> None:
+    same = cost.bills(_inputs())[0]
+    smaller = cost.bills(_inputs(recorder_memory_mb=128))[0]
+    assert smaller.recorder < same.recorder
+    assert smaller.ticker == same.ticker
 
 
 def test_the_table_lines_up() -> None:
@@ -125,7 +222,20 @@ def test_the_stub_lambda_answers_202_and_counts_per_firing() -> None:
 def test_make_bench_runs_every_benchmark_at_a_tiny_size(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench_main.main(["--quick"]) == 0
     out = capsys.readouterr().out
-    for section in ("1 expansion", "2 tick", "2 knee", "3 cold start", "4 requests", "5 cost"):
+    for section in (
+        "1 expansion",
+        "2 floor",
+        "2 tick",
+        "2 knee",
+        "2 defaults",
+        "3 cold start",
+        "4 requests",
+        "4 writes",
+        "5 cost",
+    ):
         assert section in out
+    assert "the floor" in out
+    assert "claim 1 + mark 1 + close 1" in out
+    assert "$ per million firings" in out
     assert "all exactly once" in out
     assert "Cost model" in out

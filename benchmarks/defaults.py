@@ -1,0 +1,71 @@
+"""What a default stack deploys: the template's parameter defaults, else the code's.
+
+The ticker's memory is template.yaml's ``TickerMemorySize`` default (else ``Globals``'
+``MemorySize``), the recorder's is ``Globals``' ``MemorySize``; ``FANOUT_THRESHOLD`` and
+``FANOUT_SHARDS`` are the ``FanoutThreshold`` and ``FanoutShards`` defaults, else
+``mini_scheduler.config.Settings``' defaults, as is ``DISPATCH_WORKERS`` (the template does not
+set it). The template is read with regular expressions: its CloudFormation tags (``!Ref``) are
+no YAML a safe loader reads.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from mini_scheduler.config import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+TEMPLATE = ROOT / "template.yaml"
+_CODE = Settings(state_table="bench")
+
+
+@dataclass(frozen=True)
+class Defaults:
+    memory_mb: int  # the ticker's MemorySize
+    recorder_memory_mb: int
+    fanout_threshold: int
+    fanout_shards: int
+    dispatch_workers: int
+
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
+def globals_memory(text: str, default: int = 256) -> int:
+    """``Globals: Function: MemorySize`` in the template's text, or ``default``."""
+    found = re.search(r"^Globals:.*?^\s+MemorySize:\s*(\d+)", text, re.S | re.M)
+    return int(found.group(1)) if found else default
+
+
+def parameter_default(text: str, name: str) -> int | None:
+    """The numeric ``Default`` of the template parameter ``name``, or None."""
+    section = re.search(r"^Parameters:\n(.*?)(?=^\S)", text, re.S | re.M)
+    if section is None:
+        return None
+    found = re.search(
+        rf"^  {re.escape(name)}:\n(?:    .*\n|\s*\n)*?    Default:\s*\"?(\d+)\"?\s*$",
+        section.group(1),
+        re.M,
+    )
+    return int(found.group(1)) if found else None
+
+
+def read(path: Path = TEMPLATE) -> Defaults:
+    text = _text(path)
+    recorder = globals_memory(text)
+    ticker = parameter_default(text, "TickerMemorySize")
+    threshold = parameter_default(text, "FanoutThreshold")
+    shards = parameter_default(text, "FanoutShards")
+    return Defaults(
+        memory_mb=ticker if ticker is not None else recorder,
+        recorder_memory_mb=recorder,
+        fanout_threshold=threshold if threshold is not None else _CODE.fanout_threshold,
+        fanout_shards=shards if shards is not None else _CODE.fanout_shards,
+        dispatch_workers=_CODE.dispatch_workers,
+    )
