@@ -1,12 +1,24 @@
 """The claim store on MongoDB (pymongo), in the database :mod:`mini_scheduler.mongo` names; its
-documents and indexes are :mod:`.mongodb_documents`'. The claim is ``insert_one``: the unique
-``_id`` (the firing id) refuses a second claim (DuplicateKeyError = a peer won).
+documents and indexes are :mod:`.mongodb_documents`'.
 
-Every collection writes with ``w: majority`` (a claim acknowledged before a primary failover is
-not lost) and reads with majority read concern on the primary.
+* A claim is an insert whose unique ``_id`` (the firing id) refuses a second claim. A batch of
+  claims is one unordered ``insert_many``: each document's duplicate key (code 11000 in the
+  answer's ``writeErrors``, by index) is a lost claim, unless the document found carries this
+  claim's token (an earlier try of the same batch, whose answer was lost: a broken connection
+  retries the whole ``insert_many`` with the same documents, so the same tokens); any other
+  error of a document is that firing's StoreError. ``claim`` is a batch of one.
+* A batch of marks is one unordered ``bulk_write`` of conditional updates on the runs
+  (CLAIMED -> DISPATCHED), then one on the job_state documents (the job's latest start, one
+  upsert a job). Its answer counts the runs matched, not which: when some did not match, the
+  runs are read back in one find. ``mark_dispatched`` is a batch of one.
+* Every collection writes with ``w: majority`` (a claim acknowledged before a primary failover
+  is not lost; a batch a majority did not acknowledge fails as a whole) and reads with
+  majority read concern on the primary.
+* An exclusive claim also takes the job's open slot, in a write of its own before the batch's
+  insert (:mod:`.mongodb_slots`).
 
-An exclusive claim also takes the job's open slot, in a write of its own before the claim's
-(:mod:`.mongodb_slots`).
+A firing costs three writes on the hot path, each shared by its batch: the claim's insert, the
+mark, the job's start; and two at its end (the run's, then the job's state).
 """
 
 from __future__ import annotations
@@ -21,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.errors import (
+    BulkWriteError,
     ConnectionFailure,
     DuplicateKeyError,
     OperationFailure,
@@ -29,21 +42,33 @@ from pymongo.errors import (
 )
 
 from mini_scheduler.claims import transitions
-from mini_scheduler.claims.base import ClaimResult, Control, Pause
+from mini_scheduler.claims.base import (
+    ClaimOutcome,
+    ClaimRequest,
+    ClaimResult,
+    Control,
+    MarkRequest,
+    OneByOne,
+    Pause,
+)
 from mini_scheduler.claims.mongodb_documents import (
+    DUPLICATE_KEY,
     RUN,
+    batch_errors,
     create_indexes,
     filter_for,
     ms,
     run_doc,
     run_from,
+    run_update,
     update_for,
     update_job,
+    update_jobs,
     utc,
     with_lease,
 )
 from mini_scheduler.claims.mongodb_slots import JobSlots
-from mini_scheduler.claims.records import JobStart, JobState, Redrive, RunRecord, job_state_from
+from mini_scheduler.claims.records import JobState, Redrive, RunRecord, job_state_from
 from mini_scheduler.claims.transitions import Write
 from mini_scheduler.errors import StoreError
 from mini_scheduler.model import Firing, RunStatus, firing_from_id
@@ -66,9 +91,10 @@ def _retryable(exc: PyMongoError) -> bool:
     return isinstance(exc, ConnectionFailure) and not isinstance(exc, ServerSelectionTimeoutError)
 
 
-class MongoDBClaimStore:
+class MongoDBClaimStore(OneByOne):
     """The claim store on MongoDB. ``database`` is a pymongo Database (the container's, from
-    :func:`mini_scheduler.mongo.database`; tests inject mongomock's)."""
+    :func:`mini_scheduler.mongo.database`; tests inject mongomock's). ``claim`` and
+    ``mark_dispatched`` are batches of one (:class:`.base.OneByOne`)."""
 
     def __init__(
         self,
@@ -128,75 +154,96 @@ class MongoDBClaimStore:
         except PyMongoError as exc:
             raise self._fail(f"update ({operation})", RUNS, exc) from exc
 
-    # -- claims ----------------------------------------------------------------------------
+    # -- claims and marks --------------------------------------------------------------------
 
-    def claim(
+    def claim_many(
         self,
-        firing: Firing,
+        claims: Sequence[ClaimRequest],
         *,
         now: datetime,
         lease_until: datetime,
         origin: str,
-        exclusive: bool = False,
-    ) -> ClaimResult:
+    ) -> list[ClaimOutcome]:
+        """The batch's claims in one unordered ``insert_many``, each exclusive claim's slot
+        taken before it (OVERLAP, nothing inserted, when another firing holds it). Raises
+        StoreError when the store cannot be reached or a majority did not acknowledge the
+        batch (the caller holds every firing of it)."""
         self.ensure_indexes()
-        token = uuid.uuid4().hex
-        run = transitions.claimed(
-            firing,
-            now=now,
-            lease_until=lease_until,
-            origin=origin,
-            exclusive=exclusive,
-            expires_at=now + self._ttl,
-            token=token,
-        )
-        if exclusive and not self._slots.take(firing, now=now, lease_until=lease_until):
-            # Nothing written. A firing that already has a record is LOST, as for any claim.
-            return ClaimResult.LOST if self._recorded(firing) else ClaimResult.OVERLAP
-        won, holder = self._insert_claim(run_doc(firing, run), token)
-        if won:
-            return ClaimResult.WON
-        if (
-            exclusive
-            and holder is not None
-            and not (holder.get(RUN["open"]) and holder.get(RUN["exclusive"]))
-        ):
-            # The firing was skipped, has ended, or is a non-exclusive run: the slot just
-            # taken belongs to no open run. (An open exclusive run of this firing owns it.)
-            self._slots.release(
-                firing.job, transitions.release_slot(firing.id), "release job (lost claim)"
+        answers: dict[int, ClaimOutcome] = {}
+        inserts: dict[int, Document] = {}
+        for index, request in enumerate(claims):
+            firing = request.firing
+            if request.exclusive:
+                refused = self._slots.refusal(firing, now=now, lease_until=lease_until)
+                if refused is not None:
+                    answers[index] = refused
+                    continue
+            run = transitions.claimed(
+                firing,
+                now=now,
+                lease_until=lease_until,
+                origin=origin,
+                exclusive=request.exclusive,
+                expires_at=now + self._ttl,
+                token=uuid.uuid4().hex,
             )
-        return ClaimResult.LOST
+            inserts[index] = run_doc(firing, run)
+        inserted = self._insert_claims(list(inserts.values())) if inserts else []
+        for index, answer in zip(inserts, inserted, strict=True):
+            if isinstance(answer, dict) and claims[index].exclusive:  # lost to this run
+                answer = self._slots.lost(claims[index].firing, answer)
+            answers[index] = ClaimResult.LOST if isinstance(answer, dict) else answer
+        return [answers[index] for index in range(len(claims))]
 
-    def _insert_claim(self, doc: Document, token: str) -> tuple[bool, Document | None]:
-        """Insert the claim: (True, None) when it is ours, else (False, the run it lost to, or
-        None when that run is not yet visible to a majority read)."""
+    def _insert_claims(self, docs: list[Document]) -> list[ClaimOutcome | Document]:
+        """Insert the claims, unordered: for each WON, the run it lost to (LOST when that run
+        is not yet visible to a majority read), or its StoreError (an error other than a
+        duplicate key). A connection that broke is tried again with the same documents (so
+        the same tokens); a batch not acknowledged by a majority raises StoreError."""
         for attempt in range(_ATTEMPTS):
             try:
-                self.runs.insert_one(doc)
-            except DuplicateKeyError:
-                # A peer's claim, or our own first attempt whose answer was lost: the token,
-                # read back from the primary with majority read concern, tells them apart.
-                try:
-                    holder = self.runs.find_one({"_id": doc["_id"]})
-                except PyMongoError as exc:
-                    raise self._fail("find (claim holder)", RUNS, exc) from exc
-                if holder is not None and holder.get(RUN["claim_token"]) == token:
-                    return True, None
-                return False, holder
+                self.runs.insert_many(docs, ordered=False)
+            except BulkWriteError as exc:
+                errors = batch_errors(exc)
+                if errors is None:
+                    raise self._fail("insert (claims)", RUNS, exc) from exc
+                answers: list[ClaimOutcome | Document] = [ClaimResult.WON] * len(docs)
+                for index, error in errors.items():
+                    if error.code != DUPLICATE_KEY:
+                        answers[index] = self._fail("insert (claim)", RUNS, error)
+                taken = [i for i, error in errors.items() if error.code == DUPLICATE_KEY]
+                return self._holders(docs, taken, answers) if taken else answers
             except PyMongoError as exc:
                 if not _retryable(exc) or attempt + 1 == _ATTEMPTS:
-                    raise self._fail("insert (claim)", RUNS, exc) from exc
+                    raise self._fail("insert (claims)", RUNS, exc) from exc
                 self._sleep(0.05 * 2**attempt)
             else:
-                return True, None
+                return [ClaimResult.WON] * len(docs)
         raise AssertionError("unreachable")
 
-    def _recorded(self, firing: Firing) -> bool:
+    def _holders(
+        self, docs: list[Document], taken: list[int], answers: list[ClaimOutcome | Document]
+    ) -> list[ClaimOutcome | Document]:
+        """The answers of the claims whose ``_id`` was ``taken``: a peer's claim, or our own
+        insert of an earlier attempt whose answer was lost. The token, read back from the
+        primary with majority read concern, tells them apart."""
+        token = RUN["claim_token"]
+        wanted = {"_id": {"$in": [docs[index]["_id"] for index in taken]}}
         try:
-            return self.runs.find_one({"_id": firing.id}, {"_id": 1}) is not None
+            found = self.runs.find(wanted, {token: 1, RUN["open"]: 1, RUN["exclusive"]: 1})
+            holders = {doc["_id"]: doc for doc in found}
         except PyMongoError as exc:
-            raise self._fail("find (run)", RUNS, exc) from exc
+            for index in taken:
+                answers[index] = self._fail("find (claim holders)", RUNS, exc)
+            return answers
+        for index in taken:
+            holder = holders.get(docs[index]["_id"])
+            ours = holder is not None and holder.get(token) == docs[index][token]
+            answers[index] = ClaimResult.WON if ours else holder or ClaimResult.LOST
+        return answers
+
+    def watch(self, firing_ids: Sequence[str], at: datetime) -> None:
+        """Nothing to do: the partial index on open runs' deadlines finds them for the sweep."""
 
     def take_over(
         self, run: RunRecord, *, now: datetime, lease_until: datetime, origin: str
@@ -207,31 +254,66 @@ class MongoDBClaimStore:
         self.ensure_indexes()
         return self._update_run(run.firing_id, write, "take over").modified_count == 1
 
-    def mark_dispatched(
-        self, firing: Firing, *, now: datetime, deadline: datetime, start: JobStart
-    ) -> None:
+    def mark_many(self, marks: Sequence[MarkRequest], *, now: datetime) -> list[StoreError | None]:
+        """The runs CLAIMED -> DISPATCHED in one unordered ``bulk_write``, then the jobs'
+        latest states in another. A run already closed (a very fast target) or taken over
+        stays as it is: a closed run's end goes to the job's latest state; a run taken over
+        is marked by its new claimer."""
+        if not marks:
+            return []
         self.ensure_indexes()
-        # A run already closed (a very fast target) or taken over stays as it is.
-        mark = transitions.dispatched(now=now, deadline=deadline)
-        marked = self._update_run(firing.id, mark, "mark dispatched")
-        ended_run = None
-        if marked.matched_count == 0:
-            # Not CLAIMED any more: a closed run's end goes to the job's latest state; a run
-            # taken over is marked by its new claimer.
-            ended_run = self.run(firing.id)
-            if ended_run is None or ended_run.status.open:
-                return
-        started = transitions.job_started(firing, now=now, start=start, ended=ended_run)
+        errors: list[StoreError | None] = [None] * len(marks)
+        mark = transitions.dispatched
+        requests = [run_update(m.firing.id, mark(now=now, deadline=m.deadline)) for m in marks]
         try:
-            update_job(self.states, firing.job, started, upsert=True)
+            matched = self.runs.bulk_write(requests, ordered=False).matched_count
+        except BulkWriteError as exc:
+            failed = batch_errors(exc)
+            if failed is None:
+                raise self._fail("update (mark dispatched)", RUNS, exc) from exc
+            for index, error in failed.items():
+                errors[index] = self._fail("update (mark dispatched)", RUNS, error)
+            matched = int(exc.details.get("nMatched", 0))
         except PyMongoError as exc:
+            raise self._fail("update (mark dispatched)", RUNS, exc) from exc
+        marked = [m for m, error in zip(marks, errors, strict=True) if error is None]
+        if matched == len(marked):
+            ends: dict[str, RunRecord | None] = {m.firing.id: None for m in marked}
+        else:
+            ends = self._marked(marked, now)
+        last = {m.firing.job: m for m in marked if m.firing.id in ends}  # a job's last firing
+        started = {
+            job: transitions.job_started(m.firing, now=now, start=m.start, ended=ends[m.firing.id])
+            for job, m in last.items()
+        }
+        for job, reason in (update_jobs(self.states, started) if started else {}).items():
             # The run says DISPATCHED, which is what keeps a takeover from dispatching it again.
             log.warning(
                 "Job %s - firing %s: the job's latest state was not updated (%s)",
-                firing.job,
-                firing.id,
-                describe_error(exc),
+                job,
+                last[job].firing.id,
+                describe_error(reason),
             )
+        return errors
+
+    def _marked(self, marks: list[MarkRequest], now: datetime) -> dict[str, RunRecord | None]:
+        """Which runs this batch marked (None) and which had ended before their mark (the run),
+        read back: a batch's answer counts the runs it matched, not which. A run marked here,
+        or by an earlier try of this batch whose answer was lost, is DISPATCHED at ``now``
+        until its deadline; an unknown run, or one taken over, is neither."""
+        runs = self._runs([m.firing.id for m in marks])
+        ends: dict[str, RunRecord | None] = {}
+        for m in marks:
+            run = runs.get(m.firing.id)
+            if run is not None and not run.status.open:
+                ends[m.firing.id] = run
+            elif run is not None and (run.status, run.started_at, run.deadline) == (
+                RunStatus.DISPATCHED,
+                ms(now),
+                ms(m.deadline),
+            ):
+                ends[m.firing.id] = None
+        return ends
 
     # -- ends ------------------------------------------------------------------------------
 
@@ -378,8 +460,11 @@ class MongoDBClaimStore:
         except PyMongoError as exc:
             raise self._fail(f"find ({operation})", RUNS, exc) from exc
 
-    def due_runs(self, now: datetime, limit: int = 1000) -> Sequence[RunRecord]:
-        # ``open: true`` in the query lets the partial index on deadline serve it.
+    def due_runs(
+        self, now: datetime, limit: int = 1000, *, settle: bool = False
+    ) -> Sequence[RunRecord]:
+        # ``open: true`` in the query lets the partial index on deadline serve it. Nothing is
+        # watched here (see ``watch``), so ``settle`` has nothing to move on.
         found = self._find(
             "open runs",
             {"open": True, "deadline": {"$lte": ms(now)}},
@@ -390,6 +475,14 @@ class MongoDBClaimStore:
 
     def history(self, job: str, limit: int = 20) -> Sequence[RunRecord]:
         return self._find("history", {"job": job}, ("sortKey", DESCENDING), limit)
+
+    def _runs(self, firing_ids: Sequence[str]) -> dict[str, RunRecord]:
+        """The runs of these firings that exist, by firing id, in one find."""
+        try:
+            found = self.runs.find({"_id": {"$in": list(firing_ids)}})
+            return {str(doc["_id"]): run_from(doc) for doc in found}
+        except PyMongoError as exc:
+            raise self._fail("find (runs)", RUNS, exc) from exc
 
     def run(self, firing_id: str) -> RunRecord | None:
         self.ensure_indexes()

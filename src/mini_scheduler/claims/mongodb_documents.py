@@ -18,6 +18,9 @@ history, newest first; ``runs {deadline: 1}`` partial on ``{open: true}`` serves
 ``runs {expiresAt: 1}`` with ``expireAfterSeconds: 0`` is the TTL (the date is computed at write
 time, so a new RUN_TTL_DAYS never conflicts with the index).
 
+A batch's requests are built here too (:func:`run_update`, :func:`update_jobs`), and a batch's
+answer is read per document by :func:`batch_errors`.
+
 Times are dates cut to the millisecond, as BSON keeps them, so that an equality filter on a
 value read back matches.
 """
@@ -29,7 +32,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from pymongo import ASCENDING, DESCENDING
+from pymongo import ASCENDING, DESCENDING, UpdateOne
+from pymongo.errors import BulkWriteError, PyMongoError, WriteError
 
 from mini_scheduler.claims.records import (
     JOB_FIELDS,
@@ -51,6 +55,8 @@ DUE_INDEX = "due-runs"
 EXPIRY_INDEX = "expiry"
 RUN: Mapping[str, str] = {**RUN_FIELDS, "firing_id": "_id"}
 """A run document's field names: the firing id is its ``_id``."""
+DUPLICATE_KEY = 11000
+"""The server's code for an insert whose ``_id`` exists (a batch's ``writeErrors`` carry it)."""
 
 
 def create_indexes(runs: Collection[Document]) -> None:
@@ -137,3 +143,45 @@ def update_job(
     """``write`` on the job's state document (``seen``: only if these fields are as read)."""
     query = {**filter_for({"_id": job}, write.expect, JOB_FIELDS), **(seen or {})}
     return states.update_one(query, update_for(write, JOB_FIELDS), upsert=upsert)
+
+
+def update_jobs(states: Collection[Document], writes: Mapping[str, Write]) -> dict[str, Exception]:
+    """Each job's write on its state document (created if absent), in one unordered
+    ``bulk_write``: the jobs whose write failed, with why (none when every one was written)."""
+    jobs = list(writes)
+    requests = [
+        UpdateOne(
+            filter_for({"_id": job}, write.expect, JOB_FIELDS),
+            update_for(write, JOB_FIELDS),
+            upsert=True,
+        )
+        for job, write in writes.items()
+    ]
+    try:
+        states.bulk_write(requests, ordered=False)
+    except BulkWriteError as exc:
+        errors = batch_errors(exc)
+        if errors is None:
+            return dict.fromkeys(jobs, exc)
+        return {jobs[index]: error for index, error in errors.items()}
+    except PyMongoError as exc:
+        return dict.fromkeys(jobs, exc)
+    return {}
+
+
+def run_update(firing_id: str, write: Write) -> UpdateOne:
+    """``write`` on the firing's run document, as a request of a batch."""
+    return UpdateOne(filter_for({"_id": firing_id}, write.expect, RUN), update_for(write, RUN))
+
+
+def batch_errors(exc: BulkWriteError) -> dict[int, WriteError] | None:
+    """An unordered batch's errors by the index of the request each names, each as the error
+    a single write would have raised (without the copy of the document the entry holds); None
+    when the batch failed as a whole: written, but not acknowledged by a majority
+    (``writeConcernErrors``)."""
+    if exc.details.get("writeConcernErrors"):
+        return None
+    return {
+        int(error["index"]): WriteError(str(error.get("errmsg", "")), error.get("code"))
+        for error in exc.details.get("writeErrors", [])
+    }

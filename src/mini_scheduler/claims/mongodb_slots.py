@@ -5,8 +5,9 @@ An exclusive claim takes two writes, in this order:
 1. one conditional ``update_one`` (upsert) on the job's state document sets ``openFiring`` only
    when it is absent or already this firing (a concurrent upsert's DuplicateKeyError is retried
    once; a second one means another firing holds the slot: OVERLAP, nothing written);
-2. the claim's ``insert_one``. When it loses, the slot is released only when the run it lost to
-   is not an open exclusive run (whose slot it is: the same firing id).
+2. the claim's insert, in its batch's ``insert_many`` (every slot of the batch is taken before
+   it). When it loses, the slot is released only when the run it lost to is not an open
+   exclusive run (whose slot it is: the same firing id).
 
 Why this order is safe: a run of an exclusive firing never exists without its slot, so two runs
 of the job are never open at once. A claimer that dies between the two writes leaves a slot
@@ -24,9 +25,10 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from pymongo.errors import DuplicateKeyError, PyMongoError
+from pymongo.errors import ConnectionFailure, DuplicateKeyError, PyMongoError
 
 from mini_scheduler.claims import transitions
+from mini_scheduler.claims.base import ClaimOutcome, ClaimResult
 from mini_scheduler.claims.mongodb_documents import RUN, update_job, utc, with_lease
 from mini_scheduler.claims.records import JOB_FIELDS
 from mini_scheduler.claims.transitions import Write
@@ -79,6 +81,44 @@ class JobSlots:
             else:
                 return True
         return False
+
+    def refusal(
+        self, firing: Firing, *, now: datetime, lease_until: datetime
+    ) -> ClaimOutcome | None:
+        """Take an exclusive claim's slot: None when taken, else the claim's answer (OVERLAP;
+        LOST for a firing that has a record; the firing's StoreError). Raises StoreError when
+        the store cannot be reached: the batch fails as a whole, not slot by slot."""
+        try:
+            if self.take(firing, now=now, lease_until=lease_until):
+                return None
+            # Nothing written. A firing that already has a record is LOST, as for any claim.
+            recorded = self._recorded(firing.id)
+        except StoreError as exc:
+            if isinstance(exc.__cause__, ConnectionFailure):
+                raise
+            return exc
+        return ClaimResult.LOST if recorded else ClaimResult.OVERLAP
+
+    def _recorded(self, firing_id: str) -> bool:
+        try:
+            return self._runs.find_one({"_id": firing_id}, {"_id": 1}) is not None
+        except PyMongoError as exc:
+            raise self._fail("find (run)", RUNS, exc) from exc
+
+    def lost(self, firing: Firing, holder: Mapping[str, Any]) -> ClaimOutcome:
+        """An exclusive claim lost to ``holder``: its slot is released unless ``holder`` is an
+        open exclusive run (the same firing: the slot is its own). LOST, or the release's
+        StoreError."""
+        if holder.get(RUN["open"]) and holder.get(RUN["exclusive"]):
+            return ClaimResult.LOST
+        # The firing was skipped, has ended, or is a non-exclusive run: no open run owns the slot.
+        try:
+            self.release(
+                firing.job, transitions.release_slot(firing.id), "release job (lost claim)"
+            )
+        except StoreError as exc:
+            return exc
+        return ClaimResult.LOST
 
     def release(
         self, job: str, release: Write, operation: str, seen: Document | None = None

@@ -17,11 +17,16 @@ from typing import Any
 
 import pytest
 from pymongo import ReadPreference
-from pymongo.errors import AutoReconnect, OperationFailure, ServerSelectionTimeoutError
+from pymongo.errors import (
+    AutoReconnect,
+    BulkWriteError,
+    OperationFailure,
+    ServerSelectionTimeoutError,
+)
 
 from mini_scheduler import mongo
 from mini_scheduler.aws import Clients
-from mini_scheduler.claims.base import ClaimResult
+from mini_scheduler.claims.base import ClaimOutcome, ClaimRequest, ClaimResult, MarkRequest
 from mini_scheduler.claims.mongodb import MongoDBClaimStore
 from mini_scheduler.claims.mongodb_documents import DUE_INDEX, EXPIRY_INDEX, HISTORY_INDEX
 from mini_scheduler.claims.records import JobStart
@@ -39,6 +44,32 @@ START = JobStart(
     "report-fn", "0 0 9 * * ? @America/New_York", {"region": "east", "_origin": ORIGIN}
 )
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def mongomock_takes_pymongo_sort() -> None:
+    """Let mongomock run ``bulk_write`` of pymongo's UpdateOne, as the marks write them.
+
+    pymongo 4.10 and later pass ``sort`` to a bulk's ``add_update``; mongomock 4.3 does not
+    take it (mongomock issue 912, open), so every ``bulk_write`` of an UpdateOne raises
+    TypeError on it. An update without a sort is the update mongomock knows. Idempotent.
+    This belongs beside ``mongomock_database`` in conftest.py, which every mongomock store of
+    the suite comes from (the shared contract and tests/unit/tick use it too)."""
+    from mongomock.collection import BulkOperationBuilder
+
+    add_update = BulkOperationBuilder.add_update
+    if getattr(add_update, "takes_sort", False):
+        return
+
+    def without_sort(self: Any, *args: Any, sort: Any = None, **kwargs: Any) -> Any:
+        if sort is not None:
+            raise NotImplementedError("mongomock: a sort in a bulk update")
+        return add_update(self, *args, **kwargs)
+
+    without_sort.takes_sort = True  # type: ignore[attr-defined]
+    BulkOperationBuilder.add_update = without_sort
+
+
+mongomock_takes_pymongo_sort()
 
 
 @pytest.fixture
@@ -59,11 +90,31 @@ def _claim(
     return store.claim(firing, now=now, lease_until=now + LEASE, origin=ORIGIN, exclusive=exclusive)
 
 
+def _claim_many(
+    store: MongoDBClaimStore, *requests: ClaimRequest | Firing, now: datetime = T0
+) -> list[ClaimOutcome]:
+    batch = [r if isinstance(r, ClaimRequest) else ClaimRequest(r) for r in requests]
+    return store.claim_many(batch, now=now, lease_until=now + LEASE, origin=ORIGIN)
+
+
+def _mark(firing: Firing, *, now: datetime = T0) -> MarkRequest:
+    return MarkRequest(firing, now + timedelta(seconds=900), START)
+
+
+def _peer(store: MongoDBClaimStore) -> MongoDBClaimStore:
+    """Another ticker's store on the same database."""
+    return MongoDBClaimStore(store.runs.database, sleep=lambda _: None)
+
+
+WON, LOST, OVERLAP = ClaimResult.WON, ClaimResult.LOST, ClaimResult.OVERLAP
+
+
 class _Spy:
     """Wraps a collection method: counts calls, and can run a hook before or after it."""
 
     def __init__(self, target: Any, name: str, log: list[str] | None = None) -> None:
         self.calls = 0
+        self.args: tuple[Any, ...] = ()  # the last call's
         self.before: Any = None
         self.after: Any = None
         self._real = getattr(target, name)
@@ -73,6 +124,7 @@ class _Spy:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self.calls += 1
+        self.args = args
         if self._log is not None:
             self._log.append(self._label)
         if self.before is not None:
@@ -193,7 +245,7 @@ def test_watermarks_pauses_and_the_environment_share_the_control_collection(
 def test_a_claim_retried_after_its_answer_was_lost_still_wins(store: MongoDBClaimStore) -> None:
     """The insert lands, then the connection breaks before the answer: the retry meets our own
     document, and its token says it is ours."""
-    spy = _Spy(store.runs, "insert_one")
+    spy = _Spy(store.runs, "insert_many")
 
     def lose_first_answer(call: int) -> None:
         if call == 1:
@@ -209,19 +261,19 @@ def test_a_claim_retried_after_its_answer_was_lost_still_wins(store: MongoDBClai
 def test_a_claim_whose_connection_stays_broken_raises_store_error(
     store: MongoDBClaimStore,
 ) -> None:
-    spy = _Spy(store.runs, "insert_one")
+    spy = _Spy(store.runs, "insert_many")
 
     def broken(_: int) -> None:
         raise AutoReconnect("connection closed")
 
     spy.before = broken
-    with pytest.raises(StoreError, match=r"MongoDB insert \(claim\) on mini_scheduler.runs"):
+    with pytest.raises(StoreError, match=r"MongoDB insert \(claims\) on mini_scheduler.runs"):
         _claim(store, Firing("report", T0))
     assert spy.calls == 3
 
 
 def test_a_server_that_cannot_be_selected_is_not_retried(store: MongoDBClaimStore) -> None:
-    spy = _Spy(store.runs, "insert_one")
+    spy = _Spy(store.runs, "insert_many")
 
     def unselectable(_: int) -> None:
         raise ServerSelectionTimeoutError("no primary")
@@ -232,25 +284,336 @@ def test_a_server_that_cannot_be_selected_is_not_retried(store: MongoDBClaimStor
     assert spy.calls == 1 and isinstance(raised.value.__cause__, ServerSelectionTimeoutError)
 
 
+# -- batches of claims: one insert_many ----------------------------------------------------------
+# mongomock's insert_many(ordered=False) inserts what it can and raises BulkWriteError whose
+# writeErrors name each refused document by index with code 11000, as a server does; it never
+# adds writeConcernErrors (no replication) and refuses a document for a duplicate key only (no
+# schema validation, no size limit): the other errors are played here as a server answers them.
+
+
+def _refusing(store: MongoDBClaimStore, refused: int, details: dict[str, Any]) -> list[Any]:
+    """Make the runs' insert_many insert all but document ``refused`` (-1: all) and answer a
+    BulkWriteError with ``details``; the list gets each call's documents."""
+    real, calls = store.runs.insert_many, []
+
+    def insert_many(docs: list[Any], ordered: bool = True) -> Any:
+        calls.append(docs)
+        kept = [doc for index, doc in enumerate(docs) if index != refused]
+        if kept:
+            real(kept, ordered=ordered)
+        raise BulkWriteError({"writeErrors": [], "writeConcernErrors": [], **details})
+
+    store.runs.insert_many = insert_many  # type: ignore[method-assign]
+    return calls
+
+
+def _losing_first_answer(target: Any, name: str) -> list[Any]:
+    """Make ``target.name`` do its work, then lose its first answer (whatever it was) to a
+    broken connection; the list gets each call's first argument."""
+    real, calls = getattr(target, name), []
+
+    def lossy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args[0])
+        try:
+            return real(*args, **kwargs)
+        finally:
+            if len(calls) == 1:
+                raise AutoReconnect("connection closed before the answer")
+
+    setattr(target, name, lossy)
+    return calls
+
+
+def test_a_batch_of_claims_is_one_insert_and_a_peers_claim_in_it_is_lost(
+    store: MongoDBClaimStore,
+) -> None:
+    firings = [Firing("report", T0 + timedelta(minutes=minute)) for minute in range(3)]
+    assert _claim(_peer(store), firings[1]) is WON
+    peers = store.runs.find_one({"_id": firings[1].id})
+    spy = _Spy(store.runs, "insert_many")
+    assert _claim_many(store, *firings) == [WON, LOST, WON]
+    assert spy.calls == 1 and spy.args[0][1]["_id"] == firings[1].id
+    assert store.runs.find_one({"_id": firings[1].id}) == peers  # the peer's claim stays
+    assert store.runs.count_documents({"status": "CLAIMED"}) == 3
+
+
+def test_a_batch_retried_after_its_answer_was_lost_wins_its_own_claims(
+    store: MongoDBClaimStore,
+) -> None:
+    """The documents landed, the answer did not: the whole batch is tried again with the same
+    documents, and each duplicate whose token is ours is WON; the peer's stays LOST."""
+    firings = [Firing("report", T0 + timedelta(minutes=minute)) for minute in range(3)]
+    assert _claim(_peer(store), firings[1]) is WON
+    calls = _losing_first_answer(store.runs, "insert_many")
+    assert _claim_many(store, *firings) == [WON, LOST, WON]
+    assert len(calls) == 2 and calls[0] == calls[1] and store.runs.count_documents({}) == 3
+    assert _claim_many(store, *firings) == [LOST, LOST, LOST]  # a new claim: new tokens
+
+
+def test_a_documents_error_other_than_a_duplicate_key_is_that_firings_store_error(
+    store: MongoDBClaimStore,
+) -> None:
+    firings = [Firing("report", T0 + timedelta(minutes=minute)) for minute in range(3)]
+    error = {"index": 1, "code": 121, "errmsg": "Document failed validation"}
+    calls = _refusing(store, 1, {"writeErrors": [error], "nInserted": 2})
+    first, failed, last = _claim_many(store, *firings)
+    assert (first, last) == (WON, WON) and len(calls) == 1  # not retried
+    assert isinstance(failed, StoreError)
+    assert str(failed) == (
+        "MongoDB insert (claim) on mini_scheduler.runs failed - WriteError: Document failed "
+        "validation"
+    )
+    assert store.run(firings[1].id) is None
+    single = _peer(store)
+    _refusing(single, 0, {"writeErrors": [{**error, "index": 0}]})
+    with pytest.raises(StoreError, match="Document failed validation"):  # a batch of one
+        _claim(single, Firing("report", T0 + timedelta(minutes=9)))
+
+
+@pytest.mark.parametrize(
+    ("error", "calls"),
+    [
+        pytest.param(AutoReconnect("connection closed"), 3, id="retried-then-raised"),
+        pytest.param(ServerSelectionTimeoutError("no primary"), 1, id="no-server-no-retry"),
+    ],
+)
+def test_a_batch_that_fails_as_a_whole_raises(
+    store: MongoDBClaimStore, error: Exception, calls: int
+) -> None:
+    spy = _Spy(store.runs, "insert_many")
+    spy.before = lambda _: (_ for _ in ()).throw(error)
+    firings = [Firing("report", T0 + timedelta(minutes=minute)) for minute in range(3)]
+    with pytest.raises(StoreError, match=r"MongoDB insert \(claims\)") as raised:
+        _claim_many(store, *firings)
+    assert spy.calls == calls and raised.value.__cause__ is error
+
+
+def test_a_batch_a_majority_did_not_acknowledge_raises(store: MongoDBClaimStore) -> None:
+    """Written on the primary, not replicated in time (``wtimeout``): as a single insert's
+    WriteConcernError, the batch fails as a whole and is not retried."""
+    unacknowledged = {"code": 64, "errmsg": "waiting for replication timed out"}
+    calls = _refusing(store, -1, {"writeConcernErrors": [unacknowledged], "nInserted": 2})
+    with pytest.raises(StoreError, match="waiting for replication timed out"):
+        _claim_many(store, Firing("a", T0), Firing("b", T0))
+    assert len(calls) == 1
+
+
+def test_claim_holders_that_cannot_be_read_fail_those_firings_only(
+    store: MongoDBClaimStore,
+) -> None:
+    firings = [Firing("report", T0 + timedelta(minutes=minute)) for minute in range(3)]
+    _claim(_peer(store), firings[1])
+    _Spy(store.runs, "find").before = lambda _: (_ for _ in ()).throw(AutoReconnect("closed"))
+    first, failed, last = _claim_many(store, *firings)
+    assert (first, last) == (WON, WON)
+    assert isinstance(failed, StoreError) and "find (claim holders)" in str(failed)
+
+
+def test_a_batchs_exclusive_claims_take_their_slots_before_its_one_insert(
+    store: MongoDBClaimStore,
+) -> None:
+    _claim(store, Firing("busy", T0 - timedelta(minutes=1)), exclusive=True)  # holds the slot
+    order: list[str] = []
+    _Spy(store.states, "update_one", order)
+    _Spy(store.runs, "insert_many", order)
+    outcomes = _claim_many(
+        store,
+        ClaimRequest(Firing("solo", T0), exclusive=True),
+        Firing("free", T0),
+        ClaimRequest(Firing("busy", T0), exclusive=True),
+    )
+    assert outcomes == [WON, WON, OVERLAP]
+    assert order == ["job_state.update_one", "job_state.update_one", "runs.insert_many"]
+    assert store.run(Firing("busy", T0).id) is None  # nothing inserted for the overlap
+    assert store.run(Firing("solo", T0).id) is not None
+    assert store.run(Firing("free", T0).id) is not None
+
+
+def test_a_lost_exclusive_claim_in_a_batch_releases_the_slot_it_took_unless_its_own(
+    store: MongoDBClaimStore,
+) -> None:
+    skipped, held = Firing("solo", T0), Firing("other", T0)
+    store.record_skipped(skipped, now=T0, reason="misfire", origin=ORIGIN)
+    assert _claim(_peer(store), held, exclusive=True) is WON
+    requests = [ClaimRequest(skipped, exclusive=True), ClaimRequest(held, exclusive=True)]
+    assert _claim_many(store, *requests) == [LOST, LOST]
+    assert store.job_state("solo").open_firing is None  # type: ignore[union-attr]
+    assert store.job_state("other").open_firing == held.id  # type: ignore[union-attr]
+
+
+def test_a_slot_that_cannot_be_written_fails_its_firing_or_an_unreachable_store_the_batch(
+    store: MongoDBClaimStore,
+) -> None:
+    spy = _Spy(store.states, "update_one")
+    spy.before = lambda _: (_ for _ in ()).throw(OperationFailure("not authorized", 13))
+    failed, free = _claim_many(store, ClaimRequest(Firing("solo", T0), True), Firing("free", T0))
+    assert isinstance(failed, StoreError) and "take job slot" in str(failed) and free is WON
+    inserts = _Spy(store.runs, "insert_many")
+    spy.before = lambda _: (_ for _ in ()).throw(ServerSelectionTimeoutError("no primary"))
+    later = T0 + timedelta(minutes=1)
+    with pytest.raises(StoreError, match="take job slot"):
+        _claim_many(store, ClaimRequest(Firing("solo", later), True), Firing("free", later))
+    assert inserts.calls == 0
+
+
+# -- batches of marks: two bulk_writes -----------------------------------------------------------
+# mongomock 4.3 runs pymongo's UpdateOne in bulk_write only with mongomock_takes_pymongo_sort
+# (above). Its bulk_write answers nMatched and writeErrors by index as a server does, but gives
+# some refusals no code (an _id changed: the server's 66; no answer here depends on a code), and
+# it applies an unordered batch in order where a server need not (the store sends one job-state
+# update a job, so no answer depends on the order either).
+
+
+def _refusing_marks(store: MongoDBClaimStore, refused: int, error: dict[str, Any]) -> None:
+    """Make the runs' bulk_write apply all but request ``refused`` and name it in writeErrors."""
+    real = store.runs.bulk_write
+
+    def bulk_write(requests: list[Any], ordered: bool = True) -> Any:
+        kept = [request for index, request in enumerate(requests) if index != refused]
+        result = real(kept, ordered=ordered)
+        raise BulkWriteError(
+            {
+                "writeErrors": [{**error, "index": refused}],
+                "writeConcernErrors": [],
+                "nMatched": result.matched_count,
+                "nModified": result.modified_count,
+            }
+        )
+
+    store.runs.bulk_write = bulk_write  # type: ignore[method-assign]
+
+
+def test_a_batch_of_marks_is_one_write_of_the_runs_and_one_of_the_jobs(
+    store: MongoDBClaimStore,
+) -> None:
+    firings = [Firing(job, T0) for job in ("a", "b", "c")]
+    _claim_many(store, *firings)
+    runs, states = _Spy(store.runs, "bulk_write"), _Spy(store.states, "bulk_write")
+    reads = _Spy(store.runs, "find")
+    now = T0 + timedelta(seconds=2)
+    assert store.mark_many([_mark(f, now=now) for f in firings], now=now) == [None] * 3
+    assert (runs.calls, states.calls, reads.calls) == (1, 1, 0)  # all matched: nothing read
+    for firing in firings:
+        run = store.run(firing.id)
+        assert run is not None and run.status is RunStatus.DISPATCHED and run.started_at == now
+        assert run.deadline == now + timedelta(seconds=900)
+        state = store.job_state(firing.job)
+        assert state is not None and state.last_status is RunStatus.DISPATCHED
+        assert state.start == now and state.last_firing_id == firing.id
+
+
+def test_a_batch_of_marks_leaves_a_closed_run_closed_and_its_end_goes_to_the_job(
+    store: MongoDBClaimStore,
+) -> None:
+    fast, slow, unknown = Firing("fast", T0), Firing("slow", T0), Firing("ghost", T0)
+    _claim_many(store, fast, slow)
+    store.close(fast.id, RunStatus.SUCCEEDED, now=T0 + timedelta(seconds=1))
+    reads = _Spy(store.runs, "find")
+    now = T0 + timedelta(seconds=2)
+    marks = [_mark(f, now=now) for f in (fast, slow, unknown)]
+    assert store.mark_many(marks, now=now) == [None] * 3
+    assert reads.calls == 1  # two of three matched: the runs are read back, once
+    assert store.run(fast.id).status is RunStatus.SUCCEEDED  # type: ignore[union-attr]
+    fast_state = store.job_state("fast")
+    assert fast_state is not None and fast_state.last_status is RunStatus.SUCCEEDED
+    assert fast_state.start == now and fast_state.end == T0 + timedelta(seconds=1)
+    assert store.job_state("slow").last_status is RunStatus.DISPATCHED  # type: ignore[union-attr]
+    assert store.job_state("ghost") is None and store.run(unknown.id) is None
+
+
+def test_two_marks_of_one_job_in_a_batch_write_its_state_once_for_the_last(
+    store: MongoDBClaimStore,
+) -> None:
+    firings = [Firing("report", T0), Firing("report", T0 + timedelta(minutes=1))]
+    _claim_many(store, *firings)
+    states = _Spy(store.states, "bulk_write")
+    store.mark_many([_mark(f) for f in firings], now=T0)
+    assert states.calls == 1 and len(states.args[0]) == 1
+    assert store.job_state("report").last_firing_id == firings[1].id  # type: ignore[union-attr]
+
+
+def test_a_marks_error_is_that_firings_store_error_and_its_job_is_left_alone(
+    store: MongoDBClaimStore,
+) -> None:
+    firings = [Firing(job, T0) for job in ("a", "b", "c")]
+    _claim_many(store, *firings)
+    _refusing_marks(store, 1, {"code": 121, "errmsg": "Document failed validation"})
+    first, failed, last = store.mark_many([_mark(f) for f in firings], now=T0)
+    assert first is None and last is None
+    assert isinstance(failed, StoreError)
+    assert "update (mark dispatched)" in str(failed) and "Document failed validation" in str(failed)
+    assert store.run(firings[1].id).status is RunStatus.CLAIMED  # type: ignore[union-attr]
+    assert store.job_state("b") is None
+    assert store.job_state("a") is not None and store.job_state("c") is not None
+
+
+def test_a_batch_of_marks_retried_after_its_answer_was_lost_finds_its_own_marks(
+    store: MongoDBClaimStore,
+) -> None:
+    """The runs were marked, the answer was lost: the executor tries the batch again with the
+    same ``now``; nothing matches CLAIMED any more, and the runs read back are DISPATCHED at
+    that instant until their deadlines, so the jobs' starts are written. A run another ticker
+    took over and marked at another instant is not this batch's: its job is left alone."""
+    mine, theirs = Firing("mine", T0), Firing("theirs", T0)
+    _claim_many(store, mine, theirs)
+    elsewhere = T0 + timedelta(seconds=1)
+    _peer(store).mark_dispatched(
+        theirs, now=elsewhere, deadline=elsewhere + timedelta(seconds=60), start=START
+    )
+    _losing_first_answer(store.runs, "bulk_write")
+    now = T0 + timedelta(seconds=2)
+    marks = [_mark(mine, now=now), _mark(theirs, now=now)]
+    with pytest.raises(StoreError, match=r"update \(mark dispatched\)"):
+        store.mark_many(marks, now=now)
+    assert store.job_state("mine") is None
+    assert store.mark_many(marks, now=now) == [None, None]
+    assert store.job_state("mine").start == now  # type: ignore[union-attr]
+    assert store.job_state("theirs").start == elsewhere  # type: ignore[union-attr]
+    assert store.run(theirs.id).started_at == elsewhere  # type: ignore[union-attr]
+
+
+def test_a_batch_of_marks_that_fails_as_a_whole_raises(store: MongoDBClaimStore) -> None:
+    _claim(store, Firing("a", T0))
+    spy = _Spy(store.runs, "bulk_write")
+    spy.before = lambda _: (_ for _ in ()).throw(ServerSelectionTimeoutError("no primary"))
+    with pytest.raises(StoreError, match=r"MongoDB update \(mark dispatched\) on"):
+        store.mark_many([_mark(Firing("a", T0))], now=T0)
+    with pytest.raises(StoreError, match="no primary"):  # a batch of one
+        store.mark_dispatched(Firing("a", T0), now=T0, deadline=T0, start=START)
+    assert store.mark_many([], now=T0) == [] and spy.calls == 2
+
+
+def test_a_job_state_that_cannot_be_written_is_logged_not_raised(
+    store: MongoDBClaimStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    firing = Firing("report", T0)
+    _claim(store, firing)
+    spy = _Spy(store.states, "bulk_write")
+    spy.before = lambda _: (_ for _ in ()).throw(AutoReconnect("closed"))
+    assert store.mark_many([_mark(firing)], now=T0) == [None]
+    assert store.run(firing.id).status is RunStatus.DISPATCHED  # type: ignore[union-attr]
+    assert f"firing {firing.id}: the job's latest state was not updated" in caplog.text
+
+
 # -- the exclusive claim's two writes -------------------------------------------------------------
 
 
 def test_an_exclusive_claim_takes_the_slot_before_it_inserts(store: MongoDBClaimStore) -> None:
     order: list[str] = []
     _Spy(store.states, "update_one", order)
-    _Spy(store.runs, "insert_one", order)
+    _Spy(store.runs, "insert_many", order)
     _claim(store, Firing("solo", T0), exclusive=True)
-    assert order == ["job_state.update_one", "runs.insert_one"]
+    assert order == ["job_state.update_one", "runs.insert_many"]
     order.clear()
     _claim(store, Firing("free", T0))
-    assert order == ["runs.insert_one"]  # the hot path: one write
+    assert order == ["runs.insert_many"]  # the hot path: one write
 
 
 def test_a_slot_left_by_a_claimer_that_died_between_its_writes_holds_until_its_lease(
     store: MongoDBClaimStore, caplog: pytest.LogCaptureFixture
 ) -> None:
     first, second = Firing("solo", T0), Firing("solo", T0 + timedelta(minutes=1))
-    spy = _Spy(store.runs, "insert_one")
+    spy = _Spy(store.runs, "insert_many")
 
     def die(call: int) -> None:
         if call == 1:
@@ -433,3 +796,32 @@ def test_a_duplicate_key_on_the_server_is_a_lost_claim(server_store: MongoDBClai
     assert _claim(server_store, firing) is ClaimResult.WON
     assert _claim(server_store, firing) is ClaimResult.LOST
     assert server_store.runs.count_documents({"_id": firing.id}) == 1
+
+
+@pytest.mark.mongodb_server
+def test_a_batch_on_the_server_loses_a_peers_firing_and_wins_the_rest(
+    server_store: MongoDBClaimStore,
+) -> None:
+    """The server's BulkWriteError for an unordered insert_many: code 11000 at the duplicate's
+    index, the other documents inserted."""
+    job = f"race-{uuid.uuid4().hex[:6]}"
+    firings = [Firing(job, T0 + timedelta(minutes=minute)) for minute in range(3)]
+    assert _claim(_peer(server_store), firings[1]) is WON
+    assert _claim_many(server_store, *firings) == [WON, LOST, WON]
+
+
+@pytest.mark.mongodb_server
+def test_a_batch_of_marks_on_the_server_reads_back_a_run_that_closed_first(
+    server_store: MongoDBClaimStore,
+) -> None:
+    fast, slow = Firing(f"fast-{uuid.uuid4().hex[:6]}", T0), Firing("slow", T0)
+    _claim_many(server_store, fast, slow)
+    server_store.close(fast.id, RunStatus.SUCCEEDED, now=T0 + timedelta(seconds=1))
+    now = T0 + timedelta(seconds=2)
+    assert server_store.mark_many([_mark(fast, now=now), _mark(slow, now=now)], now=now) == [
+        None,
+        None,
+    ]
+    state = server_store.job_state(fast.job)
+    assert state is not None and state.last_status is RunStatus.SUCCEEDED
+    assert server_store.run(slow.id).status is RunStatus.DISPATCHED  # type: ignore[union-attr]
