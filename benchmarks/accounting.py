@@ -10,8 +10,8 @@ then after the mark, and after the close) and sized by DynamoDB's documented rul
 (``jobs.limits.item_size``, the one the loader uses: strings their UTF-8 length, numbers about
 one byte per two digits plus one, maps and lists 3 bytes plus one per element).
 
-The write model is the claim store's hot path at the floor (issue 13; shared/DESIGN.md "The
-hot path at the floor"): a write costs one write request unit per started KB of the larger of
+The write model is the claim store's hot path at the floor (src/mini_scheduler/claims/
+dynamodb.py): a write costs one write request unit per started KB of the larger of
 the item before and after it, and no write is in a transaction or moves an index entry:
 
 * claim: a PartiQL ``INSERT`` of the run (``BatchExecuteStatement``, 25 a request): wru(claimed);

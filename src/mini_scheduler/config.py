@@ -36,6 +36,9 @@ class Settings:
     # The tick is CPU-bound (~8 ms of CPU per firing in botocore): past 8-16 threads more only
     # add contention (make bench, "knee").
     dispatch_workers: int = 16
+    # Claims and marks 25 to a request (PartiQL BatchExecuteStatement); False: one request each,
+    # for an endpoint whose PartiQL ignores conditions (moto: the local run and its tests).
+    batch_writes: bool = True
 
     @property
     def origin(self) -> str:
@@ -77,7 +80,18 @@ class Settings:
             region=region,
             function_name=env.get("AWS_LAMBDA_FUNCTION_NAME") or None,
             dispatch_workers=_int(env, "DISPATCH_WORKERS", 16, 1, 512),
+            batch_writes=flag(env, "STATE_TABLE_BATCH_WRITES", default=True),
         )
+
+
+def flag(env: Mapping[str, str], key: str, *, default: bool) -> bool:
+    """``key`` of ``env`` as true or false (``default`` when unset)."""
+    raw = env.get(key, "").strip().lower()
+    if not raw:
+        return default
+    if raw in ("true", "false"):
+        return raw == "true"
+    raise ConfigurationError(f"{key} must be true or false, got {raw!r}")
 
 
 def _int(env: Mapping[str, str], key: str, default: int, low: int, high: int) -> int:

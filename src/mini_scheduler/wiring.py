@@ -35,7 +35,10 @@ def claim_store(settings: Settings, clients: Clients) -> ClaimStore:
         from mini_scheduler.claims.dynamodb import DynamoDBClaimStore
 
         return DynamoDBClaimStore(
-            settings.state_table, clients("dynamodb"), run_ttl_days=settings.run_ttl_days
+            settings.state_table,
+            clients("dynamodb"),
+            run_ttl_days=settings.run_ttl_days,
+            batched=settings.batch_writes,
         )
     if settings.claim_store == "mongodb":
         # pymongo is imported here only: a DynamoDB deployment never loads it.

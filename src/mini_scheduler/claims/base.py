@@ -4,7 +4,15 @@ The contract is written once, here; every backend (DynamoDB, MongoDB, memory) ho
 contract test suite holds each to it.
 
 * ``claim`` is the decision: one conditional write keyed by the firing id. Exactly one caller
-  wins a firing however many race for it; nothing is read back.
+  wins a firing however many race for it; nothing is read back. ``claim_many`` and
+  ``mark_many`` make a batch of them (25 a request where the store batches: DynamoDB's PartiQL
+  ``BatchExecuteStatement``, MongoDB's unordered ``insert_many`` and ``bulk_write``), each
+  firing with its own answer: a firing whose write failed is that firing's StoreError, not
+  its batch's.
+* ``watch`` is called before a batch of claims: the sweep's ``due_runs`` finds the watched
+  runs that are still open past their deadline. (A store that indexes its open runs itself,
+  as MongoDB and the memory store do, has nothing to do; DynamoDB keeps no index entry that
+  moves with every status, so it is told where to look.)
 * A run record moves CLAIMED -> DISPATCHED -> SUCCEEDED | FAILED | TIMED_OUT, or is written
   SKIPPED once; a record that exists is never overwritten by a claim or a skip.
 * A run carries a deadline: the claim's lease, then the job's timeout (kept when the run ends).
@@ -32,6 +40,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from mini_scheduler.claims.records import JobStart, JobState, Redrive, RunRecord
+from mini_scheduler.errors import StoreError
 from mini_scheduler.model import Firing, RunStatus
 
 
@@ -39,6 +48,28 @@ class ClaimResult(StrEnum):
     WON = "won"
     LOST = "lost"  # a peer holds the claim (or the firing was already recorded)
     OVERLAP = "overlap"  # exclusive claim refused: the job's previous run is still open
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimRequest:
+    """One firing to claim; ``exclusive`` (``overlap: skip``) takes the job's open slot too."""
+
+    firing: Firing
+    exclusive: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class MarkRequest:
+    """A firing its target accepted: the run becomes DISPATCHED until ``deadline``."""
+
+    firing: Firing
+    deadline: datetime
+    start: JobStart
+
+
+ClaimOutcome = ClaimResult | StoreError
+"""A batched claim's answer for one firing: the result, or why its write failed (after
+retries; the caller holds that firing)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +108,25 @@ class ClaimStore(Protocol):
         Raises StoreError when the store cannot answer (after retries)."""
         ...
 
+    def claim_many(
+        self,
+        claims: Sequence[ClaimRequest],
+        *,
+        now: datetime,
+        lease_until: datetime,
+        origin: str,
+    ) -> list[ClaimOutcome]:
+        """Claim each firing as ``claim`` does, batched: one answer per request, in order (a
+        StoreError for a firing whose write failed after retries). Raises StoreError when the
+        store could not answer for the batch as a whole."""
+        ...
+
+    def watch(self, firing_ids: Sequence[str], at: datetime) -> None:
+        """Have the sweep look at these firings' runs from ``at`` on (called before claiming
+        them, with ``at`` past their lease). Raises StoreError when it could not be written
+        (the caller then claims none of them)."""
+        ...
+
     def take_over(
         self, run: RunRecord, *, now: datetime, lease_until: datetime, origin: str
     ) -> bool:
@@ -89,6 +139,12 @@ class ClaimStore(Protocol):
     ) -> None:
         """The target accepted the firing: the run becomes DISPATCHED with the job's timeout as
         its deadline, and the job's latest state records the start."""
+        ...
+
+    def mark_many(self, marks: Sequence[MarkRequest], *, now: datetime) -> list[StoreError | None]:
+        """Mark each firing as ``mark_dispatched`` does, batched: None for a firing marked (or
+        whose run had moved on: closed, or taken over), its StoreError when the write failed
+        after retries. Raises StoreError when the store could not answer for the batch."""
         ...
 
     def fail(self, firing: Firing, *, now: datetime, error: str) -> None:
@@ -143,8 +199,12 @@ class ClaimStore(Protocol):
         ``timed_out_at`` so that its late completion can still be recorded."""
         ...
 
-    def due_runs(self, now: datetime, limit: int = 1000) -> Sequence[RunRecord]:
-        """Open runs whose deadline has passed, oldest deadline first (the sweep)."""
+    def due_runs(
+        self, now: datetime, limit: int = 1000, *, settle: bool = False
+    ) -> Sequence[RunRecord]:
+        """Open runs whose deadline has passed, oldest deadline first (the sweep). With
+        ``settle`` (the tick's sweep, not a dry run) the store also moves on what it watches:
+        it forgets runs that ended and keeps looking at those still open."""
         ...
 
     def run(self, firing_id: str) -> RunRecord | None:
@@ -167,3 +227,43 @@ class ClaimStore(Protocol):
         ...
 
     def set_paused(self, job: str, paused: bool, *, operator: str, now: datetime) -> None: ...
+
+
+class OneByOne:
+    """``claim`` and ``mark_dispatched`` as batches of one, for a store that writes batches."""
+
+    def claim_many(
+        self,
+        claims: Sequence[ClaimRequest],
+        *,
+        now: datetime,
+        lease_until: datetime,
+        origin: str,
+    ) -> list[ClaimOutcome]:
+        raise NotImplementedError
+
+    def mark_many(self, marks: Sequence[MarkRequest], *, now: datetime) -> list[StoreError | None]:
+        raise NotImplementedError
+
+    def claim(
+        self,
+        firing: Firing,
+        *,
+        now: datetime,
+        lease_until: datetime,
+        origin: str,
+        exclusive: bool = False,
+    ) -> ClaimResult:
+        (outcome,) = self.claim_many(
+            [ClaimRequest(firing, exclusive)], now=now, lease_until=lease_until, origin=origin
+        )
+        if isinstance(outcome, StoreError):
+            raise outcome
+        return outcome
+
+    def mark_dispatched(
+        self, firing: Firing, *, now: datetime, deadline: datetime, start: JobStart
+    ) -> None:
+        (error,) = self.mark_many([MarkRequest(firing, deadline, start)], now=now)
+        if error is not None:
+            raise error

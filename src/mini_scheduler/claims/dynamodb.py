@@ -3,15 +3,17 @@
 Items (``pk`` / ``sk``):
 
 * ``RUN#<job>`` / ``<scheduled instant, ms>[#manual-<hex>]``: one run record per firing. The key
-  is the firing id, so the claim is a ``PutItem`` conditional on ``attribute_not_exists(pk)``;
-  the time-first sort key serves a job's history newest first with one Query.
-* ``JOB#<job>`` / ``STATE``: the job's latest state (seed 000), and its open slot for
-  ``overlap: skip``.
+  is the firing id, so the claim is a conditional insert; the time-first sort key serves a
+  job's history newest first, and its latest run (the job's latest state), with one Query.
+* ``JOB#<job>`` / ``STATE``: the job's open slot for ``overlap: skip`` (:mod:`.dynamodb_slots`).
 * ``CONTROL`` / ``WATERMARK#<scope>`` and ``CONTROL`` / ``PAUSE#<job>``: read by a tick in one
   consistent Query.
+* ``WATCH`` / ``<instant>#<random>``: the runs the sweep looks at (:mod:`.dynamodb_watch`).
 
-Open runs carry ``openPk = "OPEN"`` and a ``deadline``; the sparse index ``open-runs`` on them
-is the sweep's one Query a tick.
+On the hot path a firing of an ``overlap: allow`` job costs three writes of one item each, no
+transaction and no index entry: the claim (a PartiQL ``INSERT``), the mark (a PartiQL
+``UPDATE``), both 25 to a request (:mod:`.dynamodb_batch`), and the recorder's close (one
+``UpdateItem``). An ``overlap: skip`` job's slot adds one write at the claim and one at the end.
 
 Each write is one of :mod:`.transitions`, made a request by :mod:`.dynamodb_table`.
 """
@@ -23,17 +25,24 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from mini_scheduler.claims import transitions
-from mini_scheduler.claims.base import ClaimResult, Control, Pause
+from mini_scheduler.claims.base import (
+    ClaimOutcome,
+    ClaimRequest,
+    ClaimResult,
+    Control,
+    MarkRequest,
+    OneByOne,
+    Pause,
+)
+from mini_scheduler.claims.dynamodb_batch import BatchWriter, Insert, Update
+from mini_scheduler.claims.dynamodb_slots import JobSlots
 from mini_scheduler.claims.dynamodb_table import (
-    OPEN,
-    REFUSED,
     RUN,
     code,
     expressions,
@@ -44,17 +53,10 @@ from mini_scheduler.claims.dynamodb_table import (
     run_from,
     run_item,
     run_key,
-    transact,
     write_retried,
 )
-from mini_scheduler.claims.records import (
-    JOB_FIELDS,
-    JobStart,
-    JobState,
-    Redrive,
-    RunRecord,
-    job_state_from,
-)
+from mini_scheduler.claims.dynamodb_watch import Watch, minute_after
+from mini_scheduler.claims.records import JOB_FIELDS, JobState, Redrive, RunRecord
 from mini_scheduler.claims.transitions import Write
 from mini_scheduler.errors import StoreError, describe_aws_error
 from mini_scheduler.model import Firing, RunStatus, firing_from_id, iso_millis
@@ -64,14 +66,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mini_scheduler.claims")
 
-OPEN_INDEX = "open-runs"
 _CONTROL = "CONTROL"
 _CONFLICT_ATTEMPTS = 5  # a change decided on a run read again when it changed meanwhile
+_LATEST_READ = 100  # runs read, newest first, to find a job's latest dispatched one
 
 
-class DynamoDBClaimStore:
+class DynamoDBClaimStore(OneByOne):
     """The claim store on the state table. ``client`` is a boto3 DynamoDB client (made by the
-    caller, so tests and emulators choose the endpoint)."""
+    caller, so tests and emulators choose the endpoint). ``batched=False`` writes claims and
+    marks one request each (:mod:`.dynamodb_batch`: for moto, whose PartiQL ignores
+    conditions)."""
 
     def __init__(
         self,
@@ -80,12 +84,16 @@ class DynamoDBClaimStore:
         *,
         run_ttl_days: int = 30,
         sleep: Callable[[float], None] = time.sleep,
+        batched: bool = True,
     ) -> None:
         self.table = table
         self.name = f"dynamodb:{table}"
         self._client = client
         self._ttl = timedelta(days=run_ttl_days)
         self._sleep = sleep
+        self._writer = BatchWriter(client, table, sleep, batched=batched)
+        self._slots = JobSlots(client, table, sleep)
+        self._watch = Watch(client, table, self._ttl, sleep)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -102,18 +110,13 @@ class DynamoDBClaimStore:
         except (ClientError, BotoCoreError) as exc:
             raise self._fail(operation, exc) from exc
 
-    def _put_new(
-        self, operation: str, firing: Firing, run: Mapping[str, Any]
-    ) -> dict[str, Any] | None:
-        """Put a new run unless its firing has a record: None when written, else the item
-        found (DynamoDB returns it with the refusal; the SDK may have written it itself, on an
-        attempt whose answer was lost)."""
+    def _put_new(self, operation: str, firing: Firing, run: Mapping[str, Any]) -> bool:
+        """Put a new run unless its firing has a record: True when written."""
         request = named(
             {
                 "TableName": self.table,
                 "Item": run_item(firing, run),
                 "ConditionExpression": "attribute_not_exists(#pk)",
-                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             }
         )
         with self._failing_as(operation):
@@ -122,20 +125,12 @@ class DynamoDBClaimStore:
             except ClientError as exc:
                 if code(exc) != "ConditionalCheckFailedException":
                     raise
-                found: dict[str, Any] = dict(exc.response.get("Item") or {})  # type: ignore[call-overload]
-                return found
-        return None
+                return False
+        return True
 
     def _run_update(self, firing: Firing, write: Write) -> dict[str, Any]:
         key = run_key(firing)
         return named({"TableName": self.table, "Key": key, **expressions(write, RUN)})
-
-    def _job_update(self, job: str, write: Write, *, creates: bool = False) -> dict[str, Any]:
-        """An update of the job's state item; one that ``creates`` it names the job in it."""
-        if creates:
-            write = replace(write, sets={"job": job, **write.sets})
-        key = job_key(job)
-        return named({"TableName": self.table, "Key": key, **expressions(write, JOB_FIELDS)})
 
     def _update(
         self, request: Mapping[str, Any], operation: str, *, tolerate_condition: bool = False
@@ -154,48 +149,88 @@ class DynamoDBClaimStore:
 
     # -- claims ----------------------------------------------------------------------------
 
-    def claim(
+    def claim_many(
         self,
-        firing: Firing,
+        claims: Sequence[ClaimRequest],
         *,
         now: datetime,
         lease_until: datetime,
         origin: str,
-        exclusive: bool = False,
-    ) -> ClaimResult:
+    ) -> list[ClaimOutcome]:
         token = uuid.uuid4().hex
-        run = transitions.claimed(
-            firing,
-            now=now,
-            lease_until=lease_until,
-            origin=origin,
-            exclusive=exclusive,
-            expires_at=now + self._ttl,
-            token=token,
-        )
-        if not exclusive:
-            old = self._put_new("PutItem (claim)", firing, run)
-            if old is None:
-                return ClaimResult.WON
-            # The SDK retries a put whose answer was lost; the retry then meets our own first
-            # write. The token tells our claim from a peer's.
-            holder = old.get(RUN["claim_token"], {}).get("S")
-            return ClaimResult.WON if holder == token else ClaimResult.LOST
-        put = named(
-            {
-                "TableName": self.table,
-                "Item": run_item(firing, run),
-                "ConditionExpression": "attribute_not_exists(#pk)",
-            }
-        )
-        slot = self._job_update(firing.job, transitions.take_slot(firing.id), creates=True)
+        outcomes: list[ClaimOutcome | None] = [None] * len(claims)
+        inserts: list[int] = []
+        for i, request in enumerate(claims):
+            if request.exclusive:
+                try:
+                    taken = self._slots.take(request.firing, now=now, lease_until=lease_until)
+                except StoreError as exc:
+                    outcomes[i] = exc
+                    continue
+                if not taken:
+                    # Another run holds the slot; a firing recorded already is LOST all the same.
+                    outcomes[i] = self._overlap_or_lost(request.firing)
+                    continue
+            inserts.append(i)
+        items = [
+            Insert(
+                run_item(
+                    claims[i].firing,
+                    transitions.claimed(
+                        claims[i].firing,
+                        now=now,
+                        lease_until=lease_until,
+                        origin=origin,
+                        exclusive=claims[i].exclusive,
+                        expires_at=now + self._ttl,
+                        token=token,
+                    ),
+                )
+            )
+            for i in inserts
+        ]
         try:
-            refused = transact(self._client, [{"Put": put}, {"Update": slot}], self._sleep)
-        except (ClientError, BotoCoreError) as exc:
-            raise self._fail("TransactWriteItems (exclusive claim)", exc) from exc
-        if not refused:
-            return ClaimResult.WON
-        return ClaimResult.LOST if refused[0] == REFUSED else ClaimResult.OVERLAP
+            written_all = self._writer.write(items)
+        except StoreError as exc:  # the firings refused their slot keep that answer
+            written_all = [exc] * len(items)
+        refused: list[int] = []
+        for i, written in zip(inserts, written_all, strict=True):
+            if written is False:
+                refused.append(i)
+            else:
+                outcomes[i] = ClaimResult.WON if written is True else written
+        if refused:
+            # A peer's claim, or our own: the SDK sends a request again when its answer was
+            # lost, and the second send meets the first's items. The token tells them apart.
+            try:
+                holders = self._tokens([claims[i].firing for i in refused])
+            except StoreError as exc:
+                holders = {}
+                for i in refused:
+                    outcomes[i] = exc
+            for i in refused:
+                if outcomes[i] is None:
+                    ours = holders.get(claims[i].firing.id) == token
+                    outcomes[i] = ClaimResult.WON if ours else ClaimResult.LOST
+        return [outcome for outcome in outcomes if outcome is not None]
+
+    def _overlap_or_lost(self, firing: Firing) -> ClaimOutcome:
+        try:
+            return ClaimResult.LOST if self.run(firing.id) else ClaimResult.OVERLAP
+        except StoreError as exc:
+            return exc
+
+    def _tokens(self, firings: Sequence[Firing]) -> dict[str, str | None]:
+        """Each firing's claim token as stored (consistent reads)."""
+        found: dict[str, str | None] = {}
+        keys = [run_key(firing) for firing in firings]
+        for raw in self._watch.get_many("BatchGetItem (claims)", keys):
+            run = run_from(raw)
+            found[run.firing_id] = raw.get(RUN["claim_token"], {}).get("S")
+        return found
+
+    def watch(self, firing_ids: Sequence[str], at: datetime) -> None:
+        self._watch.add(firing_ids, at)
 
     def take_over(
         self, run: RunRecord, *, now: datetime, lease_until: datetime, origin: str
@@ -206,38 +241,31 @@ class DynamoDBClaimStore:
         request = self._run_update(firing_from_id(run.firing_id), write)
         return self._update(request, "UpdateItem (take over)", tolerate_condition=True) is not None
 
-    def mark_dispatched(
-        self, firing: Firing, *, now: datetime, deadline: datetime, start: JobStart
-    ) -> None:
-        run = self._run_update(firing, transitions.dispatched(now=now, deadline=deadline))
-        started = transitions.job_started(firing, now=now, start=start, ended=None)
-        try:
-            state = self._job_update(firing.job, started, creates=True)
-            refused = transact(self._client, [{"Update": run}, {"Update": state}], self._sleep)
-        except BotoCoreError as exc:
-            raise self._fail("TransactWriteItems (mark dispatched)", exc) from exc
-        except ClientError as exc:
-            # The dispatch happened: the run record must say so, or a takeover would dispatch
-            # it again. Mark the run alone; the job's latest state misses this start.
-            log.warning(
-                "Job %s - firing %s: the job's latest state was not updated (%s); marking the "
-                "run alone",
-                firing.job,
-                firing.id,
-                describe_aws_error(exc),
+    def mark_many(self, marks: Sequence[MarkRequest], *, now: datetime) -> list[StoreError | None]:
+        # A mark refused (the run closed first, a very fast target, or was taken over) leaves
+        # the run as it is: the job's latest state is read from its runs.
+        updates = [
+            Update(
+                run_key(mark.firing),
+                transitions.dispatched(now=now, deadline=mark.deadline, start=mark.start),
+                RUN,
             )
-            self._update(run, "UpdateItem (mark dispatched)", tolerate_condition=True)
-            return
+            for mark in marks
+        ]
+        outcomes = self._writer.write(updates)
+        refused = [mark for mark, outcome in zip(marks, outcomes, strict=True) if outcome is False]
         if refused:
-            # The run closed (a very fast target) or was taken over before we marked it: leave
-            # the run as it is; a closed run's start and end go to the job's latest state (a
-            # taken-over run is marked by its new claimer).
-            run_now = self.run(firing.id)
-            if run_now is not None and not run_now.status.open:
-                started = transitions.job_started(firing, now=now, start=start, ended=run_now)
-                self._update(
-                    self._job_update(firing.job, started, creates=True), "UpdateItem (job start)"
+            # The run ended before its mark (or was taken over: then this changes nothing).
+            late = [
+                Update(
+                    run_key(mark.firing),
+                    transitions.started_after_end(now=now, start=mark.start),
+                    RUN,
                 )
+                for mark in refused
+            ]
+            self._writer.write(late)
+        return [outcome if isinstance(outcome, StoreError) else None for outcome in outcomes]
 
     # -- ends ------------------------------------------------------------------------------
 
@@ -273,22 +301,15 @@ class DynamoDBClaimStore:
         return done[0]
 
     def _follow(self, firing: Firing, before: RunRecord, after: RunRecord) -> None:
-        """The job's latest state follows the run, and an exclusive run's slot its end or its
-        reopening (every write conditional: never another run's slot or state)."""
-        self._update(
-            self._job_update(firing.job, transitions.job_follows(firing.id, after)),
-            "UpdateItem (job end)",
-            tolerate_condition=True,
-        )
-        slot = transitions.slot_follows(firing.id, before, after)
-        if slot is None:
+        """An exclusive run's slot follows its end or its reopening (conditional: never
+        another run's slot); a reopened run is watched again (the sweep's ``due_runs``)."""
+        if after.status.open and not before.status.open and after.deadline is not None:
+            self.watch([firing.id], minute_after(after.deadline))
+        if transitions.slot_follows(firing.id, before, after) is None:
             return
-        taken = self._update(
-            self._job_update(firing.job, slot),
-            "UpdateItem (take job)" if after.status.open else "UpdateItem (release job)",
-            tolerate_condition=True,
-        )
-        if after.status.open and taken is None:
+        if not after.status.open:
+            self._slots.release(firing.job, firing.id)
+        elif not self._slots.take_back(firing.job, firing.id):
             transitions.log_slot_held(firing.job, firing.id)
 
     def fail(self, firing: Firing, *, now: datetime, error: str) -> None:
@@ -330,7 +351,7 @@ class DynamoDBClaimStore:
         run = transitions.skipped(
             firing, now=now, reason=reason, origin=origin, expires_at=now + self._ttl
         )
-        return self._put_new("PutItem (skip)", firing, run) is None
+        return self._put_new("PutItem (skip)", firing, run)
 
     def record_skipped_range(
         self,
@@ -353,7 +374,7 @@ class DynamoDBClaimStore:
             until=last,
             count=count,
         )
-        return self._put_new("PutItem (skipped range)", firing, run) is None
+        return self._put_new("PutItem (skipped range)", firing, run)
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -363,19 +384,10 @@ class DynamoDBClaimStore:
             for page in paginator.paginate(**named({"TableName": self.table, **request})):
                 yield from page.get("Items", [])
 
-    def due_runs(self, now: datetime, limit: int = 1000) -> Sequence[RunRecord]:
-        found: list[RunRecord] = []
-        for raw in self._query(
-            "Query (open runs)",
-            IndexName=OPEN_INDEX,
-            KeyConditionExpression="#openPk = :open AND #deadline <= :now",
-            ExpressionAttributeValues={":open": {"S": OPEN}, ":now": {"S": iso_millis(now)}},
-            PaginationConfig={"MaxItems": limit},
-        ):
-            record = run_from(raw)
-            if record.status.open:
-                found.append(record)
-        return found
+    def due_runs(
+        self, now: datetime, limit: int = 1000, *, settle: bool = False
+    ) -> Sequence[RunRecord]:
+        return self._watch.due(now, limit, settle=settle)
 
     def run(self, firing_id: str) -> RunRecord | None:
         firing = firing_from_id(firing_id)
@@ -399,14 +411,43 @@ class DynamoDBClaimStore:
         ]
 
     def job_state(self, job: str) -> JobState | None:
-        with self._failing_as("GetItem (job state)"):
+        """The job's latest state: its latest run that was dispatched, and its open slot."""
+        with self._failing_as("GetItem (job slot)"):
             answer = self._client.get_item(
                 TableName=self.table, Key=job_key(job), ConsistentRead=True
             )
-        raw = answer.get("Item")
-        if not raw:
-            return None
-        return job_state_from(job, plain_item(raw), instant)
+        slot = plain_item(answer.get("Item") or {}).get(JOB_FIELDS["open_firing"])
+        latest = next(
+            (
+                run_from(raw)
+                for raw in self._query(
+                    "Query (latest run)",
+                    KeyConditionExpression="#pk = :pk",
+                    FilterExpression="attribute_exists(#startedAt)",
+                    ExpressionAttributeValues={":pk": {"S": f"RUN#{job}"}},
+                    ScanIndexForward=False,
+                    ConsistentRead=True,
+                    PaginationConfig={"MaxItems": _LATEST_READ, "PageSize": 25},
+                )
+            ),
+            None,
+        )
+        if latest is None:
+            return JobState(job, open_firing=slot) if slot else None
+        parameters = dict(latest.parameters or {})
+        if latest.origin:
+            parameters[transitions.ORIGIN_PARAMETER] = latest.origin
+        return JobState(
+            job,
+            service=latest.service,
+            schedule=latest.schedule,
+            parameters=parameters,
+            start=latest.started_at,
+            end=latest.ended_at,
+            last_firing_id=latest.firing_id,
+            last_status=latest.status,
+            open_firing=slot,
+        )
 
     # -- control ---------------------------------------------------------------------------
 
@@ -472,22 +513,10 @@ def create_state_table(client: DynamoDBClient, table: str) -> None:
         AttributeDefinitions=[
             {"AttributeName": "pk", "AttributeType": "S"},
             {"AttributeName": "sk", "AttributeType": "S"},
-            {"AttributeName": "openPk", "AttributeType": "S"},
-            {"AttributeName": "deadline", "AttributeType": "S"},
         ],
         KeySchema=[
             {"AttributeName": "pk", "KeyType": "HASH"},
             {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-        GlobalSecondaryIndexes=[
-            {
-                "IndexName": OPEN_INDEX,
-                "KeySchema": [
-                    {"AttributeName": "openPk", "KeyType": "HASH"},
-                    {"AttributeName": "deadline", "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": "ALL"},
-            }
         ],
     )
     client.get_waiter("table_exists").wait(

@@ -2,11 +2,11 @@
 :class:`~mini_scheduler.claims.transitions.Write` as an UpdateItem's expressions, and writes
 tried again on a conflict.
 
-A run's attributes are :mod:`.records`' names, but for the open marker, ``openPk = "OPEN"``
-(the key of the sweep's sparse index); times are ISO strings with milliseconds (they sort as
-they compare), ``expiresAt`` is in epoch seconds (the TTL). Every attribute in an expression
-goes through a ``#name`` placeholder (:func:`named`), so DynamoDB's reserved words never break
-one.
+A run's attributes are :mod:`.records`' names, less the open marker (the sweep finds open runs
+through its watch items, :mod:`.dynamodb_watch`, not an index); times are ISO strings with
+milliseconds (they sort as they compare), ``expiresAt`` is in epoch seconds (the TTL). Every
+attribute in an expression goes through a ``#name`` placeholder (:func:`named`), so DynamoDB's
+reserved words never break one.
 """
 
 from __future__ import annotations
@@ -28,10 +28,8 @@ from mini_scheduler.model import Firing, RunStatus, iso_millis, parse_instant
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-OPEN = "OPEN"
-RUN: Mapping[str, str] = {**RUN_FIELDS, "open": "openPk"}
-"""A run's attribute names: the open marker is the open-runs index's key."""
-REFUSED = "ConditionalCheckFailed"  # a transaction's cancellation reason: a failed condition
+RUN: Mapping[str, str] = {k: v for k, v in RUN_FIELDS.items() if k != "open"}
+"""A run's attribute names: every field but the open marker, which the table does not keep."""
 _CONFLICT_ATTEMPTS = 5
 _SERIALIZER = TypeSerializer()
 _DESERIALIZER = TypeDeserializer()
@@ -54,9 +52,7 @@ def value_of(value: Any) -> dict[str, Any]:
 
 def encode(field: str, value: Any) -> dict[str, Any]:
     """A logical field's value as the table keeps it: times as ISO strings with milliseconds,
-    the TTL in epoch seconds, the open marker as the index's key."""
-    if field == "open":
-        return {"S": OPEN}
+    the TTL in epoch seconds."""
     if field == "expires_at":
         return {"N": str(int(value.timestamp()))}
     if isinstance(value, datetime):
@@ -96,6 +92,8 @@ def expressions(write: Write, names: Mapping[str, str]) -> dict[str, Any]:
     values: dict[str, Any] = {}
     clauses: dict[str, list[str]] = {"SET": [], "REMOVE": [], "ADD": []}
     for field, value in write.sets.items():
+        if field not in names:
+            continue  # a field this table does not keep (the open marker)
         name = names[field]
         if value is None:
             clauses["REMOVE"].append(f"#{name}")
@@ -147,7 +145,13 @@ def _title(name: str) -> str:
 
 
 _NAME = re.compile(r"#([A-Za-z][A-Za-z0-9]*)")
-_EXPRESSIONS = ("UpdateExpression", "ConditionExpression", "KeyConditionExpression")
+_EXPRESSIONS = (
+    "UpdateExpression",
+    "ConditionExpression",
+    "KeyConditionExpression",
+    "FilterExpression",
+    "ProjectionExpression",
+)
 
 
 def named(request: dict[str, Any]) -> dict[str, Any]:
@@ -167,16 +171,11 @@ def named(request: dict[str, Any]) -> dict[str, Any]:
 
 def run_item(firing: Firing, run: Mapping[str, Any]) -> dict[str, Any]:
     """A new run's item: its key and its fields (:func:`.transitions.claimed`, ``skipped``)."""
-    return {**run_key(firing), **{RUN[k]: encode(k, v) for k, v in run.items()}}
+    return {**run_key(firing), **{RUN[k]: encode(k, v) for k, v in run.items() if k in RUN}}
 
 
 def code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
-
-
-def _reasons(exc: ClientError) -> list[str]:
-    reasons = exc.response.get("CancellationReasons") or []
-    return [str(r.get("Code", "None")) for r in reasons]
 
 
 def write_retried(
@@ -194,27 +193,4 @@ def write_retried(
             if code(exc) != "ReplicatedWriteConflictException" or attempt + 1 == _CONFLICT_ATTEMPTS:
                 raise
             sleep(0.05 * 2**attempt)
-    raise AssertionError("unreachable")
-
-
-def transact(
-    client: DynamoDBClient, items: list[dict[str, Any]], sleep: Callable[[float], None]
-) -> list[str]:
-    """TransactWriteItems, tried again while a conflict cancels it: [] when written, else the
-    cancellation reasons when a condition failed. Any other refusal (or a conflict on every
-    attempt) raises its ClientError."""
-    for attempt in range(_CONFLICT_ATTEMPTS):
-        try:
-            write_retried(client, "transact_write_items", sleep, TransactItems=items)
-        except ClientError as exc:
-            reasons = _reasons(exc)
-            if code(exc) != "TransactionCanceledException" or len(reasons) != len(items):
-                raise
-            if REFUSED in reasons:
-                return reasons
-            if attempt + 1 == _CONFLICT_ATTEMPTS:
-                raise
-            sleep(0.05 * 2**attempt)
-        else:
-            return []
     raise AssertionError("unreachable")

@@ -11,7 +11,14 @@ from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
-from mini_scheduler.claims.base import ClaimResult, Control, Pause
+from mini_scheduler.claims.base import (
+    ClaimOutcome,
+    ClaimRequest,
+    ClaimResult,
+    Control,
+    MarkRequest,
+    Pause,
+)
 from mini_scheduler.claims.records import JobStart, JobState, Redrive, RunRecord
 from mini_scheduler.claims.transitions import (
     Write,
@@ -32,6 +39,7 @@ from mini_scheduler.claims.transitions import (
     taken_over,
     timed_out,
 )
+from mini_scheduler.errors import StoreError
 from mini_scheduler.model import Firing, RunStatus, firing_from_id
 
 _ATTRIBUTES = frozenset(attribute.name for attribute in fields(RunRecord))
@@ -122,6 +130,24 @@ class MemoryClaimStore:
             self._put_new(firing, run)
             return ClaimResult.WON
 
+    def claim_many(
+        self,
+        claims: Sequence[ClaimRequest],
+        *,
+        now: datetime,
+        lease_until: datetime,
+        origin: str,
+    ) -> list[ClaimOutcome]:
+        return [
+            self.claim(
+                c.firing, now=now, lease_until=lease_until, origin=origin, exclusive=c.exclusive
+            )
+            for c in claims
+        ]
+
+    def watch(self, firing_ids: Sequence[str], at: datetime) -> None:
+        """Nothing to do: ``due_runs`` looks at every run."""
+
     def take_over(
         self, run: RunRecord, *, now: datetime, lease_until: datetime, origin: str
     ) -> bool:
@@ -144,6 +170,11 @@ class MemoryClaimStore:
             run = self._runs.get(self._key(firing))
             if run is not None and not run.status.open:
                 self._write_job(firing.job, job_started(firing, now=now, start=start, ended=run))
+
+    def mark_many(self, marks: Sequence[MarkRequest], *, now: datetime) -> list[StoreError | None]:
+        for mark in marks:
+            self.mark_dispatched(mark.firing, now=now, deadline=mark.deadline, start=mark.start)
+        return [None] * len(marks)
 
     def fail(self, firing: Firing, *, now: datetime, error: str) -> None:
         with self._lock:
@@ -202,7 +233,9 @@ class MemoryClaimStore:
             self.calls += 1
             return self._put_new(firing, run)
 
-    def due_runs(self, now: datetime, limit: int = 1000) -> Sequence[RunRecord]:
+    def due_runs(
+        self, now: datetime, limit: int = 1000, *, settle: bool = False
+    ) -> Sequence[RunRecord]:
         with self._lock:
             self.calls += 1
             due = [

@@ -80,6 +80,8 @@ class RunRecord:
     redriven_at: datetime | None = None  # when the latest redrive began
     timed_out_at: datetime | None = None  # when the sweep marked it TIMED_OUT
     earlier_ends: tuple[EarlierEnd, ...] = ()  # its ends before a redrive, oldest first
+    service: str | None = None  # where it was dispatched (the job's service), from its mark
+    schedule: str | None = None  # "<statement> @<zone>" when it was dispatched
 
     @property
     def swept(self) -> bool:
@@ -111,6 +113,8 @@ class RunRecord:
             ("redrives", self.redrives),
             ("redrivenAt", self.redriven_at),
             ("timedOutAt", self.timed_out_at),
+            ("service", self.service),
+            ("schedule", self.schedule),
         ):
             if value is not None:
                 out[key] = _iso(value) if isinstance(value, datetime) else value
@@ -172,6 +176,8 @@ RUN_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "redriven_at": "redrivenAt",
         "timed_out_at": "timedOutAt",
         "earlier_ends": "earlierEnds",  # a list of END_FIELDS maps
+        "service": "service",
+        "schedule": "schedule",
         # kept by the store only
         "claim_token": "claimToken",  # nosec B105 # a field's name, not a password
         "takeovers": "takeovers",  # how many times the claim was taken over
@@ -192,7 +198,7 @@ JOB_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "last_firing_id": "lastFiringId",
         "last_status": "lastStatus",
         "open_firing": "openFiring",  # the open slot of ``overlap: skip``: the run holding it
-        "open_until": "openUntil",  # MongoDB only: the claim's lease, for a slot with no run
+        "open_until": "openUntil",  # the slot's claim's lease, for a slot with no run yet
     }
 )
 """A job state's logical fields and the names they are stored under."""
@@ -235,6 +241,8 @@ def run_record_from(
         redrives=get("redrives"),
         redriven_at=instant(get("redriven_at")),
         timed_out_at=instant(get("timed_out_at")),
+        service=get("service"),
+        schedule=get("schedule"),
         earlier_ends=tuple(
             EarlierEnd(
                 RunStatus(end[END_FIELDS["status"]]),

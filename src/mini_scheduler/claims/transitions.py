@@ -39,6 +39,10 @@ ERROR_KEPT = 4000
 """How many characters of an error an end writes (the item and the history stay small)."""
 OPEN: Final = (RunStatus.CLAIMED, RunStatus.DISPATCHED)
 """The statuses of an open run: claimed, or dispatched and not ended."""
+ORIGIN_PARAMETER: Final = "_origin"
+"""The parameter of a job's latest state that names the region and environment it ran in."""
+ENDED: Final = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT)
+"""The statuses of a run that was claimed and has ended."""
 
 
 # -- the writes ---------------------------------------------------------------------------------
@@ -172,11 +176,28 @@ def taken_over(
     )
 
 
-def dispatched(*, now: datetime, deadline: datetime) -> Write:
-    """The mark: a CLAIMED run DISPATCHED, with the job's timeout as its deadline."""
+def dispatched(*, now: datetime, deadline: datetime, start: JobStart | None = None) -> Write:
+    """The mark: a CLAIMED run DISPATCHED, with the job's timeout as its deadline; with
+    ``start``, where and with what it went (the job's latest state is read from its latest
+    run where a store keeps no state written at each dispatch)."""
+    sets: dict[str, Any] = {"status": RunStatus.DISPATCHED, "started_at": now, "deadline": deadline}
+    if start is not None:
+        sets.update(_started(start))
+    return Write(sets, Expect({"status": (RunStatus.CLAIMED,)}))
+
+
+def _started(start: JobStart) -> dict[str, Any]:
+    """What a run records of its dispatch: the service, schedule and parameters it went with
+    (its origin is a field of its own, not the ``_origin`` parameter of the job's state)."""
+    parameters = {k: v for k, v in start.parameters.items() if k != ORIGIN_PARAMETER}
+    return {"service": start.service, "schedule": start.schedule, "parameters": parameters}
+
+
+def started_after_end(*, now: datetime, start: JobStart) -> Write:
+    """The mark of a run whose completion came first (a very fast target): it stays ended, and
+    records where and when it was dispatched."""
     return Write(
-        {"status": RunStatus.DISPATCHED, "started_at": now, "deadline": deadline},
-        Expect({"status": (RunStatus.CLAIMED,)}),
+        {"started_at": now, **_started(start)}, Expect({"status": ENDED, "started_at": (None,)})
     )
 
 
@@ -293,6 +314,17 @@ def job_follows(firing_id: str, after: RunRecord) -> Write:
 def take_slot(firing_id: str) -> Write:
     """An exclusive run takes the job's open slot, if no other run holds it."""
     return Write({"open_firing": firing_id}, Expect({"open_firing": (None, firing_id)}))
+
+
+def stale_slot(holder: RunRecord | None, lease: datetime | None, now: datetime) -> str | None:
+    """Why a job's slot may be released although ``holder``'s firing holds it: its run has
+    ended (its release was lost), or no run was recorded within its claim's ``lease`` (the
+    claimer died between taking the slot and writing the claim); None while it is held."""
+    if holder is not None:
+        return None if holder.status.open else "its run has ended"
+    if lease is not None and lease <= now:
+        return "no run was recorded within its claim's lease"
+    return None
 
 
 def release_slot(firing_id: str) -> Write:

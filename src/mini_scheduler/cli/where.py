@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from mini_scheduler.cli.context import EXIT_USAGE, CommandError, Context
 from mini_scheduler.cli.render import level_tag
-from mini_scheduler.config import DEFAULT_PARAMETER, Settings
+from mini_scheduler.config import DEFAULT_PARAMETER, Settings, flag
 from mini_scheduler.errors import (
     ConfigurationError,
     CronFileError,
@@ -259,7 +259,13 @@ def claims_for(context: Context, where: Where) -> ClaimStore:
 
     kind = context.environ.get("CLAIM_STORE", "").strip() or "dynamodb"
     table = where.need_table() if kind == "dynamodb" else (where.table or "")
-    settings = Settings(state_table=table, claim_store=kind, region=where.region)
+    try:
+        batched = flag(context.environ, "STATE_TABLE_BATCH_WRITES", default=True)
+    except ConfigurationError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from exc
+    settings = Settings(
+        state_table=table, claim_store=kind, region=where.region, batch_writes=batched
+    )
     return claim_store(settings, context.clients(where.region))
 
 

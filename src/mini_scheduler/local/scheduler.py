@@ -212,6 +212,7 @@ class LocalScheduler:
             cron_file=f"file:{self.cron_path}",
             environment_name="prod",
             dispatch_workers=16,
+            batch_writes=False,  # moto's PartiQL ignores conditions (claims/dynamodb_batch.py)
         )
         self.summaries: deque[TickSummary] = deque(maxlen=1000)  # the latest ticks' answers
         self._exit = contextlib.ExitStack()

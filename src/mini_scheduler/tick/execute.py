@@ -5,20 +5,26 @@ peer won, a job's slot still held by its previous run, a store or target that fa
 in the :class:`~mini_scheduler.tick.report.Tally`. Order: the sweep first (a run it times out
 frees its job's overlap slot for this minute), then the fan-out or the minute's writes, then the
 watermark, which never moves past a firing that was neither claimed nor recorded.
+
+The minute's writes: the firings are watched (the sweep will look at their runs), then claimed
+in batches of :data:`BATCH` (a batch goes as soon as it is full, or when the next firing's second
+is still to come), each firing won dispatched at once on its own worker, and the marks of the
+dispatched firings written in batches the same way. A firing whose claim failed is held.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
 from mini_scheduler import metrics as m
-from mini_scheduler.claims.base import ClaimResult, ClaimStore
+from mini_scheduler.claims.base import ClaimRequest, ClaimResult, ClaimStore, MarkRequest
 from mini_scheduler.claims.records import JobStart, RunRecord
 from mini_scheduler.clock import Clock
 from mini_scheduler.config import Settings
@@ -31,6 +37,7 @@ from mini_scheduler.model import (
     RunStatus,
     SkipReason,
     firing_from_id,
+    floor_minute,
     iso_seconds,
     log_keys,
     payload,
@@ -50,6 +57,72 @@ from mini_scheduler.tick.report import Tally
 log = logging.getLogger("mini_scheduler.ticker")
 
 MARK_ATTEMPTS = 3  # tries of a dispatched firing's mark, on top of the SDK's own retries
+BATCH = 25  # claims or marks in one store request (DynamoDB's BatchExecuteStatement limit)
+
+
+class _Work:
+    """The futures of one tick's writes; tasks may add more while it waits for them all."""
+
+    def __init__(self, pool: ThreadPoolExecutor) -> None:
+        self._pool = pool
+        self._lock = threading.Lock()
+        self._futures: list[Future[None]] = []
+
+    def submit(self, task: Callable[..., None], *args: object) -> None:
+        future = self._pool.submit(task, *args)
+        with self._lock:
+            self._futures.append(future)
+
+    def wait(self) -> None:
+        """Wait for every task, those added meanwhile too; the first error raised is raised."""
+        while True:
+            with self._lock:
+                pending = [f for f in self._futures if not f.done()]
+            if not pending:
+                break
+            wait(pending)
+        for future in self._futures:
+            future.result()
+
+
+class _Countdown:
+    """Calls ``then`` when ``done`` has been called ``count`` times."""
+
+    def __init__(self, count: int, then: Callable[[], None]) -> None:
+        self._left = count
+        self._then = then
+        self._lock = threading.Lock()
+
+    def done(self) -> None:
+        with self._lock:
+            self._left -= 1
+            last = self._left == 0
+        if last:
+            self._then()
+
+
+class _Marks:
+    """Marks of dispatched firings, written :data:`BATCH` at a time on the tick's workers."""
+
+    def __init__(self, work: _Work, write: Callable[[Sequence[MarkRequest]], None]) -> None:
+        self.work = work
+        self._write = write
+        self._lock = threading.Lock()
+        self._waiting: list[MarkRequest] = []
+
+    def add(self, mark: MarkRequest) -> None:
+        with self._lock:
+            self._waiting.append(mark)
+            if len(self._waiting) < BATCH:
+                return
+            batch, self._waiting = self._waiting, []
+        self.work.submit(self._write, batch)
+
+    def flush(self) -> None:
+        with self._lock:
+            batch, self._waiting = self._waiting, []
+        if batch:
+            self.work.submit(self._write, batch)
 
 
 class Executor:
@@ -108,26 +181,81 @@ class Executor:
     def _write(self, plan: TickPlan, tally: Tally, deadline: datetime | None) -> None:
         jobs = len(plan.dispatches) + len(plan.misfire_runs) + len(plan.skips) + len(plan.ranges)
         workers = max(1, min(self.settings.dispatch_workers, jobs))
-        futures: list[Future[None]] = []
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dispatch") as pool:
-            futures.extend(pool.submit(self._skip_range, r, tally) for r in plan.ranges)
-            futures.extend(
-                pool.submit(self._skip, s.job, s.firing, s.reason, tally) for s in plan.skips
+            work = _Work(pool)
+            for skip_range in plan.ranges:
+                work.submit(self._skip_range, skip_range, tally)
+            for s in plan.skips:
+                work.submit(self._skip, s.job, s.firing, s.reason, tally)
+            claims = [*plan.dispatches, *(d for group in plan.misfire_runs for d in group)]
+            if claims and not self._watch(claims, tally):
+                work.wait()
+                return
+            marks = _Marks(work, partial(self._mark_all, tally=tally))
+            for group in plan.misfire_runs:
+                work.submit(self._fire_in_order, group, tally, deadline, marks)
+            try:
+                self._claim_as_due(plan.dispatches, tally, deadline, work, marks)
+                work.wait()
+            finally:
+                # Whatever went wrong, the firings that were dispatched are marked.
+                marks.flush()
+                work.wait()
+
+    def _watch(self, claims: Sequence[Dispatch], tally: Tally) -> bool:
+        """Have the sweep look at the runs of ``claims`` from the minute the first of their
+        deadlines can pass (a lease, or a job's timeout); when that cannot be written, none is
+        claimed (each is held)."""
+        try:
+            self.claims.watch(
+                [d.firing.id for d in claims], self._first_deadline([d.job for d in claims])
             )
-            futures.extend(
-                pool.submit(self._fire_in_order, group, tally, deadline)
-                for group in plan.misfire_runs
-            )
-            for d in plan.dispatches:
-                if deadline is not None and d.due >= deadline:
-                    self._out_of_time(d, tally, deadline)  # no sleeping past the deadline
-                    continue
-                wait = (d.due - self.clock.now()).total_seconds()
-                if wait > 0:
-                    self.clock.sleep(wait)
-                futures.append(pool.submit(self._fire, d, tally, deadline))
-            for future in futures:
-                future.result()
+        except StoreError as exc:
+            tally.add("errors")
+            self.metrics.add(m.CLAIM_ERRORS)
+            for d in claims:
+                tally.hold(d.firing.scheduled)
+            log.error("No firing claimed this tick (%d held): %s", len(claims), exc)
+            return False
+        return True
+
+    def _first_deadline(self, jobs: Sequence[Job]) -> datetime:
+        """The start of the minute in which a run claimed from now on can first pass its
+        deadline: the store looks at the runs from then on, each again at its own deadline."""
+        soonest = min([self.settings.claim_lease_seconds, *(job.timeout for job in jobs)])
+        return floor_minute(self.clock.now()) + timedelta(seconds=soonest)
+
+    def _claim_as_due(
+        self,
+        dispatches: Sequence[Dispatch],
+        tally: Tally,
+        deadline: datetime | None,
+        work: _Work,
+        marks: _Marks,
+    ) -> None:
+        """Claim the firings in batches as they fall due: a batch goes when it is full, or
+        before waiting for a later firing's second (the marks waiting go then too)."""
+        batch: list[Dispatch] = []
+
+        def send() -> None:
+            if batch:
+                work.submit(self._fire_batch, list(batch), tally, deadline, marks)
+                batch.clear()
+
+        for d in dispatches:
+            if deadline is not None and d.due >= deadline:
+                send()
+                self._out_of_time(d, tally, deadline)  # no sleeping past the deadline
+                continue
+            wait = (d.due - self.clock.now()).total_seconds()
+            if wait > 0:
+                send()
+                marks.flush()
+                self.clock.sleep(wait)
+            batch.append(d)
+            if len(batch) == BATCH:
+                send()
+        send()
 
     def _advance(self, plan: TickPlan, tally: Tally) -> None:
         if plan.advance_to is None:
@@ -205,10 +333,12 @@ class Executor:
         return count
 
     def _fire_in_order(
-        self, group: tuple[Dispatch, ...], tally: Tally, deadline: datetime | None
+        self, group: tuple[Dispatch, ...], tally: Tally, deadline: datetime | None, marks: _Marks
     ) -> None:
+        """A job's missed firings (``fire_all``), oldest first: each claimed, then dispatched,
+        before the next."""
         for d in group:
-            self._fire(d, tally, deadline)
+            self._fire_batch([d], tally, deadline, marks, at_once=True)
 
     def _out_of_time(self, plan: Dispatch, tally: Tally, deadline: datetime) -> None:
         tally.hold(plan.firing.scheduled)
@@ -222,51 +352,90 @@ class Executor:
             extra=log_keys(plan.job.name, plan.firing.id),
         )
 
-    def _fire(self, plan: Dispatch, tally: Tally, deadline: datetime | None = None) -> None:
-        job, firing = plan.job, plan.firing
+    def _fire_batch(
+        self,
+        batch: Sequence[Dispatch],
+        tally: Tally,
+        deadline: datetime | None,
+        marks: _Marks,
+        *,
+        at_once: bool = False,
+    ) -> None:
+        """Claim ``batch`` in one request; dispatch each firing won on a worker of its own (or
+        here, ``at_once``), its mark added to ``marks``."""
         now = self.clock.now()
         if deadline is not None and now >= deadline:
-            self._out_of_time(plan, tally, deadline)
+            for d in batch:
+                self._out_of_time(d, tally, deadline)
             return
         lease = now + timedelta(seconds=self.settings.claim_lease_seconds)
+        requests = [ClaimRequest(d.firing, d.job.overlap == "skip") for d in batch]
         try:
-            result = self.claims.claim(
-                firing,
-                now=now,
-                lease_until=lease,
-                origin=self.settings.origin,
-                exclusive=job.overlap == "skip",
+            outcomes = self.claims.claim_many(
+                requests, now=now, lease_until=lease, origin=self.settings.origin
             )
         except StoreError as exc:
-            tally.add("errors")
-            tally.hold(firing.scheduled)
-            self.metrics.add(m.CLAIM_ERRORS)
-            log.error(
-                "Job %s not claimed this tick - firing %s: %s",
-                job.name,
-                firing.id,
-                exc,
-                extra=log_keys(job.name, firing.id),
-            )
+            outcomes = [exc] * len(batch)
+        won: list[Dispatch] = []
+        for d, outcome in zip(batch, outcomes, strict=True):
+            if isinstance(outcome, StoreError):
+                self._not_claimed(d, outcome, tally)
+            elif outcome is ClaimResult.LOST:
+                tally.skip("lost_claim")
+                self.metrics.add(m.skipped("lost_claim"))
+                log.debug(
+                    "Job %s claimed by a peer - firing %s",
+                    d.job.name,
+                    d.firing.id,
+                    extra=log_keys(d.job.name, d.firing.id),
+                )
+            elif outcome is ClaimResult.OVERLAP:
+                self._skip(d.job, d.firing, SkipReason.OVERLAP, tally)
+            else:
+                tally.add("claimed")
+                self.metrics.add(m.FIRINGS_CLAIMED)
+                won.append(d)
+        if at_once:
+            for d in won:
+                self._dispatch_and_mark(d.job, d.firing, tally, marks)
             return
-        if result is ClaimResult.LOST:
-            tally.skip("lost_claim")
-            self.metrics.add(m.skipped("lost_claim"))
-            log.debug(
-                "Job %s claimed by a peer - firing %s",
-                job.name,
-                firing.id,
-                extra=log_keys(job.name, firing.id),
-            )
-            return
-        if result is ClaimResult.OVERLAP:
-            self._skip(job, firing, SkipReason.OVERLAP, tally)
-            return
-        tally.add("claimed")
-        self.metrics.add(m.FIRINGS_CLAIMED)
-        self._dispatch(job, firing, tally)
+        # Each on a worker of its own; the last one done sends the marks waiting (a batch's
+        # marks go once its firings are dispatched, not when the tick's next second comes).
+        left = _Countdown(len(won), marks.flush)
+        for d in won:
+            marks.work.submit(self._dispatch_and_mark, d.job, d.firing, tally, marks, left)
 
-    def _dispatch(self, job: Job, firing: Firing, tally: Tally) -> None:
+    def _not_claimed(self, d: Dispatch, exc: StoreError, tally: Tally) -> None:
+        tally.add("errors")
+        tally.hold(d.firing.scheduled)
+        self.metrics.add(m.CLAIM_ERRORS)
+        log.error(
+            "Job %s not claimed this tick - firing %s: %s",
+            d.job.name,
+            d.firing.id,
+            exc,
+            extra=log_keys(d.job.name, d.firing.id),
+        )
+
+    def _dispatch_and_mark(
+        self,
+        job: Job,
+        firing: Firing,
+        tally: Tally,
+        marks: _Marks,
+        left: _Countdown | None = None,
+    ) -> None:
+        try:
+            mark = self._dispatch(job, firing, tally)
+            if mark is not None:
+                marks.add(mark)
+        finally:
+            if left is not None:
+                left.done()
+
+    def _dispatch(self, job: Job, firing: Firing, tally: Tally) -> MarkRequest | None:
+        """Dispatch a claimed firing: the mark to write, or None when the dispatch failed (the
+        run is then recorded FAILED)."""
         parameters = dict(firing.parameters) if firing.manual else dict(job.parameters)
         body = payload(firing, parameters, self.settings.origin)
         try:
@@ -292,7 +461,7 @@ class Executor:
                     store_exc,
                     extra=log_keys(job.name, firing.id),
                 )
-            return
+            return None
         log.info(
             DISPATCHED,
             job.name,
@@ -303,33 +472,35 @@ class Executor:
         tally.add("dispatched")
         self.metrics.add(m.FIRINGS_DISPATCHED)
         start = JobStart(job.service, job.schedule, {**parameters, "_origin": self.settings.origin})
-        self._mark(job, firing, start, tally)
-
-    def _mark(self, job: Job, firing: Firing, start: JobStart, tally: Tally) -> None:
-        """Once dispatched, the run must say so, or a takeover would dispatch it again: the
-        mark gets attempts of its own on top of the SDK's retries."""
         now = self.clock.now()
-        error: StoreError | None = None
+        return MarkRequest(firing, now + timedelta(seconds=job.timeout), start)
+
+    def _mark_all(self, marks: Sequence[MarkRequest], *, tally: Tally) -> None:
+        """Once dispatched, a run must say so, or a takeover would dispatch it again: the marks
+        get attempts of their own on top of the SDK's retries, each one that failed again."""
+        left: list[tuple[MarkRequest, StoreError | None]] = [(mark, None) for mark in marks]
         for attempt in range(MARK_ATTEMPTS):
+            if attempt:
+                self.retry_sleep(0.2 * 2 ** (attempt - 1))
+            batch = [mark for mark, _ in left]
             try:
-                self.claims.mark_dispatched(
-                    firing, now=now, deadline=now + timedelta(seconds=job.timeout), start=start
-                )
-                return
+                errors = self.claims.mark_many(batch, now=self.clock.now())
             except StoreError as exc:
-                if attempt + 1 < MARK_ATTEMPTS:
-                    self.retry_sleep(0.2 * 2**attempt)
-                    continue
-                error = exc
-        tally.add("errors")
-        log.error(
-            "Job %s dispatched but not marked - firing %s may be dispatched again after "
-            "its lease: %s",
-            job.name,
-            firing.id,
-            error,
-            extra=log_keys(job.name, firing.id),
-        )
+                errors = [exc] * len(batch)
+            left = [(mark, e) for mark, e in zip(batch, errors, strict=True) if e is not None]
+            if not left:
+                return
+        for mark, error in left:
+            tally.add("errors")
+            job = mark.firing.job
+            log.error(
+                "Job %s dispatched but not marked - firing %s may be dispatched again after "
+                "its lease: %s",
+                job,
+                mark.firing.id,
+                error,
+                extra=log_keys(job, mark.firing.id),
+            )
 
     def _skip(self, job: Job, firing: Firing, reason: str, tally: Tally) -> None:
         try:
@@ -443,22 +614,25 @@ class Executor:
         firing = Firing(
             base.job, base.scheduled, base.manual, base.nonce, run.operator, run.parameters or {}
         )
-        self._dispatch(job, firing, tally)
+        self._dispatch_now(job, firing, tally)
+
+    def _dispatch_now(self, job: Job, firing: Firing, tally: Tally) -> None:
+        """Dispatch one claimed firing and mark it, outside a tick's batches."""
+        mark = self._dispatch(job, firing, tally)
+        if mark is not None:
+            self._mark_all([mark], tally=tally)
 
     # -- a manual run ------------------------------------------------------------------------
 
     def run_now(self, job: Job, firing: Firing) -> bool:
         """Claim a manual firing (its id is unique: the claim cannot be lost) and dispatch it;
         whether the dispatch went out."""
+        self.claims.watch([firing.id], self._first_deadline([job]))
         now = self.clock.now()
-        result = self.claims.claim(
-            firing,
-            now=now,
-            origin=self.settings.origin,
-            lease_until=now + timedelta(seconds=self.settings.claim_lease_seconds),
-        )
+        lease = now + timedelta(seconds=self.settings.claim_lease_seconds)
+        result = self.claims.claim(firing, now=now, origin=self.settings.origin, lease_until=lease)
         if result is not ClaimResult.WON:
             raise StoreError(f"manual firing {firing.id} was already recorded")
         tally = Tally()
-        self._dispatch(job, firing, tally)
+        self._dispatch_now(job, firing, tally)
         return tally.dispatched > 0

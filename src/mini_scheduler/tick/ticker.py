@@ -152,7 +152,7 @@ class Ticker:
 
     def _due_runs(self, now: datetime) -> tuple[Sequence[RunRecord], int]:
         try:
-            return self.claims.due_runs(now), 0
+            return self.claims.due_runs(now, settle=True), 0
         except StoreError as exc:
             log.error("Sweep of open runs failed: %s", exc)
             return (), 1

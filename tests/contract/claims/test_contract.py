@@ -10,7 +10,7 @@ from functools import partial
 
 import pytest
 
-from mini_scheduler.claims.base import ClaimResult, ClaimStore
+from mini_scheduler.claims.base import ClaimRequest, ClaimResult, ClaimStore, MarkRequest
 from mini_scheduler.claims.records import EarlierEnd, JobStart, Redrive
 from mini_scheduler.claims.transitions import EARLIER_ENDS_KEPT, TIMED_OUT_ERROR
 from mini_scheduler.errors import StoreError
@@ -29,13 +29,10 @@ def _claim(
     lease: int = 120,
     exclusive: bool = False,
 ) -> ClaimResult:
-    return store.claim(
-        firing,
-        now=now,
-        lease_until=now + timedelta(seconds=lease),
-        origin=ORIGIN,
-        exclusive=exclusive,
-    )
+    """A claim as the ticker makes it: watched (the sweep's ``due_runs``) from its lease on."""
+    lease_until = now + timedelta(seconds=lease)
+    store.watch([firing.id], lease_until)
+    return store.claim(firing, now=now, lease_until=lease_until, origin=ORIGIN, exclusive=exclusive)
 
 
 def test_the_first_claim_wins_and_every_later_one_loses(claim_store: ClaimStore) -> None:
@@ -519,6 +516,107 @@ def test_an_open_run_redriven_before_its_end_was_heard_takes_the_later_end(
     ended = redrive.at + timedelta(minutes=1)
     assert claim_store.close(firing.id, RunStatus.SUCCEEDED, now=ended, redrive=redrive)
     assert claim_store.run(firing.id).status is RunStatus.SUCCEEDED  # type: ignore[union-attr]
+
+
+# -- batches ----------------------------------------------------------------------------------
+
+
+def _claim_many(
+    store: ClaimStore, requests: list[ClaimRequest], *, now: datetime = T0, lease: int = 120
+) -> list[object]:
+    lease_until = now + timedelta(seconds=lease)
+    store.watch([r.firing.id for r in requests], lease_until)
+    return list(store.claim_many(requests, now=now, lease_until=lease_until, origin=ORIGIN))
+
+
+def test_a_batch_of_claims_answers_each_firing_in_order(claim_store: ClaimStore) -> None:
+    """30 firings (more than one request's 25), two of them a peer's already: those LOST."""
+    firings = [Firing(f"job-{i}", T0) for i in range(30)]
+    for taken in (firings[3], firings[27]):
+        assert _claim(claim_store, taken) is ClaimResult.WON
+    outcomes = _claim_many(claim_store, [ClaimRequest(f) for f in firings])
+    expected = [ClaimResult.LOST if i in (3, 27) else ClaimResult.WON for i in range(len(firings))]
+    assert outcomes == expected
+    assert _claim_many(claim_store, [ClaimRequest(f) for f in firings]) == [ClaimResult.LOST] * 30
+    for firing in firings:
+        run = claim_store.run(firing.id)
+        assert run is not None and run.status is RunStatus.CLAIMED and run.origin == ORIGIN
+
+
+def test_a_batch_mixes_exclusive_and_plain_claims(claim_store: ClaimStore) -> None:
+    held = Firing("solo", T0 - timedelta(minutes=1))
+    assert _claim(claim_store, held, exclusive=True) is ClaimResult.WON
+    requests = [
+        ClaimRequest(Firing("solo", T0), exclusive=True),  # its previous run holds the slot
+        ClaimRequest(Firing("other-solo", T0), exclusive=True),
+        ClaimRequest(Firing("plain", T0)),
+    ]
+    outcomes = _claim_many(claim_store, requests)
+    assert outcomes == [ClaimResult.OVERLAP, ClaimResult.WON, ClaimResult.WON]
+    assert claim_store.run(Firing("solo", T0).id) is None  # nothing written for an overlap
+    state = claim_store.job_state("other-solo")
+    assert state is not None and state.open_firing == Firing("other-solo", T0).id
+
+
+def test_a_batch_of_marks_marks_each_run_and_leaves_an_ended_one_ended(
+    claim_store: ClaimStore,
+) -> None:
+    firings = [Firing(f"job-{i}", T0) for i in range(27)]
+    _claim_many(claim_store, [ClaimRequest(f) for f in firings])
+    fast = firings[5]
+    claim_store.close(fast.id, RunStatus.SUCCEEDED, now=T0 + timedelta(milliseconds=200))
+    started = T0 + timedelta(seconds=1)
+    marks = [MarkRequest(f, started + timedelta(seconds=900), START) for f in firings]
+    assert claim_store.mark_many(marks, now=started) == [None] * len(firings)
+    for firing in firings:
+        run = claim_store.run(firing.id)
+        assert run is not None
+        if firing == fast:
+            assert run.status is RunStatus.SUCCEEDED
+        else:
+            assert run.status is RunStatus.DISPATCHED and run.started_at == started
+            assert run.deadline == started + timedelta(seconds=900)
+    state = claim_store.job_state(fast.job)
+    assert state is not None and state.last_status is RunStatus.SUCCEEDED
+    assert state.start == started and state.service == START.service
+
+
+def test_a_settled_sweep_forgets_ended_runs_and_lists_open_ones_again(
+    claim_store: ClaimStore,
+) -> None:
+    """The tick's sweep settles what it watches: a run still open past its deadline is listed
+    again a minute later at the latest (a sweep step that failed is tried again), an ended one
+    never again."""
+    firings = [Firing(f"job-{i}", T0) for i in range(3)]
+    _claim_many(claim_store, [ClaimRequest(f) for f in firings], lease=60)
+    claim_store.close(firings[0].id, RunStatus.SUCCEEDED, now=T0 + timedelta(seconds=5))
+    sweep = T0 + timedelta(seconds=61)
+    due = claim_store.due_runs(sweep, settle=True)
+    assert sorted(r.firing_id for r in due) == sorted(f.id for f in firings[1:])
+    claim_store.close(firings[1].id, RunStatus.SUCCEEDED, now=sweep)
+    later = sweep + timedelta(minutes=1)
+    (claimed,) = claim_store.due_runs(later, settle=True)
+    assert claimed.firing_id == firings[2].id
+    # taken over, then dispatched: listed again only once its new deadline has passed
+    taken = later + timedelta(seconds=1)
+    assert claim_store.take_over(
+        claimed, now=taken, lease_until=taken + timedelta(seconds=60), origin=ORIGIN
+    )
+    deadline = taken + timedelta(minutes=10)
+    claim_store.mark_dispatched(firings[2], now=taken, deadline=deadline, start=START)
+    for minute in range(1, 11):
+        at = later + timedelta(minutes=minute)
+        assert claim_store.due_runs(at, settle=True) == [], at
+    (timed_out,) = claim_store.due_runs(deadline + timedelta(minutes=1), settle=True)
+    assert timed_out.firing_id == firings[2].id and timed_out.status is RunStatus.DISPATCHED
+
+
+def test_a_dry_sweep_changes_nothing(claim_store: ClaimStore) -> None:
+    firing = Firing("report", T0)
+    _claim(claim_store, firing, lease=60)
+    sweep = T0 + timedelta(seconds=61)
+    assert [r.firing_id for r in claim_store.due_runs(sweep)] == [firing.id]
+    assert [r.firing_id for r in claim_store.due_runs(sweep)] == [firing.id]
 
 
 # -- races (on the backends whose conditional writes are atomic: see conftest) ---------------

@@ -50,7 +50,8 @@ def test_run_records_expire_by_ttl(dynamodb_local: object) -> None:
     assert ttl["TimeToLiveDescription"]["AttributeName"] == "expiresAt"
 
 
-def test_a_replicated_write_conflict_is_retried_not_read_as_a_lost_claim() -> None:
+@pytest.mark.parametrize("batched", [True, False], ids=["batched", "one-by-one"])
+def test_a_replicated_write_conflict_is_retried_not_read_as_a_lost_claim(batched: bool) -> None:
     """In a multi-Region strongly consistent global table a concurrent write in another region
     answers ReplicatedWriteConflictException: the claim's outcome is not known yet."""
     from botocore.exceptions import ClientError
@@ -59,18 +60,24 @@ def test_a_replicated_write_conflict_is_retried_not_read_as_a_lost_claim() -> No
         def __init__(self) -> None:
             self.calls = 0
 
-        def put_item(self, **request: object) -> dict[str, object]:
+        def _answer(self, operation: str, answer: dict[str, object]) -> dict[str, object]:
             self.calls += 1
             if self.calls < 3:
                 raise ClientError(
                     {"Error": {"Code": "ReplicatedWriteConflictException", "Message": "conflict"}},
-                    "PutItem",
+                    operation,
                 )
-            return {}
+            return answer
+
+        def put_item(self, **request: object) -> dict[str, object]:
+            return self._answer("PutItem", {})
+
+        def batch_execute_statement(self, **request: object) -> dict[str, object]:
+            return self._answer("BatchExecuteStatement", {"Responses": [{"TableName": "t"}]})
 
     client = Conflicted()
     slept: list[float] = []
-    store = DynamoDBClaimStore("t", client, sleep=slept.append)  # type: ignore[arg-type]
+    store = DynamoDBClaimStore("t", client, sleep=slept.append, batched=batched)  # type: ignore[arg-type]
     result = store.claim(
         Firing("report", T0), now=T0, lease_until=T0 + timedelta(seconds=60), origin="a"
     )

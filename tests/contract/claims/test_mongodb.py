@@ -46,32 +46,6 @@ START = JobStart(
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def mongomock_takes_pymongo_sort() -> None:
-    """Let mongomock run ``bulk_write`` of pymongo's UpdateOne, as the marks write them.
-
-    pymongo 4.10 and later pass ``sort`` to a bulk's ``add_update``; mongomock 4.3 does not
-    take it (mongomock issue 912, open), so every ``bulk_write`` of an UpdateOne raises
-    TypeError on it. An update without a sort is the update mongomock knows. Idempotent.
-    This belongs beside ``mongomock_database`` in conftest.py, which every mongomock store of
-    the suite comes from (the shared contract and tests/unit/tick use it too)."""
-    from mongomock.collection import BulkOperationBuilder
-
-    add_update = BulkOperationBuilder.add_update
-    if getattr(add_update, "takes_sort", False):
-        return
-
-    def without_sort(self: Any, *args: Any, sort: Any = None, **kwargs: Any) -> Any:
-        if sort is not None:
-            raise NotImplementedError("mongomock: a sort in a bulk update")
-        return add_update(self, *args, **kwargs)
-
-    without_sort.takes_sort = True  # type: ignore[attr-defined]
-    BulkOperationBuilder.add_update = without_sort
-
-
-mongomock_takes_pymongo_sort()
-
-
 @pytest.fixture
 def store() -> MongoDBClaimStore:
     return MongoDBClaimStore(mongomock_database(), sleep=lambda _: None)
@@ -457,8 +431,9 @@ def test_a_slot_that_cannot_be_written_fails_its_firing_or_an_unreachable_store_
 
 
 # -- batches of marks: two bulk_writes -----------------------------------------------------------
-# mongomock 4.3 runs pymongo's UpdateOne in bulk_write only with mongomock_takes_pymongo_sort
-# (above). Its bulk_write answers nMatched and writeErrors by index as a server does, but gives
+# mongomock 4.3 runs pymongo's UpdateOne in bulk_write only with
+# mongomock_takes_pymongo_sort (conftest.py). Its bulk_write answers nMatched and writeErrors
+# by index as a server does, but gives
 # some refusals no code (an _id changed: the server's 66; no answer here depends on a code), and
 # it applies an unordered batch in order where a server need not (the store sends one job-state
 # update a job, so no answer depends on the order either).

@@ -152,20 +152,25 @@ FLOW_PREFIX = (
 
 
 def test_the_ticker_role_is_exactly_what_the_ticker_calls(template: Template) -> None:
-    """Every call the ticker makes (claims/dynamodb.py, environment/, dispatch/, jobs/locations.py,
-    mongo.py) and nothing else. DynamoDB authorises TransactWriteItems per item: there is no
-    dynamodb:TransactWriteItems action, its Put and Update need PutItem and UpdateItem."""
+    """Every call the ticker makes (claims/dynamodb*.py, environment/, dispatch/,
+    jobs/locations.py, mongo.py) and nothing else. DynamoDB authorises BatchExecuteStatement per
+    statement: there is no dynamodb:BatchExecuteStatement action, its INSERT and UPDATE need
+    PartiQLInsert and PartiQLUpdate. No index: the sweep reads watch items."""
     assert _grants(template, "TickerRole") == {
         "Logs": (["logs:CreateLogStream", "logs:PutLogEvents"], ["<TickerLogGroup.Arn>"]),
         "StateTable": (
             [
+                "dynamodb:BatchGetItem",
+                "dynamodb:BatchWriteItem",
                 "dynamodb:DeleteItem",
                 "dynamodb:GetItem",
+                "dynamodb:PartiQLInsert",
+                "dynamodb:PartiQLUpdate",
                 "dynamodb:PutItem",
                 "dynamodb:Query",
                 "dynamodb:UpdateItem",
             ],
-            ["<StateTable.Arn>", "<StateTable.Arn>/index/open-runs"],
+            ["<StateTable.Arn>"],
         ),
         "DispatchToFunctions": (["lambda:InvokeFunction"], [FUNCTION_PREFIX]),
         "DispatchToFlows": (["states:StartExecution"], [FLOW_PREFIX]),
@@ -203,9 +208,14 @@ def test_the_ticker_role_is_exactly_what_the_ticker_calls(template: Template) ->
 
 
 def test_the_recorder_role_only_closes_runs(template: Template) -> None:
+    """It closes runs and releases slots (UpdateItem), reads a run, and watches a redriven run
+    it reopened (PutItem of a watch item)."""
     assert _grants(template, "RecorderRole") == {
         "Logs": (["logs:CreateLogStream", "logs:PutLogEvents"], ["<RecorderLogGroup.Arn>"]),
-        "StateTable": (["dynamodb:GetItem", "dynamodb:UpdateItem"], ["<StateTable.Arn>"]),
+        "StateTable": (
+            ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+            ["<StateTable.Arn>"],
+        ),
         "ReadFlowInput": (
             ["states:DescribeExecution"],
             [

@@ -46,6 +46,9 @@ from mini_scheduler.aws import client_config
 
 # The operations the scheduler calls, as botocore names their events (service id, hyphenized).
 OPERATIONS = (
+    "dynamodb.BatchExecuteStatement",
+    "dynamodb.BatchGetItem",
+    "dynamodb.BatchWriteItem",
     "dynamodb.PutItem",
     "dynamodb.TransactWriteItems",
     "dynamodb.UpdateItem",
@@ -193,6 +196,20 @@ class _Plan:
     deliver: bool  # the request reaches the service; only its answer is lost
 
 
+StatementMatch = Callable[[dict[str, Any]], bool]
+
+
+@dataclass
+class _StatementPlan:
+    """A statement of a BatchExecuteStatement refused inside a 200 answer, as DynamoDB refuses
+    one it throttled: the others go to the table, and its answer is ``code``."""
+
+    code: str
+    message: str
+    remaining: int | None
+    match: StatementMatch
+
+
 @dataclass
 class Faults:
     """Faults for the clients of one boto3 Session. Register before the clients are made:
@@ -204,6 +221,9 @@ class Faults:
     delivered: list[tuple[str, int, bytes]] = field(default_factory=list)  # what was lost
     _http: URLLib3Session = field(default_factory=URLLib3Session)
     _plans: dict[str, list[_Plan]] = field(default_factory=dict)
+    _statement_plans: list[_StatementPlan] = field(default_factory=list)
+    statements: Counter[str] = field(default_factory=Counter)  # statements refused, by code
+    sent: list[list[dict[str, Any]]] = field(default_factory=list)  # each batch's statements
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -231,9 +251,24 @@ class Faults:
         with self._lock:
             self._plans.setdefault(operation, []).append(_Plan(fault, times, match, deliver))
 
+    def refuse_statements(
+        self,
+        code: str,
+        match: StatementMatch,
+        *,
+        times: int | None = None,
+        message: str = "Throughput exceeds the current capacity of your table or index.",
+    ) -> None:
+        """Refuse the statements of a BatchExecuteStatement that ``match`` selects (the next
+        ``times`` of them; all, when None) with ``code`` inside a 200 answer; the request's
+        other statements reach the table."""
+        with self._lock:
+            self._statement_plans.append(_StatementPlan(code, message, times, match))
+
     def clear(self) -> None:
         with self._lock:
             self._plans.clear()
+            self._statement_plans.clear()
 
     def reset_counts(self) -> None:
         with self._lock:
@@ -244,6 +279,12 @@ class Faults:
         operation = event_name.removeprefix("before-send.")
         with self._lock:
             self.attempts[operation] += 1
+            if operation == "dynamodb.BatchExecuteStatement":
+                self.sent.append(list(body(request).get("Statements", [])))
+                if self._statement_plans:
+                    refused = self._refused_statements(request)
+                    if refused is not None:
+                        return refused
             for plan in self._plans.get(operation, []):
                 if plan.remaining == 0 or (plan.match is not None and not plan.match(request)):
                     continue
@@ -258,6 +299,44 @@ class Faults:
                 return plan.fault.response(url)
         return None
 
+    def _refused_statements(self, request: AWSPreparedRequest) -> AWSResponse | None:
+        """Send the statements no plan refuses, and answer as DynamoDB would: theirs, with an
+        error in the place of each refused one (None: no statement refused)."""
+        statements: list[dict[str, Any]] = body(request)["Statements"]
+        refusals: dict[int, _StatementPlan] = {}
+        for index, statement in enumerate(statements):
+            for plan in self._statement_plans:
+                if plan.remaining != 0 and plan.match(statement):
+                    if plan.remaining is not None:
+                        plan.remaining -= 1
+                    refusals[index] = plan
+                    self.statements[plan.code] += 1
+                    break
+        if not refusals:
+            return None
+        kept = [s for i, s in enumerate(statements) if i not in refusals]
+        answers: list[dict[str, Any]] = []
+        if kept:
+            payload = json.dumps({**body(request), "Statements": kept}).encode()
+            request.body = payload
+            request.headers["Content-Length"] = str(len(payload))
+            sent = self._http.send(request)
+            answers = list(json.loads(sent.content)["Responses"])
+        table = statements[0]["Statement"].split('"')[1]
+        responses = []
+        for index in range(len(statements)):
+            plan = refusals.get(index)
+            if plan is None:
+                responses.append(answers.pop(0))
+            else:
+                error = {"Code": plan.code, "Message": plan.message}
+                responses.append({"Error": error, "TableName": table})
+        url = request.url
+        request.url = _NOWHERE
+        headers = {"Content-Type": "application/x-amz-json-1.0", "x-amzn-RequestId": _request_id()}
+        answer = json.dumps({"Responses": responses}).encode()
+        return Fault("200", 200, headers, answer).response(url)
+
 
 def body(request: AWSPreparedRequest) -> dict[str, Any]:
     """The JSON body of a request (JSON protocols)."""
@@ -270,25 +349,26 @@ def body(request: AWSPreparedRequest) -> dict[str, Any]:
     return parsed
 
 
-def is_claim(request: AWSPreparedRequest) -> bool:
-    """A claim: the PutItem of a CLAIMED run, or the transaction of an exclusive claim."""
-    request_body = body(request)
-    items = [request_body.get("Item", {})] + [
-        entry.get("Put", {}).get("Item", {}) for entry in request_body.get("TransactItems", [])
-    ]
-    return any(item.get("status", {}).get("S") == "CLAIMED" for item in items)
+def is_claim_statement(statement: dict[str, Any]) -> bool:
+    """A PartiQL claim: the INSERT of a CLAIMED run."""
+    return statement.get("Statement", "").startswith("INSERT") and {
+        "S": "CLAIMED"
+    } in statement.get("Parameters", [])
 
 
-def claim_of(job: str) -> Match:
-    """The claims of one job's firings."""
+def claim_statement_of(job: str) -> StatementMatch:
+    """The PartiQL claims of one job's firings."""
 
-    def match(request: AWSPreparedRequest) -> bool:
-        if not is_claim(request):
-            return False
-        request_body = body(request)
-        items = [request_body.get("Item", {})] + [
-            entry.get("Put", {}).get("Item", {}) for entry in request_body.get("TransactItems", [])
-        ]
-        return any(item.get("job", {}).get("S") == job for item in items)
+    def match(statement: dict[str, Any]) -> bool:
+        return is_claim_statement(statement) and {"S": job} in statement.get("Parameters", [])
 
     return match
+
+
+def is_claim(request: AWSPreparedRequest) -> bool:
+    """A request that claims: a BatchExecuteStatement with a claim's INSERT, or the PutItem of a
+    CLAIMED run (claims one by one)."""
+    request_body = body(request)
+    if any(is_claim_statement(s) for s in request_body.get("Statements", [])):
+        return True
+    return bool(request_body.get("Item", {}).get("status", {}).get("S") == "CLAIMED")

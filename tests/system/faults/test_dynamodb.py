@@ -1,9 +1,11 @@
 """DynamoDB throttling and 5xx on the claims, on AWS's DynamoDB Local.
 
-While the faults last no longer than the SDK's retries, botocore retries with exponential back-off
-and the firing is claimed and dispatched once. When they outlast the retries, the tick holds its
-watermark at the firing, and the next tick handles it under the job's misfire policy: never
-silently lost, never dispatched twice.
+Claims go 25 to a BatchExecuteStatement. A request refused as a whole (throttled, a 5xx) is
+retried by botocore with exponential back-off; a statement refused inside a 200 answer (DynamoDB
+throttles statements one by one) is sent again alone by the store, with back-off of its own.
+While the faults last no longer than the retries, each firing is claimed and dispatched once.
+When they outlast them, the tick holds its watermark at the firing, and the next tick handles
+it under the job's misfire policy: never silently lost, never dispatched twice.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ from tests.system.faults.injection import (
     DYNAMODB_THROTTLING,
     PROVISIONED_THROUGHPUT,
     Fault,
-    claim_of,
+    claim_statement_of,
     is_claim,
+    is_claim_statement,
     sdk_attempts,
 )
 
@@ -42,6 +45,7 @@ pytestmark = pytest.mark.dynamodb_local
 CLAIM_FAULTS = [PROVISIONED_THROUGHPUT, DYNAMODB_THROTTLING, DYNAMODB_INTERNAL]
 MINUTE = timedelta(minutes=1)
 SCOPE = "us-east-1/prod"
+BATCH = "dynamodb.BatchExecuteStatement"
 
 
 def _code(fault: Fault) -> str:
@@ -58,14 +62,16 @@ def test_a_claim_throttled_within_the_retries_is_retried_with_backoff_and_won(
 ) -> None:
     ticker = started(cloud, every_minute("report"))
     retries = sdk_attempts() - 1
-    cloud.faults.inject("dynamodb.PutItem", fault, times=retries, match=is_claim)
+    cloud.faults.inject(BATCH, fault, times=retries, match=is_claim)
     retry_sleeps.clear()
+    cloud.faults.sent.clear()
 
     answer = ticker.tick(T0).to_json()
 
     assert answer["counts"]["dispatched"] == 1 and answer["counts"]["errors"] == 0
-    assert cloud.faults.injected["dynamodb.PutItem"] == retries
-    assert cloud.faults.attempts["dynamodb.PutItem"] == retries + 1  # the SDK retried
+    assert cloud.faults.injected[BATCH] == retries
+    claims = [sent for sent in cloud.faults.sent if any(map(is_claim_statement, sent))]
+    assert len(claims) == retries + 1  # the SDK retried
     assert retry_sleeps.backoff == backoff_ceilings(
         fault.code, fault.status, retries, "dynamodb"
     )  # and backed off, doubling
@@ -74,7 +80,48 @@ def test_a_claim_throttled_within_the_retries_is_retried_with_backoff_and_won(
     run = cloud.store().run(_fid("report", T0))
     assert run is not None and run.status is RunStatus.DISPATCHED
     assert cloud.faults.attempts["lambda.Invoke"] == 1
-    show(capsys, figures("dynamodb.PutItem", fault.code, cloud, retry_sleeps) + ": won")
+    show(capsys, figures(BATCH, fault.code, cloud, retry_sleeps) + ": won")
+
+
+@pytest.mark.parametrize("code", ["ThrottlingError", "ProvisionedThroughputExceeded"])
+def test_a_statement_throttled_inside_a_batch_is_sent_again_alone_and_won(
+    cloud: Cloud, code: str
+) -> None:
+    """DynamoDB answers 200 with the throttled statement's error in its place: the others are
+    written; the store sends that one again, alone, with back-off, and the firing is won."""
+    cron = every_minute("first") + every_minute("second").removeprefix("jobs:\n")
+    ticker = started(cloud, cron)
+    cloud.faults.sent.clear()
+    cloud.faults.refuse_statements(code, claim_statement_of("second"), times=2)
+
+    answer = ticker.tick(T0).to_json()
+
+    assert answer["counts"]["dispatched"] == 2 and answer["counts"]["errors"] == 0, answer
+    assert cloud.faults.statements[code] == 2
+    claims = [sent for sent in cloud.faults.sent if any(map(is_claim_statement, sent))]
+    assert [len(sent) for sent in claims] == [2, 1, 1]  # both, then the refused one alone
+    assert all(claim_statement_of("second")(sent[0]) for sent in claims[1:])
+    for job in ("first", "second"):
+        run = cloud.store().run(_fid(job, T0))
+        assert run is not None and run.status is RunStatus.DISPATCHED
+    assert cloud.faults.attempts["lambda.Invoke"] == 2
+
+
+def test_a_statement_throttled_past_its_attempts_holds_that_firing_only(cloud: Cloud) -> None:
+    cron = every_minute("first") + every_minute("second").removeprefix("jobs:\n")
+    ticker = started(cloud, cron)
+    cloud.faults.refuse_statements("ThrottlingError", claim_statement_of("second"))
+
+    answer = ticker.tick(T0).to_json()
+
+    assert answer["counts"]["dispatched"] == 1 and answer["counts"]["errors"] == 1, answer
+    assert cloud.store().run(_fid("second", T0)) is None
+    assert cloud.store().control(SCOPE).watermark == T0  # held at the firing not claimed
+    cloud.faults.clear()
+    ticker.clock.set(T0 + MINUTE)  # type: ignore[attr-defined]
+    ticker.tick(T0 + MINUTE)
+    run = cloud.store().run(_fid("second", T0))
+    assert run is not None and run.status is RunStatus.DISPATCHED  # fire_now, by default
 
 
 @pytest.mark.parametrize("fault", CLAIM_FAULTS, ids=_code)
@@ -85,24 +132,26 @@ def test_claims_failing_past_the_retries_are_handled_by_the_next_tick_by_misfire
         every_minute("now", misfire="fire_now")
         + every_minute("all", misfire="fire_all").removeprefix("jobs:\n")
         + every_minute("skip", misfire="skip").removeprefix("jobs:\n")
-        + every_minute("solo", overlap="skip").removeprefix("jobs:\n")  # exclusive: a transaction
+        + every_minute("solo", overlap="skip").removeprefix("jobs:\n")  # exclusive: its slot
     )
     metrics = RecordingMetrics()
     ticker = started(cloud, cron, metrics=metrics)
-    cloud.faults.inject("dynamodb.PutItem", fault, match=is_claim)
-    cloud.faults.inject("dynamodb.TransactWriteItems", fault, match=is_claim)
+    cloud.faults.inject(BATCH, fault, match=is_claim)
+    cloud.faults.sent.clear()
 
     failed = ticker.tick(T0).to_json()
 
     attempts = sdk_attempts()
-    assert failed["counts"]["errors"] == 4 and failed["counts"]["dispatched"] == 0
-    assert metrics.totals[m.CLAIM_ERRORS] == 4
-    assert cloud.faults.attempts["dynamodb.PutItem"] == 3 * attempts
-    assert cloud.faults.attempts["dynamodb.TransactWriteItems"] == attempts
+    # solo's run of the first tick is still open: its slot refuses it before any claim
+    assert failed["counts"]["errors"] == 3 and failed["counts"]["dispatched"] == 0
+    assert failed["counts"]["skipped"] == {"overlap": 1}
+    assert metrics.totals[m.CLAIM_ERRORS] == 3
+    claims = [sent for sent in cloud.faults.sent if any(map(is_claim_statement, sent))]
+    assert len(claims) == attempts and all(len(sent) == 3 for sent in claims)  # one batch
     assert cloud.faults.attempts["lambda.Invoke"] == 0
     store = cloud.store()
     assert store.control(SCOPE).watermark == T0  # held at the firings not claimed
-    assert all(store.run(_fid(job, T0)) is None for job in ("now", "all", "skip", "solo"))
+    assert all(store.run(_fid(job, T0)) is None for job in ("now", "all", "skip"))
 
     cloud.faults.clear()
     ticker.clock.set(T0 + MINUTE)  # type: ignore[attr-defined]
@@ -127,17 +176,17 @@ def test_claims_failing_past_the_retries_are_handled_by_the_next_tick_by_misfire
     assert store.control(SCOPE).watermark == T0 + 2 * MINUTE
 
 
-@pytest.mark.parametrize("exclusive", [False, True], ids=["put", "transaction"])
+@pytest.mark.parametrize("exclusive", [False, True], ids=["allow", "skip"])
 def test_a_claim_written_whose_answer_was_lost_is_still_won_once(
     cloud: Cloud, exclusive: bool
 ) -> None:
-    """The first attempt reaches the table; its answer is a 500. The SDK's retry then meets the
-    claim's own write: the claim token (PutItem) or the transaction's ClientRequestToken
-    (TransactWriteItems) tells it from a peer's, so the firing is won, not lost."""
+    """The first attempt of the batch reaches the table; its answer is a 500. The SDK's retry
+    then meets the claim's own write (DuplicateItem): the claim token tells it from a peer's,
+    so the firing is won, not lost."""
     keys = {"overlap": "skip"} if exclusive else {}
     ticker = started(cloud, every_minute("report", **keys))
     cloud.store().close(_fid("report", T0 - MINUTE), RunStatus.SUCCEEDED, now=T0)  # slot free
-    operation = "dynamodb.TransactWriteItems" if exclusive else "dynamodb.PutItem"
+    operation = BATCH
     cloud.faults.inject(operation, DYNAMODB_INTERNAL, times=1, match=is_claim, deliver=True)
 
     answer = ticker.tick(T0).to_json()
@@ -158,10 +207,8 @@ def test_a_claim_written_but_never_acknowledged_is_taken_over_after_its_lease(
     token) and leaves it; once the claim's lease has passed, the sweep takes it over and
     dispatches it. Late, and once."""
     ticker = started(cloud, every_minute("report"))
-    cloud.faults.inject(
-        "dynamodb.PutItem", DYNAMODB_INTERNAL, times=1, match=is_claim, deliver=True
-    )
-    cloud.faults.inject("dynamodb.PutItem", DYNAMODB_INTERNAL, match=is_claim)
+    cloud.faults.inject(BATCH, DYNAMODB_INTERNAL, times=1, match=is_claim, deliver=True)
+    cloud.faults.inject(BATCH, DYNAMODB_INTERNAL, match=is_claim)
 
     failed = ticker.tick(T0).to_json()
     assert failed["counts"]["errors"] == 1 and failed["counts"]["dispatched"] == 0
@@ -199,7 +246,7 @@ def test_a_skipped_range_after_held_claims_leaves_no_firing_without_a_record(
         + "misfire.max: 5\n"
     )
     ticker = started(cloud, cron)
-    cloud.faults.inject("dynamodb.PutItem", PROVISIONED_THROUGHPUT, match=claim_of("held"))
+    cloud.faults.refuse_statements("ProvisionedThroughputExceeded", claim_statement_of("held"))
     assert ticker.tick(T0).to_json()["counts"]["errors"] == 1
     cloud.faults.clear()
     back = T0 + 11 * MINUTE  # the ticker was down for ten minutes
@@ -236,7 +283,7 @@ def test_a_region_s_first_tick_whose_claim_fails_for_good_still_owes_the_firing(
     firing was silently lost."""
     clock = FixedClock(T0)
     ticker = cloud.ticker(cloud.write_cron(every_minute("report", misfire="fire_all")), clock=clock)
-    cloud.faults.inject("dynamodb.PutItem", PROVISIONED_THROUGHPUT, match=is_claim)
+    cloud.faults.inject(BATCH, PROVISIONED_THROUGHPUT, match=is_claim)
     assert ticker.tick(T0).to_json()["counts"]["errors"] == 1
     store = cloud.store()
     assert store.control(SCOPE).watermark == T0  # held at the firing, but written

@@ -185,6 +185,7 @@ def main() -> None:
             ENVIRONMENT_NAME="prod",
             ACTIVE_ENVIRONMENT_STORE="dynamodb",  # moto's SSM takes a second to import
             DISPATCH_WORKERS="1",  # moto's DynamoDB is not thread-safe
+            STATE_TABLE_BATCH_WRITES="false",  # moto's PartiQL ignores conditions
         )
         create_state_table(boto3.client("dynamodb"), TABLE)
         create_targets()

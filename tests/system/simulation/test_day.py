@@ -65,7 +65,13 @@ from typing import Any
 import pytest
 import yaml
 
-from mini_scheduler.claims.base import ClaimResult, Control
+from mini_scheduler.claims.base import (
+    ClaimOutcome,
+    ClaimRequest,
+    ClaimResult,
+    Control,
+    MarkRequest,
+)
 from mini_scheduler.claims.memory import MemoryClaimStore
 from mini_scheduler.claims.records import JobStart, JobState, Redrive, RunRecord
 from mini_scheduler.clock import FixedClock
@@ -196,7 +202,9 @@ class IndexedClaims(MemoryClaimStore):
         super().__init__()
         self._runs: _Runs = _Runs()
 
-    def due_runs(self, now: datetime, limit: int = 1000) -> Sequence[RunRecord]:
+    def due_runs(
+        self, now: datetime, limit: int = 1000, *, settle: bool = False
+    ) -> Sequence[RunRecord]:
         with self._lock:
             self.calls += 1
             due = [r for r in self._runs.open.values() if r.deadline and r.deadline <= now]
@@ -236,6 +244,25 @@ class SimClaims:
         return self.store.claim(
             firing, now=now, lease_until=lease_until, origin=origin, exclusive=exclusive
         )
+
+    def claim_many(
+        self,
+        claims: Sequence[ClaimRequest],
+        *,
+        now: datetime,
+        lease_until: datetime,
+        origin: str,
+    ) -> list[ClaimOutcome]:
+        self._call("claim batch", outlasting=True)  # one BatchExecuteStatement
+        return self.store.claim_many(claims, now=now, lease_until=lease_until, origin=origin)
+
+    def watch(self, firing_ids: Sequence[str], at: datetime) -> None:
+        self._call("watch", outlasting=True)
+        self.store.watch(firing_ids, at)
+
+    def mark_many(self, marks: Sequence[MarkRequest], *, now: datetime) -> list[StoreError | None]:
+        self._call("mark batch")  # never past the retries: see the module's docstring
+        return self.store.mark_many(marks, now=now)
 
     def take_over(
         self, run: RunRecord, *, now: datetime, lease_until: datetime, origin: str
@@ -293,9 +320,11 @@ class SimClaims:
         self._call("time out")
         return self.store.time_out(run, now=now)
 
-    def due_runs(self, now: datetime, limit: int = 1000) -> Sequence[RunRecord]:
+    def due_runs(
+        self, now: datetime, limit: int = 1000, *, settle: bool = False
+    ) -> Sequence[RunRecord]:
         self._call("sweep query")
-        return self.store.due_runs(now, limit)
+        return self.store.due_runs(now, limit, settle=settle)
 
     def run(self, firing_id: str) -> RunRecord | None:
         self._call("get run")

@@ -53,7 +53,8 @@ class Aws:
         return client(service, region)
 
     def store(self, region: str = "us-east-1") -> DynamoDBClaimStore:
-        return DynamoDBClaimStore(TABLE, self.client("dynamodb", region))
+        # moto's PartiQL ignores conditions: one request a write (claims/dynamodb_batch.py)
+        return DynamoDBClaimStore(TABLE, self.client("dynamodb", region), batched=False)
 
     def items(self, region: str = "us-east-1") -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = self.client("dynamodb", region).scan(TableName=TABLE)["Items"]
@@ -68,6 +69,7 @@ class Aws:
 def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[Aws]:
     use_test_credentials(monkeypatch)
     monkeypatch.delenv("AWS_REGION")  # each client names its region
+    monkeypatch.setenv("STATE_TABLE_BATCH_WRITES", "false")  # as Aws.store, for moto
     with mock_aws(config={"lambda": {"use_docker": False}}):
         role = make_role(client("iam"))
         for region in REGIONS:

@@ -7,13 +7,13 @@ past the grace, standby, pauses, overlap, the sweep (time-out, take-over, fail) 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
-from mini_scheduler.claims.base import ClaimResult, ClaimStore
+from mini_scheduler.claims.base import ClaimRequest, ClaimResult, ClaimStore, MarkRequest
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.model import Firing, RunStatus, SkipReason
 from mini_scheduler.tick.plan import TickPlan
@@ -45,10 +45,24 @@ class Recording:
     def of(self, kind: str) -> list[tuple[Any, ...]]:
         return [w[1:] for w in self.writes if w[0] == kind]
 
-    def claim(self, firing: Firing, **kwargs: Any) -> ClaimResult:
-        result = self._inner.claim(firing, **kwargs)
-        self._note("claim", firing.id, bool(kwargs.get("exclusive")), result)
-        return result
+    def claim_many(self, claims: Sequence[ClaimRequest], **kwargs: Any) -> list[Any]:
+        with self._lock:
+            watched = {w[1] for w in self.writes if w[0] == "watch"}
+        assert all(c.firing.id in watched for c in claims), "claimed before it was watched"
+        outcomes = self._inner.claim_many(claims, **kwargs)
+        for c, outcome in zip(claims, outcomes, strict=True):
+            self._note("claim", c.firing.id, c.exclusive, outcome)
+        return outcomes
+
+    def watch(self, firing_ids: Sequence[str], at: datetime) -> None:
+        for firing_id in firing_ids:
+            self._note("watch", firing_id)
+        self._inner.watch(firing_ids, at)
+
+    def mark_many(self, marks: Sequence[MarkRequest], **kwargs: Any) -> list[Any]:
+        for mark in marks:
+            self._note("mark", mark.firing.id)
+        return self._inner.mark_many(marks, **kwargs)
 
     def record_skipped(self, firing: Firing, **kwargs: Any) -> bool:
         self._note("skip", firing.id, kwargs["reason"])
@@ -69,10 +83,6 @@ class Recording:
     def fail(self, firing: Firing, **kwargs: Any) -> None:
         self._note("fail", firing.id)
         self._inner.fail(firing, **kwargs)
-
-    def mark_dispatched(self, firing: Firing, **kwargs: Any) -> None:
-        self._note("mark", firing.id)
-        self._inner.mark_dispatched(firing, **kwargs)
 
     def advance_watermark(self, scope: str, to: datetime) -> None:
         self._note("watermark", scope, to)
@@ -190,7 +200,8 @@ def test_the_sweep_times_out_takes_over_and_fails_as_planned(store: Recording) -
     now = at("2026-11-30T14:00:30Z")
     died = Firing("minutely", at("2026-11-30T14:01:00Z"))
     gone = Firing("removed-job", at("2026-11-30T14:01:00Z"))
-    for firing in (died, gone):
+    for firing in (died, gone):  # claimed, as a ticker does, by one that then died
+        store._inner.watch([firing.id], now + timedelta(seconds=120))
         store._inner.claim(firing, now=now, lease_until=now + timedelta(seconds=120), origin="x")
     plan = plan_then_execute(r, "2026-11-30T14:03:00Z")
     assert [run.firing_id for run in plan.sweep.time_outs] == ["skipper@2026-11-30T14:00:00Z"]

@@ -1,0 +1,235 @@
+"""Conditional writes to the state table, 25 to a request: PartiQL in ``BatchExecuteStatement``.
+
+A new item is an ``INSERT``, refused with ``DuplicateItem`` where the item exists (a peer's
+claim); a change is an ``UPDATE ... WHERE`` whose condition is the write's expectation, refused
+with ``ConditionalCheckFailed``. Each statement gets its own answer. One refused for throttling
+or an internal error is sent again with the others refused so (never with a statement that was
+written), after a back-off; one still refused after :data:`ATTEMPTS`, or refused for any other
+reason, is that write's :class:`~mini_scheduler.errors.StoreError`. A request that fails as a
+whole after the SDK's own retries raises.
+
+With ``batched=False`` each write is a request of its own (``PutItem``, ``UpdateItem``): for
+an endpoint whose PartiQL does not honour conditions (moto writes a duplicate ``INSERT`` over
+the item and ignores an ``UPDATE``'s ``WHERE``), or a role without the PartiQL permissions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from mini_scheduler.claims.dynamodb_table import code, encode, expressions, named, write_retried
+from mini_scheduler.claims.transitions import Write
+from mini_scheduler.errors import StoreError, describe_aws_error
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+BATCH_SIZE = 25
+"""Statements in one BatchExecuteStatement: DynamoDB's limit."""
+ATTEMPTS = 5
+"""Sends of a statement refused for throttling or an internal error."""
+_AGAIN = frozenset(
+    {
+        "ProvisionedThroughputExceeded",
+        "ThrottlingError",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "TransactionConflict",
+    }
+)
+_REFUSED = frozenset({"DuplicateItem", "ConditionalCheckFailed"})
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+
+
+@dataclass(frozen=True, slots=True)
+class Insert:
+    """A new item (its attributes as DynamoDB values), unless an item has its key."""
+
+    item: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """``write`` on the item at ``key``, its logical fields stored under ``names``."""
+
+    key: Mapping[str, Any]
+    write: Write
+    names: Mapping[str, str]
+
+
+Statement = Insert | Update
+Outcome = bool | StoreError
+"""True: written; False: refused (the item exists, or the condition failed); else why not."""
+
+
+class BatchWriter:
+    """Writes :data:`Statement` s to ``table``, batched or one by one."""
+
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        table: str,
+        sleep: Callable[[float], None],
+        *,
+        batched: bool = True,
+    ) -> None:
+        self._client = client
+        self._table = table
+        self._sleep = sleep
+        self.batched = batched
+
+    def write(self, statements: Sequence[Statement]) -> list[Outcome]:
+        """Each statement's outcome, in order. Raises StoreError when a batch's request failed
+        as a whole (nothing is known of its statements)."""
+        if not self.batched:
+            return [self._one(statement) for statement in statements]
+        outcomes: list[Outcome] = []
+        for start in range(0, len(statements), BATCH_SIZE):
+            outcomes += self._batch(statements[start : start + BATCH_SIZE])
+        return outcomes
+
+    # -- batched -------------------------------------------------------------------------------
+
+    def _batch(self, statements: Sequence[Statement]) -> list[Outcome]:
+        outcomes: list[Outcome | None] = [None] * len(statements)
+        pending = list(range(len(statements)))
+        why: dict[int, str] = {}
+        for attempt in range(ATTEMPTS):
+            try:
+                answer = write_retried(
+                    self._client,
+                    "batch_execute_statement",
+                    self._sleep,
+                    Statements=[self._partiql(statements[i]) for i in pending],
+                )
+            except (ClientError, BotoCoreError) as exc:
+                failed = StoreError(
+                    f"DynamoDB BatchExecuteStatement on table {self._table} failed - "
+                    f"{describe_aws_error(exc)}"
+                )
+                if attempt == 0:
+                    raise failed from exc
+                for i in pending:  # the earlier sends' outcomes stand
+                    outcomes[i] = failed
+                return [o for o in outcomes if o is not None]
+            again: list[int] = []
+            for i, response in zip(pending, answer["Responses"], strict=True):
+                error = response.get("Error")
+                if error is None:
+                    outcomes[i] = True
+                elif error.get("Code") in _REFUSED:
+                    outcomes[i] = False
+                elif error.get("Code") in _AGAIN:
+                    again.append(i)
+                    why[i] = f"{error.get('Code')}: {error.get('Message', '')}"
+                else:
+                    outcomes[i] = self._refused(f"{error.get('Code')}: {error.get('Message', '')}")
+            if not again:
+                break
+            pending = again
+            if attempt + 1 < ATTEMPTS:
+                self._sleep(0.05 * 2**attempt)
+        else:
+            for i in pending:
+                outcomes[i] = self._refused(f"{why[i]} ({ATTEMPTS} attempts)")
+        return [o for o in outcomes if o is not None]
+
+    def _refused(self, why: str) -> StoreError:
+        return StoreError(f"DynamoDB statement on table {self._table} refused - {why}")
+
+    def _partiql(self, statement: Statement) -> dict[str, Any]:
+        if isinstance(statement, Insert):
+            names = list(statement.item)
+            fields = ", ".join(f"'{_checked(name)}': ?" for name in names)
+            return {
+                "Statement": f'INSERT INTO "{self._table}" VALUE {{{fields}}}',
+                "Parameters": [statement.item[name] for name in names],
+            }
+        return update_statement(self._table, statement)
+
+    # -- one by one ----------------------------------------------------------------------------
+
+    def _one(self, statement: Statement) -> Outcome:
+        if isinstance(statement, Insert):
+            operation = "put_item"
+            request = named(
+                {
+                    "TableName": self._table,
+                    "Item": dict(statement.item),
+                    "ConditionExpression": "attribute_not_exists(#pk)",
+                }
+            )
+        else:
+            operation = "update_item"
+            request = named(
+                {
+                    "TableName": self._table,
+                    "Key": dict(statement.key),
+                    **expressions(statement.write, statement.names),
+                }
+            )
+        try:
+            write_retried(self._client, operation, self._sleep, **request)
+        except ClientError as exc:
+            if code(exc) == "ConditionalCheckFailedException":
+                return False
+            return self._failed(operation, exc)
+        except BotoCoreError as exc:
+            return self._failed(operation, exc)
+        return True
+
+    def _failed(self, operation: str, exc: Exception) -> StoreError:
+        request = "PutItem" if operation == "put_item" else "UpdateItem"
+        return StoreError(
+            f"DynamoDB {request} on table {self._table} failed - {describe_aws_error(exc)}"
+        )
+
+
+def update_statement(table: str, update: Update) -> dict[str, Any]:
+    """An :class:`Update` as a PartiQL ``UPDATE``: its sets, and its key and expectation as the
+    ``WHERE`` (the statement changes nothing, and is refused, when the item is missing)."""
+    write, names = update.write, update.names
+    if write.adds:
+        raise ValueError("a PartiQL UPDATE here sets fields; it does not add to counters")
+    clauses: list[str] = []
+    parameters: list[Any] = []
+    for field, value in write.sets.items():
+        if field not in names:
+            continue  # a field this table does not keep (the open marker)
+        name = _checked(names[field])
+        if value is None:
+            clauses.append(f'REMOVE "{name}"')
+        else:
+            clauses.append(f'SET "{name}" = ?')
+            parameters.append(encode(field, value))
+    where: list[str] = []
+    for name, value in update.key.items():
+        where.append(f'"{_checked(name)}" = ?')
+        parameters.append(value)
+    for field, allowed in write.expect.one_of.items():
+        name = _checked(names[field])
+        options = []
+        for value in allowed:
+            if value is None:
+                options.append(f'"{name}" IS MISSING')
+            else:
+                options.append(f'"{name}" = ?')
+                parameters.append(encode(field, value))
+        where.append(options[0] if len(options) == 1 else f"({' OR '.join(options)})")
+    for field, bound in write.expect.at_most.items():
+        where.append(f'"{_checked(names[field])}" <= ?')
+        parameters.append(encode(field, bound))
+    text = f'UPDATE "{table}" {" ".join(clauses)} WHERE {" AND ".join(where)}'
+    return {"Statement": text, "Parameters": parameters}
+
+
+def _checked(name: str) -> str:
+    """An attribute name as it goes into a statement: ours are plain words, never quoted."""
+    if not _NAME.fullmatch(name):
+        raise ValueError(f"attribute name {name!r} cannot go into a statement")
+    return name

@@ -1,0 +1,142 @@
+"""The open slot of ``overlap: skip`` on DynamoDB: taken in a write of its own, before the claim.
+
+An exclusive claim takes two writes, in this order, and no transaction (a transaction costs
+twice the write units of its items):
+
+1. one conditional ``UpdateItem`` of the job's item (``JOB#<job>`` / ``STATE``) sets
+   ``openFiring`` to the firing, and ``openUntil`` to the claim's lease, only when no other
+   firing holds it;
+2. the claim's insert, batched with the other claims.
+
+A run of an exclusive firing therefore never exists without its slot, so two runs of the job are
+never open at once. A claimer that dies between the two writes leaves a slot with no run: the
+job is skipped (never run twice) until the claim's lease has passed; the next exclusive claim
+then releases that slot, conditionally on it being as it read it. A slot whose run has ended
+(its release was lost) is released the same way at once (:func:`.transitions.stale_slot`).
+MongoDB keeps its slots the same way (:mod:`.mongodb_slots`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from mini_scheduler.claims import transitions
+from mini_scheduler.claims.dynamodb_table import (
+    code,
+    expressions,
+    instant,
+    job_key,
+    named,
+    plain_item,
+    run_from,
+    run_key,
+    write_retried,
+)
+from mini_scheduler.claims.records import JOB_FIELDS
+from mini_scheduler.claims.transitions import Expect, Write
+from mini_scheduler.errors import StoreError, describe_aws_error
+from mini_scheduler.model import Firing, firing_from_id
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+log = logging.getLogger("mini_scheduler.claims")
+
+_ATTEMPTS = 3
+
+
+class JobSlots:
+    """The jobs' open slots in ``table``."""
+
+    def __init__(self, client: DynamoDBClient, table: str, sleep: Callable[[float], None]) -> None:
+        self._client = client
+        self._table = table
+        self._sleep = sleep
+
+    def _fail(self, operation: str, exc: Exception) -> StoreError:
+        return StoreError(
+            f"DynamoDB {operation} on table {self._table} failed - {describe_aws_error(exc)}"
+        )
+
+    def _update(self, job: str, write: Write, operation: str) -> dict[str, Any] | None:
+        """The conditional update of the job's item: None when written, else the item as it
+        was (empty when there was none)."""
+        request = named(
+            {
+                "TableName": self._table,
+                "Key": job_key(job),
+                **expressions(replace(write, sets={"job": job, **write.sets}), JOB_FIELDS),
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        )
+        try:
+            write_retried(self._client, "update_item", self._sleep, **request)
+        except ClientError as exc:
+            if code(exc) != "ConditionalCheckFailedException":
+                raise self._fail(f"UpdateItem ({operation})", exc) from exc
+            old: Mapping[str, Any] | None = exc.response.get("Item")  # type: ignore[assignment]
+            return plain_item(old) if old else self._state(job)
+        except BotoCoreError as exc:
+            raise self._fail(f"UpdateItem ({operation})", exc) from exc
+        return None
+
+    def _state(self, job: str) -> dict[str, Any]:
+        """The job's item, read (an endpoint that does not return it with a refusal)."""
+        try:
+            answer = self._client.get_item(
+                TableName=self._table, Key=job_key(job), ConsistentRead=True
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise self._fail("GetItem (job slot)", exc) from exc
+        return plain_item(answer.get("Item") or {})
+
+    def take(self, firing: Firing, *, now: datetime, lease_until: datetime) -> bool:
+        """Set the job's ``openFiring`` to this firing unless another firing holds it."""
+        take = transitions.take_slot(firing.id)
+        take = replace(take, sets={**take.sets, "open_until": lease_until})
+        for _ in range(_ATTEMPTS):
+            state = self._update(firing.job, take, "take job slot")
+            if state is None:
+                return True
+            held = state.get(JOB_FIELDS["open_firing"])
+            if held in (None, firing.id):
+                continue  # it changed since the refusal: try again
+            if not self._release_stale(firing.job, str(held), state, now):
+                return False
+        return False
+
+    def take_back(self, job: str, firing_id: str) -> bool:
+        """A reopened run (a redrive) takes the slot again, if no other run holds it."""
+        return self._update(job, transitions.take_slot(firing_id), "take job slot") is None
+
+    def release(self, job: str, firing_id: str, operation: str = "release job slot") -> bool:
+        """Release the slot if ``firing_id`` holds it (never another's)."""
+        return self._update(job, transitions.release_slot(firing_id), operation) is None
+
+    def _release_stale(self, job: str, held: str, state: Mapping[str, Any], now: datetime) -> bool:
+        """Release a slot no open run holds, conditionally on it being as read. True: it was
+        stale (released here or by someone else), so the caller tries again; False: held."""
+        try:
+            answer = self._client.get_item(
+                TableName=self._table, Key=run_key(firing_from_id(held)), ConsistentRead=True
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise self._fail("GetItem (slot holder)", exc) from exc
+        holder = run_from(answer["Item"]) if answer.get("Item") else None
+        lease = state.get(JOB_FIELDS["open_until"])
+        why = transitions.stale_slot(holder, instant(lease), now)
+        if why is None:
+            return False
+        release = transitions.release_slot(held)
+        release = replace(
+            release, expect=Expect({**release.expect.one_of, "open_until": (instant(lease),)})
+        )
+        if self._update(job, release, "release stale job slot") is None:
+            log.warning("Job %s - open slot of firing %s released: %s", job, held, why)
+        return True

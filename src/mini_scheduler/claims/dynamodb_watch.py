@@ -1,0 +1,193 @@
+"""How the sweep finds open runs on DynamoDB without an index entry that moves with every status.
+
+A secondary index on open runs costs index writes at every claim, mark and close (and moves
+its entry when the deadline changes): more than the run's own writes. Instead, before claiming
+a tick's firings the ticker writes one *watch* item listing them, due when their lease will
+have passed:
+
+* ``WATCH`` / ``<due instant, ms>#<random>``: ``firings``, the firing ids; ``expiresAt``.
+
+The sweep queries the watch items due by now (one partition, in due order), reads the runs
+they list (``BatchGetItem``, 100 a request, consistent), and answers the open ones past their
+deadline. Settling (the tick's sweep, not a dry run) then writes one new watch item per minute
+for the runs still open (a run answered as due is looked at again a minute on, so a sweep
+step that failed is tried again; one still running at its deadline's minute) and deletes the
+items it read. Every run an open run could be is watched from its claim to its end: its claim
+is watched before it is written, and every sweep that reads it open watches it again before
+forgetting the item that listed it. A run reopened by a redrive is watched again by the store.
+
+A watch item costs its size in write units once when written and once when deleted: a few
+dozen bytes a firing, against the 1 KB (and index writes) of a per-run index entry.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import defaultdict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from mini_scheduler.claims.dynamodb_table import named, run_from, run_key, write_retried
+from mini_scheduler.claims.records import RunRecord
+from mini_scheduler.errors import StoreError, describe_aws_error
+from mini_scheduler.model import firing_from_id, iso_millis
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+WATCH = "WATCH"
+AGAIN = timedelta(minutes=1)
+"""A run the sweep answered as due is looked at again from the next minute on."""
+MAX_ITEM_BYTES = 300_000
+"""A watch item's firing ids stay under this (DynamoDB's item limit is 400 KB)."""
+_READ = 100  # keys in one BatchGetItem
+_DELETE = 25  # requests in one BatchWriteItem
+_UNPROCESSED_ATTEMPTS = 5
+
+
+def minute_after(moment: datetime) -> datetime:
+    """The first whole minute at or after ``moment``."""
+    floor = moment.replace(second=0, microsecond=0)
+    return floor if floor == moment else floor + timedelta(minutes=1)
+
+
+class Watch:
+    """The watch items of ``table``."""
+
+    def __init__(
+        self,
+        client: DynamoDBClient,
+        table: str,
+        ttl: timedelta,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._client = client
+        self._table = table
+        self._ttl = ttl
+        self._sleep = sleep
+
+    def _fail(self, operation: str, exc: Exception) -> StoreError:
+        return StoreError(
+            f"DynamoDB {operation} on table {self._table} failed - {describe_aws_error(exc)}"
+        )
+
+    def add(self, firing_ids: Sequence[str], at: datetime) -> None:
+        """Watch ``firing_ids`` from ``at`` on: one item, or a few when they are many."""
+        for chunk in _chunks(list(dict.fromkeys(firing_ids))):
+            item = {
+                "pk": {"S": WATCH},
+                "sk": {"S": f"{iso_millis(at)}#{uuid.uuid4().hex[:12]}"},
+                "firings": {"L": [{"S": firing_id} for firing_id in chunk]},
+                "expiresAt": {"N": str(int((at + self._ttl).timestamp()))},
+            }
+            try:
+                write_retried(
+                    self._client, "put_item", self._sleep, TableName=self._table, Item=item
+                )
+            except (ClientError, BotoCoreError) as exc:
+                raise self._fail("PutItem (watch)", exc) from exc
+
+    def due(self, now: datetime, limit: int, *, settle: bool) -> list[RunRecord]:
+        """The watched runs open past their deadline, oldest deadline first (at most
+        ``limit``); with ``settle``, the watch moves on as the module says."""
+        items = list(self._due_items(now))
+        ids = list(dict.fromkeys(f["S"] for item in items for f in item["firings"]["L"]))
+        runs = [run for run in self.read(ids) if run.status.open]
+        due = sorted(
+            (run for run in runs if run.deadline is not None and run.deadline <= now),
+            key=lambda run: run.deadline or now,
+        )
+        if settle and items:
+            again: dict[datetime, list[str]] = defaultdict(list)
+            next_minute = now.replace(second=0, microsecond=0) + AGAIN
+            for run in runs:
+                deadline = run.deadline
+                at = next_minute if deadline is None or deadline <= now else minute_after(deadline)
+                again[at].append(run.firing_id)
+            for at, firing_ids in sorted(again.items()):
+                self.add(firing_ids, at)
+            self._delete([{"pk": item["pk"], "sk": item["sk"]} for item in items])
+        return due[:limit]
+
+    def _due_items(self, now: datetime) -> Iterator[dict[str, Any]]:
+        request = named(
+            {
+                "TableName": self._table,
+                "KeyConditionExpression": "#pk = :watch AND #sk <= :now",
+                "ExpressionAttributeValues": {
+                    ":watch": {"S": WATCH},
+                    ":now": {"S": f"{iso_millis(now)}#~"},
+                },
+                "ConsistentRead": True,
+            }
+        )
+        try:
+            for page in self._client.get_paginator("query").paginate(**request):
+                yield from page.get("Items", [])
+        except (ClientError, BotoCoreError) as exc:
+            raise self._fail("Query (watch)", exc) from exc
+
+    def read(self, firing_ids: Sequence[str]) -> list[RunRecord]:
+        """The runs of ``firing_ids`` that exist (consistent reads, 100 a request)."""
+        keys = [run_key(firing_from_id(firing_id)) for firing_id in firing_ids]
+        return [run_from(raw) for raw in self.get_many("BatchGetItem (runs)", keys)]
+
+    def get_many(
+        self, operation: str, keys: Sequence[Mapping[str, Any]], projection: str | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """The items at ``keys`` that exist, read consistently, unprocessed keys asked again."""
+        for start in range(0, len(keys), _READ):
+            wanted: Any = {"Keys": list(keys[start : start + _READ])}
+            wanted["ConsistentRead"] = True
+            if projection:
+                wanted["ProjectionExpression"] = projection
+            for attempt in range(_UNPROCESSED_ATTEMPTS):
+                try:
+                    answer = self._client.batch_get_item(RequestItems={self._table: wanted})
+                except (ClientError, BotoCoreError) as exc:
+                    raise self._fail(operation, exc) from exc
+                yield from answer.get("Responses", {}).get(self._table, [])
+                left = answer.get("UnprocessedKeys", {}).get(self._table)
+                if not left:
+                    break
+                wanted = dict(left)
+                self._sleep(0.05 * 2**attempt)
+            else:
+                raise StoreError(
+                    f"DynamoDB {operation} on table {self._table} left keys unread after "
+                    f"{_UNPROCESSED_ATTEMPTS} attempts"
+                )
+
+    def _delete(self, keys: Sequence[Mapping[str, Any]]) -> None:
+        for start in range(0, len(keys), _DELETE):
+            requests: list[Any] = [
+                {"DeleteRequest": {"Key": dict(key)}} for key in keys[start : start + _DELETE]
+            ]
+            for attempt in range(_UNPROCESSED_ATTEMPTS):
+                try:
+                    answer = self._client.batch_write_item(RequestItems={self._table: requests})
+                except (ClientError, BotoCoreError) as exc:
+                    raise self._fail("BatchWriteItem (watch)", exc) from exc
+                requests = list(answer.get("UnprocessedItems", {}).get(self._table, []))
+                if not requests:
+                    break
+                self._sleep(0.05 * 2**attempt)
+            # Items left undeleted are read again by the next sweep: harmless, never lost.
+
+
+def _chunks(firing_ids: list[str]) -> Iterator[list[str]]:
+    chunk: list[str] = []
+    size = 0
+    for firing_id in firing_ids:
+        cost = len(firing_id.encode()) + 1
+        if chunk and size + cost > MAX_ITEM_BYTES:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(firing_id)
+        size += cost
+    if chunk:
+        yield chunk
