@@ -126,7 +126,7 @@ def write_rows(results: throughput.Results, acc: accounting.Accounting) -> list[
         ),
         Row(
             "4 writes",
-            f"RRU per firing: the sweep's consistent read of the run "
+            f"RRU per firing: the sweep's eventually consistent read of the run "
             f"{units.reads_per_firing:g} + the watch Query's share {units.watch_reads(n) / n:.3f}",
             f"{units.reads_per_firing + units.watch_reads(n) / n:.2f} RRU",
             f"per tick: control and environment {units.tick_reads:g} RRU",

@@ -24,9 +24,9 @@ the item before and after it, and no write is in a transaction or moves an index
   the tick's firing ids) put, then deleted by a later sweep (a delete costs the item's size):
   2 x wru(watch), shown as its share per firing too. The watch item is read back when the store
   wrote one, else modelled (the ids, the key, the TTL) and said so;
-* reads: the sweep reads the watched runs (``BatchGetItem``, consistent: one RRU per started
-  4 KB of each run) and the due watch items (a consistent ``Query``); a tick also reads the
-  control items and the active environment (consistent, one RRU each under 4 KB).
+* reads: the sweep reads the watched runs (``BatchGetItem``, eventually consistent: half an RRU
+  per started 4 KB of each run) and the due watch items (a consistent ``Query``); a tick also
+  reads the control items and the active environment (consistent, one RRU each under 4 KB).
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def units(sizes: Sizes) -> Units:
         slot=2 * wru(sizes.slot),  # take at the claim, release at the close
         tick_writes=wru(sizes.watermark),
         tick_reads=1 + 1,  # control Query and environment GetItem, consistent, under 4 KB
-        reads_per_firing=rru(max(sizes.dispatched, sizes.ended)),
+        reads_per_firing=rru(max(sizes.dispatched, sizes.ended)) / 2,  # eventually consistent
         sizes=sizes,
     )
 

@@ -132,19 +132,23 @@ class Watch:
             raise self._fail("Query (watch)", exc) from exc
 
     def read(self, firing_ids: Sequence[str]) -> list[RunRecord]:
-        """The runs of ``firing_ids`` that exist (consistent reads, 100 a request)."""
+        """The runs of ``firing_ids`` that exist, 100 a request. Eventually consistent reads
+        (half the read units) are enough: the runs were written minutes before, and a read a
+        moment stale can only show a run still open that has just ended (its time-out or
+        take-over is conditional and changes nothing; it is looked at once more). A run
+        reopened by a redrive is watched again by the store that reopens it."""
         keys = [run_key(firing_from_id(firing_id)) for firing_id in firing_ids]
-        return [run_from(raw) for raw in self.get_many("BatchGetItem (runs)", keys)]
+        return [
+            run_from(raw) for raw in self.get_many("BatchGetItem (runs)", keys, consistent=False)
+        ]
 
     def get_many(
-        self, operation: str, keys: Sequence[Mapping[str, Any]], projection: str | None = None
+        self, operation: str, keys: Sequence[Mapping[str, Any]], *, consistent: bool = True
     ) -> Iterator[dict[str, Any]]:
-        """The items at ``keys`` that exist, read consistently, unprocessed keys asked again."""
+        """The items at ``keys`` that exist, unprocessed keys asked again."""
         for start in range(0, len(keys), _READ):
             wanted: Any = {"Keys": list(keys[start : start + _READ])}
-            wanted["ConsistentRead"] = True
-            if projection:
-                wanted["ProjectionExpression"] = projection
+            wanted["ConsistentRead"] = consistent
             for attempt in range(_UNPROCESSED_ATTEMPTS):
                 try:
                     answer = self._client.batch_get_item(RequestItems={self._table: wanted})

@@ -73,6 +73,13 @@ class _Work:
         with self._lock:
             self._futures.append(future)
 
+    def settle(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the tasks running now (errors are ``wait``'s)."""
+        with self._lock:
+            pending = [f for f in self._futures if not f.done()]
+        if pending:
+            wait(pending, timeout=timeout)
+
     def wait(self) -> None:
         """Wait for every task, those added meanwhile too; the first error raised is raised."""
         while True:
@@ -83,22 +90,6 @@ class _Work:
             wait(pending)
         for future in self._futures:
             future.result()
-
-
-class _Countdown:
-    """Calls ``then`` when ``done`` has been called ``count`` times."""
-
-    def __init__(self, count: int, then: Callable[[], None]) -> None:
-        self._left = count
-        self._then = then
-        self._lock = threading.Lock()
-
-    def done(self) -> None:
-        with self._lock:
-            self._left -= 1
-            last = self._left == 0
-        if last:
-            self._then()
 
 
 class _Marks:
@@ -234,7 +225,8 @@ class Executor:
         marks: _Marks,
     ) -> None:
         """Claim the firings in batches as they fall due: a batch goes when it is full, or
-        before waiting for a later firing's second (the marks waiting go then too)."""
+        before waiting for a later firing's second. Before a wait of a second or more, the
+        firings in flight are let finish and their marks go (not a second later)."""
         batch: list[Dispatch] = []
 
         def send() -> None:
@@ -250,8 +242,12 @@ class Executor:
             wait = (d.due - self.clock.now()).total_seconds()
             if wait > 0:
                 send()
-                marks.flush()
-                self.clock.sleep(wait)
+                if wait >= 1:
+                    work.settle(timeout=wait - 0.5)
+                    marks.flush()
+                    wait = (d.due - self.clock.now()).total_seconds()
+                if wait > 0:
+                    self.clock.sleep(wait)
             batch.append(d)
             if len(batch) == BATCH:
                 send()
@@ -395,15 +391,11 @@ class Executor:
                 tally.add("claimed")
                 self.metrics.add(m.FIRINGS_CLAIMED)
                 won.append(d)
-        if at_once:
-            for d in won:
-                self._dispatch_and_mark(d.job, d.firing, tally, marks)
-            return
-        # Each on a worker of its own; the last one done sends the marks waiting (a batch's
-        # marks go once its firings are dispatched, not when the tick's next second comes).
-        left = _Countdown(len(won), marks.flush)
         for d in won:
-            marks.work.submit(self._dispatch_and_mark, d.job, d.firing, tally, marks, left)
+            if at_once:
+                self._dispatch_and_mark(d.job, d.firing, tally, marks)
+            else:  # each on a worker of its own
+                marks.work.submit(self._dispatch_and_mark, d.job, d.firing, tally, marks)
 
     def _not_claimed(self, d: Dispatch, exc: StoreError, tally: Tally) -> None:
         tally.add("errors")
@@ -417,21 +409,10 @@ class Executor:
             extra=log_keys(d.job.name, d.firing.id),
         )
 
-    def _dispatch_and_mark(
-        self,
-        job: Job,
-        firing: Firing,
-        tally: Tally,
-        marks: _Marks,
-        left: _Countdown | None = None,
-    ) -> None:
-        try:
-            mark = self._dispatch(job, firing, tally)
-            if mark is not None:
-                marks.add(mark)
-        finally:
-            if left is not None:
-                left.done()
+    def _dispatch_and_mark(self, job: Job, firing: Firing, tally: Tally, marks: _Marks) -> None:
+        mark = self._dispatch(job, firing, tally)
+        if mark is not None:
+            marks.add(mark)
 
     def _dispatch(self, job: Job, firing: Firing, tally: Tally) -> MarkRequest | None:
         """Dispatch a claimed firing: the mark to write, or None when the dispatch failed (the

@@ -30,7 +30,8 @@ BACKENDS = [
     pytest.param("dynamodb-local", marks=pytest.mark.dynamodb_local),
     "mongodb-mock",
 ]
-THRESHOLD = 2000  # the default FANOUT_THRESHOLD
+THRESHOLD = 2000  # FANOUT_THRESHOLD as these tests set it (with FANOUT_SHARDS=8)
+SHARDS = 8
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,11 @@ class CrashingOnce(FakeDispatcher):
 def _shards(cron: str, backend: Backend, dispatcher: FakeDispatcher | None = None) -> Rig:
     """The shard workers' ticker on the backend's store."""
     return rig(
-        cron, claims=backend.claims, dispatcher=dispatcher, fanout_threshold=backend.threshold
+        cron,
+        claims=backend.claims,
+        dispatcher=dispatcher,
+        fanout_threshold=backend.threshold,
+        fanout_shards=SHARDS,
     )
 
 
@@ -93,6 +98,7 @@ def _coordinator(cron: str, shard_rig: Rig, events: list[dict[str, Any]], fail: 
         store=shard_rig.store,
         dispatcher=shard_rig.dispatcher,
         fanout_threshold=shard_rig.settings.fanout_threshold,
+        fanout_shards=SHARDS,
     )
 
     def fanout(event: dict[str, Any]) -> None:
