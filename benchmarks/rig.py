@@ -335,7 +335,8 @@ class Rig:
 @contextlib.contextmanager
 def _handler_logging(logs: Sink) -> Iterator[Metrics]:
     """The ticker handler's Powertools logger (JSON lines with the Lambda context keys that
-    ``inject_lambda_context`` appends) and EMF metrics, its output counted by ``logs``."""
+    ``inject_lambda_context`` appends, less those the handlers drop) and EMF metrics, its
+    output counted by ``logs``."""
     from mini_scheduler.handlers import _runtime as runtime
 
     handlers = [
@@ -352,6 +353,8 @@ def _handler_logging(logs: Sink) -> Iterator[Metrics]:
         "function_arn": f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{TICKER_FUNCTION}",
         "function_request_id": str(uuid.uuid4()),
     }
+    for key in runtime.UNLOGGED_CONTEXT_KEYS:  # as the handlers drop them (trim_context_keys)
+        context.pop(key)
     runtime.logger.append_keys(**context)
     metrics = runtime.powertools_metrics
     dimensions = dict(metrics.default_dimensions)

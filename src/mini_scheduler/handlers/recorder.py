@@ -11,7 +11,14 @@ from mini_scheduler.clock import Clock, SystemClock
 from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.stepfunctions import ExecutionInputs
 from mini_scheduler.errors import EventError
-from mini_scheduler.handlers._runtime import EmfMetrics, error_answer, flush, logger, set_dimensions
+from mini_scheduler.handlers._runtime import (
+    EmfMetrics,
+    error_answer,
+    flush,
+    logger,
+    set_dimensions,
+    trim_context_keys,
+)
 from mini_scheduler.handlers.events import ExecutionInput, completion_from_event
 from mini_scheduler.recorder import Recorder
 from mini_scheduler.wiring import build_recorder
@@ -51,6 +58,7 @@ def record_event(
 
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: Any, context: Any) -> dict[str, Any]:
+    trim_context_keys()
     try:
         recorder, execution_input = _get_recorder()
         try:

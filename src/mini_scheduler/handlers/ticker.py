@@ -10,7 +10,14 @@ from mini_scheduler.aws import account_from_arn
 from mini_scheduler.clock import Clock, SystemClock
 from mini_scheduler.config import Settings
 from mini_scheduler.errors import EventError
-from mini_scheduler.handlers._runtime import EmfMetrics, error_answer, flush, logger, set_dimensions
+from mini_scheduler.handlers._runtime import (
+    EmfMetrics,
+    error_answer,
+    flush,
+    logger,
+    set_dimensions,
+    trim_context_keys,
+)
 from mini_scheduler.handlers.events import (
     EnvironmentChange,
     EnvironmentStatus,
@@ -79,6 +86,7 @@ def deadline_of(context: Any, now: datetime) -> datetime | None:
 
 @logger.inject_lambda_context(clear_state=True)
 def handler(event: Any, context: Any) -> dict[str, Any]:
+    trim_context_keys()
     try:
         ticker = _get_ticker(context)
         try:

@@ -146,6 +146,8 @@ def test_each_documented_line_is_written_as_json_at_info(function: str) -> None:
     assert missing(lines, EXPECTED[function]) == []
     for line in lines:
         assert {"level", "message", "service", *INVOCATION_KEYS} <= set(line), line
+        # handlers/_runtime.py UNLOGGED_CONTEXT_KEYS: bytes on every line, and nothing they tell
+        assert not {"function_arn", "function_memory_size"} & set(line), line
         assert line["service"] == "mini-scheduler", line
     # once each: the core's line (once per container) and the Powertools logger's own
     once = ["Scheduler instance us-east-1/prod", "Event rejected:"]
