@@ -46,6 +46,7 @@ from mini_scheduler.claims.dynamodb_table import (
     RUN,
     code,
     expressions,
+    failed,
     instant,
     job_key,
     named,
@@ -58,7 +59,7 @@ from mini_scheduler.claims.dynamodb_table import (
 from mini_scheduler.claims.dynamodb_watch import Watch, minute_after
 from mini_scheduler.claims.records import JOB_FIELDS, JobState, Redrive, RunRecord
 from mini_scheduler.claims.transitions import Write
-from mini_scheduler.errors import StoreError, describe_aws_error
+from mini_scheduler.errors import StoreError
 from mini_scheduler.model import Firing, RunStatus, firing_from_id, iso_millis
 
 if TYPE_CHECKING:
@@ -98,9 +99,7 @@ class DynamoDBClaimStore(OneByOne):
     # -- helpers ---------------------------------------------------------------------------
 
     def _fail(self, operation: str, exc: Exception) -> StoreError:
-        return StoreError(
-            f"DynamoDB {operation} on table {self.table} failed - {describe_aws_error(exc)}"
-        )
+        return failed(self.table, operation, exc)
 
     @contextlib.contextmanager
     def _failing_as(self, operation: str) -> Iterator[None]:

@@ -22,9 +22,16 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from mini_scheduler.claims.dynamodb_table import code, encode, expressions, named, write_retried
+from mini_scheduler.claims.dynamodb_table import (
+    code,
+    encode,
+    expressions,
+    failed,
+    named,
+    write_retried,
+)
 from mini_scheduler.claims.transitions import Write
-from mini_scheduler.errors import StoreError, describe_aws_error
+from mini_scheduler.errors import StoreError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -108,14 +115,11 @@ class BatchWriter:
                     Statements=[self._partiql(statements[i]) for i in pending],
                 )
             except (ClientError, BotoCoreError) as exc:
-                failed = StoreError(
-                    f"DynamoDB BatchExecuteStatement on table {self._table} failed - "
-                    f"{describe_aws_error(exc)}"
-                )
+                error = failed(self._table, "BatchExecuteStatement", exc)
                 if attempt == 0:
-                    raise failed from exc
+                    raise error from exc
                 for i in pending:  # the earlier sends' outcomes stand
-                    outcomes[i] = failed
+                    outcomes[i] = error
                 return [o for o in outcomes if o is not None]
             again: list[int] = []
             for i, response in zip(pending, answer["Responses"], strict=True):
@@ -184,10 +188,7 @@ class BatchWriter:
         return True
 
     def _failed(self, operation: str, exc: Exception) -> StoreError:
-        request = "PutItem" if operation == "put_item" else "UpdateItem"
-        return StoreError(
-            f"DynamoDB {request} on table {self._table} failed - {describe_aws_error(exc)}"
-        )
+        return failed(self._table, "PutItem" if operation == "put_item" else "UpdateItem", exc)
 
 
 def update_statement(table: str, update: Update) -> dict[str, Any]:

@@ -30,6 +30,7 @@ from mini_scheduler.claims import transitions
 from mini_scheduler.claims.dynamodb_table import (
     code,
     expressions,
+    failed,
     instant,
     job_key,
     named,
@@ -40,7 +41,7 @@ from mini_scheduler.claims.dynamodb_table import (
 )
 from mini_scheduler.claims.records import JOB_FIELDS
 from mini_scheduler.claims.transitions import Expect, Write
-from mini_scheduler.errors import StoreError, describe_aws_error
+from mini_scheduler.errors import StoreError
 from mini_scheduler.model import Firing, firing_from_id
 
 if TYPE_CHECKING:
@@ -60,9 +61,7 @@ class JobSlots:
         self._sleep = sleep
 
     def _fail(self, operation: str, exc: Exception) -> StoreError:
-        return StoreError(
-            f"DynamoDB {operation} on table {self._table} failed - {describe_aws_error(exc)}"
-        )
+        return failed(self._table, operation, exc)
 
     def _update(self, job: str, write: Write, operation: str) -> dict[str, Any] | None:
         """The conditional update of the job's item: None when written, else the item as it

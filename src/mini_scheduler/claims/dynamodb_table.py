@@ -23,6 +23,7 @@ from botocore.exceptions import ClientError
 
 from mini_scheduler.claims.records import RUN_FIELDS, RunRecord, run_record_from, stored_ends
 from mini_scheduler.claims.transitions import Expect, Write
+from mini_scheduler.errors import StoreError, describe_aws_error
 from mini_scheduler.model import Firing, RunStatus, iso_millis, parse_instant
 
 if TYPE_CHECKING:
@@ -176,6 +177,11 @@ def named(request: dict[str, Any]) -> dict[str, Any]:
 def run_item(firing: Firing, run: Mapping[str, Any]) -> dict[str, Any]:
     """A new run's item: its key and its fields (:func:`.transitions.claimed`, ``skipped``)."""
     return {**run_key(firing), **{RUN[k]: encode(k, v) for k, v in run.items() if k in RUN}}
+
+
+def failed(table: str, operation: str, exc: Exception) -> StoreError:
+    """A request on ``table`` that failed, as the store reports it: the request and why."""
+    return StoreError(f"DynamoDB {operation} on table {table} failed - {describe_aws_error(exc)}")
 
 
 def code(exc: ClientError) -> str:

@@ -31,9 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from mini_scheduler.claims.dynamodb_table import named, run_from, run_key, write_retried
+from mini_scheduler.claims.dynamodb_table import failed, named, run_from, run_key, write_retried
 from mini_scheduler.claims.records import RunRecord
-from mini_scheduler.errors import StoreError, describe_aws_error
+from mini_scheduler.errors import StoreError
 from mini_scheduler.model import firing_from_id, iso_millis
 
 if TYPE_CHECKING:
@@ -71,9 +71,7 @@ class Watch:
         self._sleep = sleep
 
     def _fail(self, operation: str, exc: Exception) -> StoreError:
-        return StoreError(
-            f"DynamoDB {operation} on table {self._table} failed - {describe_aws_error(exc)}"
-        )
+        return failed(self._table, operation, exc)
 
     def add(self, firing_ids: Sequence[str], at: datetime) -> None:
         """Watch ``firing_ids`` from ``at`` on: one item, or a few when they are many."""
