@@ -27,6 +27,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import boto3
@@ -216,6 +217,19 @@ class TickRun:
     peak_in_flight: int
     shard_events: int
     dispatched_once: int  # firings the stub saw exactly once
+    emulator_cpu: float | None = None  # DynamoDB Local's CPU seconds during the tick
+
+
+def process_cpu(pid: int | None) -> float | None:
+    """CPU seconds (user and system) process ``pid`` has used, from /proc (None elsewhere)."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    # after the command: state is field 3, utime 14 and stime 15 (proc(5)), in clock ticks
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
@@ -226,6 +240,7 @@ class Rig:
     logs: Sink
     emf: Sink
     metrics: Metrics
+    emulator_pid: int | None = None
 
     def new_table(self) -> str:
         table = f"bench-{uuid.uuid4().hex[:12]}"
@@ -295,11 +310,13 @@ class Rig:
         self.logs.take()
         self.emf.take()
         with contextlib.redirect_stdout(self.emf):  # Powertools prints EMF blobs to stdout
+            emulator = process_cpu(self.emulator_pid)
             cpu = time.process_time()
             started = time.perf_counter()
             summary = bench.ticker.tick(minute, shard)
             ended = time.perf_counter()
             cpu = time.process_time() - cpu
+            emulator_after = process_cpu(self.emulator_pid)
             runtime.flush()  # the handler's finally: the invocation's last metrics
         counts = self.stub.counts()
         seen: dict[str, int] = counts["firings"]
@@ -329,6 +346,11 @@ class Rig:
             peak_in_flight=int(counts["peakInFlight"]),
             shard_events=len(counts["shards"]),
             dispatched_once=once,
+            emulator_cpu=(
+                emulator_after - emulator
+                if emulator is not None and emulator_after is not None
+                else None
+            ),
         )
 
 
@@ -396,6 +418,6 @@ def rig(latency: float) -> Iterator[Rig]:
         with environment(values), _handler_logging(logs) as metrics:
             admin = make_client(dynamodb.endpoint)
             try:
-                yield Rig(dynamodb.endpoint, stub, admin, logs, emf, metrics)
+                yield Rig(dynamodb.endpoint, stub, admin, logs, emf, metrics, dynamodb.pid)
             finally:
                 admin.close()

@@ -30,6 +30,7 @@ many firings a minute a default stack serves by that rule.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -283,6 +284,17 @@ def _tick_rows(results: Results) -> list[Row]:
                 )
             )
             figure = "  the same tick against sequential"
+            if best.emulator_cpu is not None:
+                out.append(
+                    Row(
+                        "2 tick",
+                        "  DynamoDB Local's CPU during that tick (this machine's cores; on AWS "
+                        "the table is remote)",
+                        seconds(best.emulator_cpu),
+                        f"the ticker's CPU: {seconds(best.cpu)}, on {os.cpu_count()} cores",
+                        ratio(best.emulator_cpu, best.cpu, digits=2),
+                    )
+                )
         out.append(
             Row(
                 "2 tick",

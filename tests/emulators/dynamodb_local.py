@@ -285,6 +285,11 @@ class DynamoDBLocal:
     def endpoint(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def pid(self) -> int | None:
+        """The emulator's process (the JVM), while it runs: the bench reads its CPU time."""
+        return self._process.pid if self._process is not None else None
+
     def __enter__(self) -> Self:
         self.start()
         return self
