@@ -47,6 +47,7 @@ from mini_scheduler.claims.dynamodb_table import (
     code,
     expressions,
     failed,
+    get_many,
     instant,
     job_key,
     named,
@@ -223,9 +224,8 @@ class DynamoDBClaimStore(OneByOne):
         """Each firing's claim token as stored (consistent reads)."""
         found: dict[str, str | None] = {}
         keys = [run_key(firing) for firing in firings]
-        for raw in self._watch.get_many("BatchGetItem (claims)", keys):
-            run = run_from(raw)
-            found[run.firing_id] = raw.get(RUN["claim_token"], {}).get("S")
+        for raw in get_many(self._client, self.table, "BatchGetItem (claims)", keys, self._sleep):
+            found[run_from(raw).firing_id] = raw.get(RUN["claim_token"], {}).get("S")
         return found
 
     def watch(self, firing_ids: Sequence[str], at: datetime) -> None:

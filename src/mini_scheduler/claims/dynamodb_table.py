@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from mini_scheduler.claims.records import RUN_FIELDS, RunRecord, run_record_from, stored_ends
 from mini_scheduler.claims.transitions import Expect, Write
@@ -177,6 +177,41 @@ def named(request: dict[str, Any]) -> dict[str, Any]:
 def run_item(firing: Firing, run: Mapping[str, Any]) -> dict[str, Any]:
     """A new run's item: its key and its fields (:func:`.transitions.claimed`, ``skipped``)."""
     return {**run_key(firing), **{RUN[k]: encode(k, v) for k, v in run.items() if k in RUN}}
+
+
+_READ = 100  # keys in one BatchGetItem
+_UNPROCESSED_ATTEMPTS = 5
+
+
+def get_many(
+    client: DynamoDBClient,
+    table: str,
+    operation: str,
+    keys: Sequence[Mapping[str, Any]],
+    sleep: Callable[[float], None],
+    *,
+    consistent: bool = True,
+) -> Iterator[dict[str, Any]]:
+    """The items of ``table`` at ``keys`` that exist, 100 a ``BatchGetItem``, the keys DynamoDB
+    left unprocessed asked again with back-off. Raises StoreError naming ``operation``."""
+    for start in range(0, len(keys), _READ):
+        wanted: Any = {"Keys": list(keys[start : start + _READ]), "ConsistentRead": consistent}
+        for attempt in range(_UNPROCESSED_ATTEMPTS):
+            try:
+                answer = client.batch_get_item(RequestItems={table: wanted})
+            except (ClientError, BotoCoreError) as exc:
+                raise failed(table, operation, exc) from exc
+            yield from answer.get("Responses", {}).get(table, [])
+            left = answer.get("UnprocessedKeys", {}).get(table)
+            if not left:
+                break
+            wanted = dict(left)
+            sleep(0.05 * 2**attempt)
+        else:
+            raise StoreError(
+                f"DynamoDB {operation} on table {table} left keys unread after "
+                f"{_UNPROCESSED_ATTEMPTS} attempts"
+            )
 
 
 def failed(table: str, operation: str, exc: Exception) -> StoreError:

@@ -31,7 +31,14 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from mini_scheduler.claims.dynamodb_table import failed, named, run_from, run_key, write_retried
+from mini_scheduler.claims.dynamodb_table import (
+    failed,
+    get_many,
+    named,
+    run_from,
+    run_key,
+    write_retried,
+)
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.errors import StoreError
 from mini_scheduler.model import firing_from_id, iso_millis
@@ -44,7 +51,6 @@ AGAIN = timedelta(minutes=1)
 """A run the sweep answered as due is looked at again from the next minute on."""
 MAX_ITEM_BYTES = 300_000
 """A watch item's firing ids stay under this (DynamoDB's item limit is 400 KB)."""
-_READ = 100  # keys in one BatchGetItem
 _DELETE = 25  # requests in one BatchWriteItem
 _UNPROCESSED_ATTEMPTS = 5
 
@@ -137,32 +143,16 @@ class Watch:
         reopened by a redrive is watched again by the store that reopens it."""
         keys = [run_key(firing_from_id(firing_id)) for firing_id in firing_ids]
         return [
-            run_from(raw) for raw in self.get_many("BatchGetItem (runs)", keys, consistent=False)
+            run_from(raw)
+            for raw in get_many(
+                self._client,
+                self._table,
+                "BatchGetItem (runs)",
+                keys,
+                self._sleep,
+                consistent=False,
+            )
         ]
-
-    def get_many(
-        self, operation: str, keys: Sequence[Mapping[str, Any]], *, consistent: bool = True
-    ) -> Iterator[dict[str, Any]]:
-        """The items at ``keys`` that exist, unprocessed keys asked again."""
-        for start in range(0, len(keys), _READ):
-            wanted: Any = {"Keys": list(keys[start : start + _READ])}
-            wanted["ConsistentRead"] = consistent
-            for attempt in range(_UNPROCESSED_ATTEMPTS):
-                try:
-                    answer = self._client.batch_get_item(RequestItems={self._table: wanted})
-                except (ClientError, BotoCoreError) as exc:
-                    raise self._fail(operation, exc) from exc
-                yield from answer.get("Responses", {}).get(self._table, [])
-                left = answer.get("UnprocessedKeys", {}).get(self._table)
-                if not left:
-                    break
-                wanted = dict(left)
-                self._sleep(0.05 * 2**attempt)
-            else:
-                raise StoreError(
-                    f"DynamoDB {operation} on table {self._table} left keys unread after "
-                    f"{_UNPROCESSED_ATTEMPTS} attempts"
-                )
 
     def _delete(self, keys: Sequence[Mapping[str, Any]]) -> None:
         for start in range(0, len(keys), _DELETE):
