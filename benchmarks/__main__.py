@@ -189,7 +189,13 @@ def main(argv: list[str] | None = None) -> int:
         booked = accounting.run(bench_rig, firings=book, workers=plan.workers)
     progress(f"cold start: imports in fresh interpreters, best of {imports}")
     cold = coldstart.measure(imports)
-    inputs = cost.inputs(results, booked, memory, deployed.recorder_memory_mb)
+    inputs = cost.inputs(
+        results,
+        booked,
+        memory,
+        deployed.recorder_memory_mb,
+        recorder_platform_lines=deployed.recorder_platform_lines,
+    )
 
     table: list[Row] = [
         *expansion.rows(expanded),

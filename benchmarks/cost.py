@@ -82,7 +82,8 @@ TICKS = HOURS * 60
 GB = 1024**3
 ITEM_OVERHEAD = 100  # bytes DynamoDB adds to each item for storage
 # START, END and REPORT lines Lambda writes for every invocation (text format), sized from a
-# typical REPORT line at 256 MB.
+# typical REPORT line at 256 MB: the ticker's; the recorder's only when the template's
+# RecorderPlatformLogs is not WARN (benchmarks.defaults).
 PLATFORM_LINES = (
     "START RequestId: 0f3c2b1a-1111-2222-3333-444455556666 Version: $LATEST\n"
     "END RequestId: 0f3c2b1a-1111-2222-3333-444455556666\n"
@@ -153,12 +154,21 @@ class Inputs:
     recorder_wall: float  # s per recorder invocation, measured
     recorder_cpu: float  # CPU s per recorder invocation, measured
     recorder_log_bytes: float  # per firing: JSON lines + EMF
-    platform_log_bytes: int  # per invocation
+    platform_log_bytes: int  # per ticker invocation
     run_ttl_days: int = 30
     recorder_memory_mb: int | None = None  # None: memory_mb
     rru_per_firing: float = 0.0  # the sweep's consistent read of each watched run
     watch_fixed_bytes: int = 0  # a watch item beside its firing ids (0 and 0: no watch item)
     watch_bytes_per_firing: float = 0.0
+    recorder_platform_bytes: int | None = None  # per run; None: platform_log_bytes
+
+    @property
+    def recorder_platform(self) -> int:
+        """Lambda's platform lines for each recorder invocation (0 when RecorderPlatformLogs
+        leaves them out)."""
+        if self.recorder_platform_bytes is None:
+            return self.platform_log_bytes
+        return self.recorder_platform_bytes
 
     @property
     def vcpu(self) -> float:
@@ -190,7 +200,11 @@ class Inputs:
 
 
 def inputs(
-    results: Results, accounting: Accounting, memory_mb: int, recorder_memory_mb: int | None = None
+    results: Results,
+    accounting: Accounting,
+    memory_mb: int,
+    recorder_memory_mb: int | None = None,
+    recorder_platform_lines: bool = True,
 ) -> Inputs:
     empty = results.best(results.empty)
     large = results.best(results.concurrent[results.largest])
@@ -222,6 +236,7 @@ def inputs(
         recorder_cpu=acc.recorder_cpu,
         recorder_log_bytes=acc.recorder_log_bytes + acc.recorder_emf_bytes,
         platform_log_bytes=len(PLATFORM_LINES.encode()),
+        recorder_platform_bytes=None if recorder_platform_lines else 0,
         recorder_memory_mb=recorder_memory_mb,
         rru_per_firing=acc.units.reads_per_firing,
         watch_fixed_bytes=acc.sizes.watch_fixed,
@@ -282,7 +297,7 @@ def bill(s: Scenario, i: Inputs) -> Bill:
         + stored * price("dynamodb_gb_month")
     )
     log_bytes = (
-        s.firings * (i.ticker_log_bytes_per_firing + i.recorder_log_bytes + i.platform_log_bytes)
+        s.firings * (i.ticker_log_bytes_per_firing + i.recorder_log_bytes + i.recorder_platform)
         + TICKS * i.tick_log_bytes
         + invocations * i.platform_log_bytes
     )
@@ -349,9 +364,10 @@ def model_lines(i: Inputs, accounting: Accounting) -> list[str]:
         f"{sizes.dispatched} B, ended {sizes.ended} B, slot {sizes.slot} B; "
         f"ticker {i.wall_per_firing * 1000:.1f} ms wall / {i.cpu_per_firing * 1000:.1f} ms CPU; "
         f"recorder {i.recorder_seconds * 1000:.0f} ms billed; logs "
-        f"{i.ticker_log_bytes_per_firing + i.recorder_log_bytes + i.platform_log_bytes:.0f} B "
+        f"{i.ticker_log_bytes_per_firing + i.recorder_log_bytes + i.recorder_platform:.0f} B "
         f"(ticker {i.ticker_log_bytes_per_firing:.0f}, recorder {i.recorder_log_bytes:.0f}, "
-        f"Lambda platform {i.platform_log_bytes}); storage {i.run_item_bytes} B for "
+        f"the recorder's Lambda platform lines {i.recorder_platform}; the ticker's "
+        f"{i.platform_log_bytes} an invocation); storage {i.run_item_bytes} B for "
         f"{i.run_ttl_days} days",
         "",
         f"  {'scenario':<34} {'ticker':>9} {'recorder':>9} {'DynamoDB':>9} {'logs':>9} "

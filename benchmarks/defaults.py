@@ -4,8 +4,9 @@ The ticker's memory is template.yaml's ``TickerMemorySize`` default (else ``Glob
 ``MemorySize``), the recorder's is ``Globals``' ``MemorySize``; ``FANOUT_THRESHOLD`` and
 ``FANOUT_SHARDS`` are the ``FanoutThreshold`` and ``FanoutShards`` defaults, else
 ``mini_scheduler.config.Settings``' defaults, as is ``DISPATCH_WORKERS`` (the template does not
-set it). The template is read with regular expressions: its CloudFormation tags (``!Ref``) are
-no YAML a safe loader reads.
+set it). The recorder writes Lambda's START, END and REPORT lines unless ``RecorderPlatformLogs``
+is WARN (its default). The template is read with regular expressions: its CloudFormation tags
+(``!Ref``) are no YAML a safe loader reads.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Defaults:
     fanout_threshold: int
     fanout_shards: int
     dispatch_workers: int
+    recorder_platform_lines: bool = True  # Lambda's START, END and REPORT for each run
 
 
 def _text(path: Path) -> str:
@@ -43,17 +45,23 @@ def globals_memory(text: str, default: int = 256) -> int:
     return int(found.group(1)) if found else default
 
 
-def parameter_default(text: str, name: str) -> int | None:
-    """The numeric ``Default`` of the template parameter ``name``, or None."""
-    section = re.search(r"^Parameters:\n(.*?)(?=^\S)", text, re.S | re.M)
+def parameter_text(text: str, name: str) -> str | None:
+    """The ``Default`` of the template parameter ``name`` (one word), or None."""
+    section = re.search(r"^Parameters:\n(.*?)(?=^\S|\Z)", text, re.S | re.M)
     if section is None:
         return None
     found = re.search(
-        rf"^  {re.escape(name)}:\n(?:    .*\n|\s*\n)*?    Default:\s*\"?(\d+)\"?\s*$",
+        rf"^  {re.escape(name)}:\n(?:    .*\n|\s*\n)*?    Default:\s*\"?([\w.-]+)\"?\s*$",
         section.group(1),
         re.M,
     )
-    return int(found.group(1)) if found else None
+    return found.group(1) if found else None
+
+
+def parameter_default(text: str, name: str) -> int | None:
+    """The numeric ``Default`` of the template parameter ``name``, or None."""
+    value = parameter_text(text, name)
+    return int(value) if value is not None and value.isdigit() else None
 
 
 def read(path: Path = TEMPLATE) -> Defaults:
@@ -68,4 +76,5 @@ def read(path: Path = TEMPLATE) -> Defaults:
         fanout_threshold=threshold if threshold is not None else _CODE.fanout_threshold,
         fanout_shards=shards if shards is not None else _CODE.fanout_shards,
         dispatch_workers=_CODE.dispatch_workers,
+        recorder_platform_lines=parameter_text(text, "RecorderPlatformLogs") != "WARN",
     )

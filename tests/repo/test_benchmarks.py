@@ -82,6 +82,12 @@ def test_the_template_defaults_are_read_with_the_code_as_fallback(tmp_path: Path
     assert (found.memory_mb, found.recorder_memory_mb, found.fanout_threshold) == (1024, 512, 500)
     assert found.fanout_shards == Settings(state_table="t").fanout_shards  # not in the template
     assert defaults.read(tmp_path / "none.yaml").memory_mb == 256
+    assert found.recorder_platform_lines  # no RecorderPlatformLogs: Lambda's default, INFO
+    template.write_text(
+        "Parameters:\n  RecorderPlatformLogs:\n    Type: String\n    Default: WARN\n"
+    )
+    assert not defaults.read(template).recorder_platform_lines
+    assert not defaults.read().recorder_platform_lines  # the repository's template.yaml
 
 
 def test_a_default_stack_serves_within_the_cpu_budget() -> None:

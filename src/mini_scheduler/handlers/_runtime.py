@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -20,8 +22,8 @@ def route_package_logs(source: Logger, package: str = PACKAGE_LOGGER) -> None:
 
     The package's parent logger gets the handler, so a module logger created after this call
     (most are: the core's modules load after the handler's) writes JSON too; its level is the
-    Powertools logger's (``POWERTOOLS_LOG_LEVEL``, ``LOG_LEVEL``, Lambda's log level), where the
-    Lambda runtime leaves the root logger at WARNING. Records still propagate, as the Powertools
+    Powertools logger's (:func:`log_level`), where the Lambda runtime leaves the root logger at
+    WARNING. Records still propagate, as the Powertools
     logger's own do (a handler added to the root later, such as a test's capture, sees them);
     the root handlers that Powertools keeps its own records from (the Lambda runtime's plain-text
     one) keep the package's from too, so nothing is written twice."""
@@ -37,13 +39,33 @@ def route_package_logs(source: Logger, package: str = PACKAGE_LOGGER) -> None:
             handler.addFilter(SuppressFilter(package))
 
 
-logger = Logger(service="mini-scheduler")
+def log_level(env: Mapping[str, str] = os.environ) -> str:
+    """The level the handlers log at: ``POWERTOOLS_LOG_LEVEL``, else ``LOG_LEVEL`` (the
+    template's ``LogLevel``), else INFO.
+
+    Lambda's own application log level (``AWS_LAMBDA_LOG_LEVEL``, set when a function logs in
+    Lambda's JSON format) is not it: Powertools would put it first, and the template keeps it at
+    INFO whatever ``LogLevel`` says, because Lambda files a line without a ``level`` key, such as
+    an embedded metric, under INFO and would drop the metrics above it."""
+    return (env.get("POWERTOOLS_LOG_LEVEL") or env.get("LOG_LEVEL") or "INFO").upper()
+
+
+logger = Logger(
+    service="mini-scheduler",
+    # Keys Powertools adds to every line that tell nothing here: the line of code (each message
+    # is found by its text), and the X-Ray trace id (the functions are not traced). The
+    # timestamp in RFC 3339, the form Lambda's JSON log format reads.
+    location=None,
+    xray_trace_id=None,
+    use_rfc3339=True,
+)
+logging.getLogger(logger.name).setLevel(log_level())
 route_package_logs(logger)
 
-UNLOGGED_CONTEXT_KEYS = ("function_arn", "function_memory_size")
+UNLOGGED_CONTEXT_KEYS = ("function_arn", "function_memory_size", "function_name")
 """Keys of the Lambda context that ``inject_lambda_context`` adds and a line goes without: the
-log group names the function, and its memory is its configuration. Each costs about 60 bytes
-on every line, and a firing writes two or three lines (make bench, "logs")."""
+log group names the function, and its memory is its configuration. Each costs 40 to 70 bytes
+on every line, and a firing writes two lines (make bench, "logs")."""
 
 
 def trim_context_keys() -> None:
@@ -61,18 +83,27 @@ _UNITS = {
 }
 
 
+_lock = threading.Lock()
+_counts: dict[str, float] = {}  # Count metrics added since the last flush, summed
+
+
 class EmfMetrics:
     """The core's Metrics, written as CloudWatch embedded metrics by Powertools (thread-safe:
-    dispatch threads add metrics concurrently)."""
+    dispatch threads add metrics concurrently).
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
+    A count is summed until :func:`flush` and written as one value: a tick of 1,000 firings
+    writes ``FiringsDispatched`` once, not 1,000 values (and a new metric object at each
+    hundredth, EMF's limit). Every alarm and graph reads counts as ``Sum``, which this keeps;
+    other units keep each value (their averages and maximums need them)."""
 
     def add(self, name: str, value: float = 1, unit: str = "Count") -> None:
-        with self._lock:
-            powertools_metrics.add_metric(
-                name=name, unit=_UNITS.get(unit, MetricUnit.Count), value=value
-            )
+        with _lock:
+            if unit == "Count":
+                _counts[name] = _counts.get(name, 0) + value
+            else:
+                powertools_metrics.add_metric(
+                    name=name, unit=_UNITS.get(unit, MetricUnit.Count), value=value
+                )
 
 
 def set_dimensions(**dimensions: str) -> None:
@@ -81,8 +112,12 @@ def set_dimensions(**dimensions: str) -> None:
 
 def flush() -> None:
     """Write the invocation's metrics (an invocation that added none writes nothing)."""
-    if powertools_metrics.metric_set:
-        powertools_metrics.flush_metrics()
+    with _lock:
+        for name, value in _counts.items():
+            powertools_metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+        _counts.clear()
+        if powertools_metrics.metric_set:
+            powertools_metrics.flush_metrics()
 
 
 def error_answer(message: str, **extra: Any) -> dict[str, Any]:

@@ -242,6 +242,22 @@ def test_every_function_logs_to_a_log_group_with_retention(template: Template) -
         assert properties["LogGroupName"] == {"Fn::Sub": f"/aws/lambda/{name_of_function}"}
 
 
+def test_the_recorder_leaves_platform_lines_out_and_keeps_its_metrics(template: Template) -> None:
+    """One recorder invocation a run: Lambda's JSON log format lets SystemLogLevel drop START,
+    END and REPORT. Lambda files an EMF line (no ``level``) under INFO, so the application
+    filter must never be above INFO, whatever LogLevel says; LOG_LEVEL filters the rest in the
+    handler (handlers/_runtime.py log_level)."""
+    config = template["Resources"]["RecorderFunction"]["Properties"]["LoggingConfig"]
+    assert config["LogFormat"] == "JSON"
+    assert config["SystemLogLevel"] == {"Ref": "RecorderPlatformLogs"}
+    assert _default(template, "RecorderPlatformLogs") == "WARN"
+    condition, when_true, when_false = config["ApplicationLogLevel"]["Fn::If"]
+    assert template["Conditions"][condition] == {"Fn::Equals": [{"Ref": "LogLevel"}, "DEBUG"]}
+    assert (when_true, when_false) == ("DEBUG", "INFO")
+    # the ticker keeps Lambda's text format: one invocation a minute, its REPORT worth reading
+    assert "LogFormat" not in template["Resources"]["TickerFunction"]["Properties"]["LoggingConfig"]
+
+
 def _dashboard(template: Template) -> dict[str, Any]:
     """The dashboard's body as JSON, each ``${...}`` replaced by its name (or ``Dims``' value)."""
     body, variables = template["Resources"]["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]

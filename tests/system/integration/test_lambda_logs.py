@@ -66,7 +66,16 @@ RECORDER_LINES = [
     ("Event rejected:", "WARNING", set()),
 ]
 EXPECTED = {"ticker": TICKER_LINES, "recorder": RECORDER_LINES}
-INVOCATION_KEYS = {"timestamp", "location", "function_name", "function_request_id", "cold_start"}
+INVOCATION_KEYS = {"timestamp", "function_request_id", "cold_start"}
+# handlers/_runtime.py: bytes on every line, and nothing they tell (the log group names the
+# function; each message is found by its text; the functions are not traced)
+UNLOGGED_KEYS = {
+    "function_arn",
+    "function_memory_size",
+    "function_name",
+    "location",
+    "xray_trace_id",
+}
 _AWS = ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE")
 
 
@@ -85,9 +94,13 @@ def row_pattern(first_words: str) -> re.Pattern[str]:
     return re.compile(".+".join(re.escape(part) for part in parts), flags=re.DOTALL)
 
 
-def run_function(function: str, log_level: str) -> list[dict[str, Any]]:
+def run_function(
+    function: str, log_level: str, lambda_log_level: str | None = None
+) -> list[dict[str, Any]]:
     """What ``function`` writes to stdout in a fresh interpreter, each line parsed as JSON:
-    a line that is not JSON (plain text from the runtime's root handler) fails the test."""
+    a line that is not JSON (plain text from the runtime's root handler) fails the test.
+    ``lambda_log_level`` is the ``AWS_LAMBDA_LOG_LEVEL`` Lambda sets for a function that logs in
+    its JSON format (the recorder's ``ApplicationLogLevel`` in template.yaml)."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("AWS_")}
     for key in ("POWERTOOLS_LOG_LEVEL", "POWERTOOLS_LOGGER_SAMPLE_RATE", "PYTEST_ADDOPTS"):
         env.pop(key, None)
@@ -100,7 +113,12 @@ def run_function(function: str, log_level: str) -> list[dict[str, Any]]:
         POWERTOOLS_SERVICE_NAME="mini-scheduler",
         POWERTOOLS_METRICS_NAMESPACE="MiniScheduler",
         LOG_LEVEL=log_level,
+        # the trace header Lambda gives every invocation, traced or not
+        _X_AMZN_TRACE_ID="Root=1-6750a1b2-0123456789abcdef01234567;Parent=53995c3f42cd8ad8;Sampled=0",
     )
+    if lambda_log_level:
+        env["AWS_LAMBDA_LOG_FORMAT"] = "JSON"
+        env["AWS_LAMBDA_LOG_LEVEL"] = lambda_log_level
     done = subprocess.run(  # nosec B603 # this interpreter, the repository's own driver
         [sys.executable, "-m", "tests.system.integration.lambda_driver", function],
         cwd=ROOT,
@@ -122,6 +140,11 @@ def run_function(function: str, log_level: str) -> list[dict[str, Any]]:
 def log_lines(written: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The log lines (the rest are EMF metrics)."""
     return [line for line in written if "_aws" not in line]
+
+
+def metrics(written: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The EMF metric objects."""
+    return [line for line in written if "_aws" in line]
 
 
 def missing(lines: list[dict[str, Any]], expected: list[tuple[str, str, set[str]]]) -> list[str]:
@@ -146,9 +169,12 @@ def test_each_documented_line_is_written_as_json_at_info(function: str) -> None:
     assert missing(lines, EXPECTED[function]) == []
     for line in lines:
         assert {"level", "message", "service", *INVOCATION_KEYS} <= set(line), line
-        # handlers/_runtime.py UNLOGGED_CONTEXT_KEYS: bytes on every line, and nothing they tell
-        assert not {"function_arn", "function_memory_size"} & set(line), line
+        assert not UNLOGGED_KEYS & set(line), line
         assert line["service"] == "mini-scheduler", line
+        # RFC 3339, which Lambda's JSON log format reads as the line's time
+        assert re.fullmatch(
+            r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d", line["timestamp"]
+        ), line
     # once each: the core's line (once per container) and the Powertools logger's own
     once = ["Scheduler instance us-east-1/prod", "Event rejected:"]
     assert [sum(line["message"].startswith(text) for line in lines) for text in once] == [1, 1]
@@ -160,3 +186,28 @@ def test_log_level_warning_drops_the_info_lines(function: str) -> None:
     assert [line["message"] for line in lines if line["level"] in ("DEBUG", "INFO")] == []
     louder = [row for row in EXPECTED[function] if row[1] != "INFO"]
     assert missing(lines, louder) == []
+
+
+@pytest.mark.parametrize("function", ["ticker", "recorder"])
+def test_log_level_holds_under_lambdas_application_log_level(function: str) -> None:
+    """In Lambda's JSON log format the template keeps ApplicationLogLevel at INFO whatever
+    LogLevel says (an EMF line has no ``level``: Lambda files it under INFO); LOG_LEVEL still
+    decides what the handlers write, and the metrics still come out."""
+    written = run_function(function, "WARNING", lambda_log_level="INFO")
+    lines = log_lines(written)
+    assert [line["message"] for line in lines if line["level"] in ("DEBUG", "INFO")] == []
+    assert missing(lines, [row for row in EXPECTED[function] if row[1] != "INFO"]) == []
+    assert metrics(written) != []
+    debug = log_lines(run_function(function, "INFO", lambda_log_level="DEBUG"))
+    assert [line["message"] for line in debug if line["level"] == "DEBUG"] == []
+
+
+def test_a_count_is_written_once_an_invocation() -> None:
+    """A count is summed over the invocation (handlers/_runtime.py EmfMetrics): one value per
+    metric object, whatever the firings."""
+    for blob in metrics(run_function("ticker", "INFO")):
+        for directive in blob["_aws"]["CloudWatchMetrics"]:
+            for metric in directive["Metrics"]:
+                if metric["Unit"] == "Count":
+                    value = blob[metric["Name"]]
+                    assert not isinstance(value, list) or len(value) == 1, (metric, value)
