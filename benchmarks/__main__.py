@@ -195,6 +195,7 @@ def main(argv: list[str] | None = None) -> int:
         memory,
         deployed.recorder_memory_mb,
         recorder_platform_lines=deployed.recorder_platform_lines,
+        architecture=deployed.architecture,
     )
 
     table: list[Row] = [

@@ -21,9 +21,9 @@ the item before and after it, and no write is in a transaction or moves an index
 * ``overlap: skip`` adds a conditional ``UpdateItem`` of the job's slot (``JOB#<job>`` /
   ``STATE``) at the claim and one at the close: 2 x wru(slot);
 * per tick: the watermark ``UpdateItem``, and one watch item (``WATCH`` / ``<instant>#<token>``,
-  the tick's firing ids) put, then deleted by a later sweep (a delete costs the item's size):
-  2 x wru(watch), shown as its share per firing too. The watch item is read back when the store
-  wrote one, else modelled (the ids, the key, the TTL) and said so;
+  the tick's firing ids grouped by instant) put, then deleted by a later sweep (a delete costs
+  the item's size): 2 x wru(watch), shown as its share per firing too. The watch item is read
+  back when the store wrote one, else modelled (the ids, the key, the TTL) and said so;
 * reads: the sweep reads the watched runs (``BatchGetItem``, eventually consistent: half an RRU
   per started 4 KB of each run) and the due watch items (a consistent ``Query``); a tick also
   reads the control items and the active environment (consistent, one RRU each under 4 KB).
@@ -48,6 +48,7 @@ from boto3.dynamodb.types import TypeDeserializer
 
 from benchmarks.rig import FIRST_MINUTE, REGION, TARGET, Bench, CallLog, Rig, TickRun, cron_file
 from mini_scheduler.aws import Clients
+from mini_scheduler.claims.dynamodb_watch import watch_item, watched
 from mini_scheduler.config import Settings
 from mini_scheduler.handlers.events import completion_from_event
 from mini_scheduler.jobs import CronFile, limits, load
@@ -146,20 +147,13 @@ def units(sizes: Sizes) -> Units:
 
 def modelled_watch(firing_ids: list[str], at: Any, lease: timedelta) -> dict[str, Any]:
     """A watch item as the claim store writes it, for a store that wrote none yet."""
-    due = at + lease
-    return {
-        "pk": {"S": "WATCH"},
-        "sk": {"S": f"{iso_millis(due)}#{uuid.uuid4().hex[:12]}"},
-        "firings": {"L": [{"S": firing_id} for firing_id in firing_ids]},
-        "expiresAt": {"N": str(int((due + timedelta(days=30)).timestamp()))},
-    }
+    return watch_item(firing_ids, at + lease, timedelta(days=30))
 
 
 def watch_sizes(item: Mapping[str, Any]) -> tuple[int, float]:
     """A watch item's bytes beside its firing ids, and per firing id."""
-    listed = item.get("firings", {}).get("L", [])
-    fixed = item_size({**item, "firings": {"L": []}})
-    return fixed, (item_size(item) - fixed) / max(1, len(listed))
+    fixed = item_size({key: value for key, value in item.items() if key not in ("jobs", "firings")})
+    return fixed, (item_size(item) - fixed) / max(1, len(watched(item)))
 
 
 @dataclass(frozen=True)
@@ -301,7 +295,7 @@ def run(rig: Rig, firings: int = 100, workers: int = 64) -> Accounting:
             ExpressionAttributeValues={":watch": {"S": "WATCH"}},
             ConsistentRead=True,
         )["Items"]
-        if any(f.get("S") == sample.id for f in item.get("firings", {}).get("L", []))
+        if sample.id in watched(item)
     ]
     calls.reset()
     walls, cpus, log_bytes, emf_bytes = close(allow, 1)

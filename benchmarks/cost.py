@@ -19,7 +19,10 @@ shard waits too); a tick with nothing due returns at once.
 Lambda time is billed on the larger of the measured wall time and the CPU time the tick needs
 at the function's share of a vCPU (memory / 1,769 MB): a CPU-bound tick runs slower at 256 MB
 than on this machine. The ticker's memory is template.yaml's ``TickerMemorySize``, the
-recorder's the ``Globals`` one. The table's target row is the cost per million firings of
+recorder's the ``Globals`` one, and their GB-seconds are priced for the template's
+``Architectures`` (arm64: 20% less than x86_64). The CPU time is this machine's (x86_64): a
+Graviton core runs this Python code at about the same speed, which the model assumes and this
+machine cannot measure. The table's target row is the cost per million firings of
 10,000 jobs every minute (lead 0), at most $3.00 (issue 13), beside EventBridge Scheduler's
 $1.00 per million. Not included: the targets' own cost (the same with either scheduler), the
 free tiers of Lambda and DynamoDB, CloudWatch alarms and dashboard (fixed, a few dollars), SSM
@@ -46,6 +49,11 @@ PRICES = {
     "lambda_gb_second": (
         0.0000166667,
         "per GB-second, x86",
+        "https://aws.amazon.com/lambda/pricing/",
+    ),
+    "lambda_gb_second_arm64": (
+        0.0000133334,
+        "per GB-second, arm64 (Graviton)",
         "https://aws.amazon.com/lambda/pricing/",
     ),
     "dynamodb_wru": (
@@ -161,6 +169,14 @@ class Inputs:
     watch_fixed_bytes: int = 0  # a watch item beside its firing ids (0 and 0: no watch item)
     watch_bytes_per_firing: float = 0.0
     recorder_platform_bytes: int | None = None  # per run; None: platform_log_bytes
+    architecture: str = "x86_64"  # the functions': prices their GB-seconds
+
+    @property
+    def gb_second(self) -> float:
+        """The price of a GB-second on the functions' architecture."""
+        return price(
+            "lambda_gb_second_arm64" if self.architecture == "arm64" else "lambda_gb_second"
+        )
 
     @property
     def recorder_platform(self) -> int:
@@ -205,6 +221,7 @@ def inputs(
     memory_mb: int,
     recorder_memory_mb: int | None = None,
     recorder_platform_lines: bool = True,
+    architecture: str = "x86_64",
 ) -> Inputs:
     empty = results.best(results.empty)
     large = results.best(results.concurrent[results.largest])
@@ -237,6 +254,7 @@ def inputs(
         recorder_log_bytes=acc.recorder_log_bytes + acc.recorder_emf_bytes,
         platform_log_bytes=len(PLATFORM_LINES.encode()),
         recorder_platform_bytes=None if recorder_platform_lines else 0,
+        architecture=architecture,
         recorder_memory_mb=recorder_memory_mb,
         rru_per_firing=acc.units.reads_per_firing,
         watch_fixed_bytes=acc.sizes.watch_fixed,
@@ -284,9 +302,9 @@ def bill(s: Scenario, i: Inputs) -> Bill:
     watch_writes, watch_reads = i.watch_units(per_invocation)
     watched = TICKS * s.busy * dispatching  # invocations that write a watch item
     gb_seconds = TICKS * per_tick * gb
-    ticker = invocations * price("lambda_request") + gb_seconds * price("lambda_gb_second")
+    ticker = invocations * price("lambda_request") + gb_seconds * i.gb_second
     recorder = s.firings * (
-        price("lambda_request") + i.recorder_seconds * i.recorder_gb * price("lambda_gb_second")
+        price("lambda_request") + i.recorder_seconds * i.recorder_gb * i.gb_second
     )
     writes = s.firings * i.wru_per_firing + TICKS * i.wru_per_tick + watched * watch_writes
     reads = TICKS * i.rru_per_tick + s.firings * i.rru_per_firing + watched * watch_reads
@@ -350,8 +368,9 @@ def model_lines(i: Inputs, accounting: Accounting) -> list[str]:
     recorder_mb = i.recorder_memory_mb or i.memory_mb
     watch = "read back" if sizes.watch_read_back else "modelled: the store wrote none yet"
     lines = [
-        f"Cost model (us-east-1, 730 h/month, x86; ticker at {i.memory_mb} MB = {i.vcpu:.3f} "
-        f"vCPU, recorder at {recorder_mb} MB; {PRICES_TAKEN}: check them before quoting):",
+        f"Cost model (us-east-1, 730 h/month, {i.architecture}; ticker at {i.memory_mb} MB = "
+        f"{i.vcpu:.3f} vCPU, recorder at {recorder_mb} MB; {PRICES_TAKEN}: check them "
+        "before quoting):",
         f"  per tick: {i.tick_requests} requests, {i.wru_per_tick} WRU (watermark) + "
         f"{i.rru_per_tick:g} RRU, {i.wall_empty * 1000:.0f} ms wall / "
         f"{i.cpu_empty * 1000:.0f} ms CPU, {i.tick_log_bytes:.0f} B of logs; per invocation "

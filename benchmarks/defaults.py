@@ -5,7 +5,8 @@ The ticker's memory is template.yaml's ``TickerMemorySize`` default (else ``Glob
 ``FANOUT_SHARDS`` are the ``FanoutThreshold`` and ``FanoutShards`` defaults, else
 ``mini_scheduler.config.Settings``' defaults, as is ``DISPATCH_WORKERS`` (the template does not
 set it). The recorder writes Lambda's START, END and REPORT lines unless ``RecorderPlatformLogs``
-is WARN (its default). The template is read with regular expressions: its CloudFormation tags
+is WARN (its default). The functions' architecture is ``Globals``' ``Architectures``, which
+prices their time. The template is read with regular expressions: its CloudFormation tags
 (``!Ref``) are no YAML a safe loader reads.
 """
 
@@ -30,6 +31,7 @@ class Defaults:
     fanout_shards: int
     dispatch_workers: int
     recorder_platform_lines: bool = True  # Lambda's START, END and REPORT for each run
+    architecture: str = "x86_64"  # Globals' Architectures: arm64 or x86_64
 
 
 def _text(path: Path) -> str:
@@ -43,6 +45,13 @@ def globals_memory(text: str, default: int = 256) -> int:
     """``Globals: Function: MemorySize`` in the template's text, or ``default``."""
     found = re.search(r"^Globals:.*?^\s+MemorySize:\s*(\d+)", text, re.S | re.M)
     return int(found.group(1)) if found else default
+
+
+def globals_architecture(text: str, default: str = "x86_64") -> str:
+    """``Globals: Function: Architectures`` in the template's text (its one entry), or
+    ``default``, Lambda's."""
+    found = re.search(r"^Globals:.*?^\s+Architectures:\s*\[\s*([\w-]+)\s*\]", text, re.S | re.M)
+    return found.group(1) if found else default
 
 
 def parameter_text(text: str, name: str) -> str | None:
@@ -77,4 +86,5 @@ def read(path: Path = TEMPLATE) -> Defaults:
         fanout_shards=shards if shards is not None else _CODE.fanout_shards,
         dispatch_workers=_CODE.dispatch_workers,
         recorder_platform_lines=parameter_text(text, "RecorderPlatformLogs") != "WARN",
+        architecture=globals_architecture(text),
     )

@@ -68,7 +68,11 @@ def test_a_watch_item_is_sized_beside_its_firing_ids() -> None:
     item = accounting.modelled_watch(ids, datetime(2026, 11, 30, 14, tzinfo=UTC), timedelta(0))
     fixed, per_id = accounting.watch_sizes(item)
     assert fixed + per_id * 2 == accounting.item_size(item)
-    assert per_id == (len(ids[0]) + 1 + len(ids[1]) + 1) / 2
+    # "jobs": a map (3) of one instant (its 20 bytes, 1) to a list (3) of "a" and "bb" (1 each)
+    assert per_id == (len("jobs") + 3 + 20 + 1 + 3 + (1 + 1) + (2 + 1)) / 2
+    many = [f"job-{n:05d}@2026-11-30T14:00:00Z" for n in range(250)]
+    item = accounting.modelled_watch(many, datetime(2026, 11, 30, 14, tzinfo=UTC), timedelta(0))
+    assert accounting.watch_sizes(item)[1] < len("job-00000") + 1.2  # the job's name and a byte
 
 
 def test_the_template_defaults_are_read_with_the_code_as_fallback(tmp_path: Path) -> None:
@@ -88,6 +92,12 @@ def test_the_template_defaults_are_read_with_the_code_as_fallback(tmp_path: Path
     )
     assert not defaults.read(template).recorder_platform_lines
     assert not defaults.read().recorder_platform_lines  # the repository's template.yaml
+    assert defaults.read(tmp_path / "none.yaml").architecture == "x86_64"  # Lambda's default
+    template.write_text("Globals:\n  Function:\n    Architectures: [arm64]\n    MemorySize: 128\n")
+    assert (defaults.read(template).architecture, defaults.read(template).memory_mb) == (
+        "arm64",
+        128,
+    )
 
 
 def test_a_default_stack_serves_within_the_cpu_budget() -> None:
@@ -176,6 +186,20 @@ def test_the_recorder_is_billed_at_its_own_memory() -> None:
     smaller = cost.bills(_inputs(recorder_memory_mb=128))[0]
     assert smaller.recorder < same.recorder
     assert smaller.ticker == same.ticker
+
+
+def test_graviton_time_and_the_recorder_s_platform_lines_are_priced() -> None:
+    x86 = {b.scenario.label: b for b in cost.bills(_inputs())}
+    arm = {b.scenario.label: b for b in cost.bills(_inputs(architecture="arm64"))}  # type: ignore[arg-type]
+    for label, bill in x86.items():
+        seconds = bill.gb_seconds * 0.0000166667
+        assert bill.ticker - arm[label].ticker == pytest.approx(seconds * 0.2, rel=1e-4)
+        assert arm[label].recorder < bill.recorder and arm[label].dynamodb == bill.dynamodb
+    quiet = {b.scenario.label: b for b in cost.bills(_inputs(recorder_platform_bytes=0))}
+    label = "10,000 jobs every minute, lead 0"
+    platform = _inputs().platform_log_bytes
+    saved = x86[label].logs - quiet[label].logs
+    assert saved == pytest.approx(438e6 * platform / cost.GB * 0.50)
 
 
 def test_the_table_lines_up() -> None:

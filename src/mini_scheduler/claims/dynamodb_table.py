@@ -88,8 +88,30 @@ def instant(value: Any) -> datetime | None:
     return parse_instant(value) if isinstance(value, str) and value else None
 
 
+KEYED = ("firing_id", "job", "scheduled_time")
+"""A run's fields its key already says (``RUN#<job>`` / :attr:`.Firing.sort_key`): not stored,
+about 100 bytes an item for as long as runs are kept; :func:`run_from` reads them from the key
+(and from an item written before, which has them)."""
+
+
+def firing_from_key(pk: str, sk: str) -> Firing:
+    """The firing a run's key names (ValueError when it is not a run's key)."""
+    job = pk.removeprefix("RUN#")
+    if job == pk or not job:
+        raise ValueError(f"{pk[:100]!r} is not a run's partition key (RUN#<job>)")
+    at, _, nonce = sk.partition("#manual-")
+    moment = parse_instant(at)  # ValueError when it is not an instant
+    return Firing(job, moment, True, nonce) if nonce else Firing(job, moment)
+
+
 def run_from(raw: Mapping[str, Any]) -> RunRecord:
-    return run_record_from(plain_item(raw), instant, RUN)
+    plain = plain_item(raw)
+    if RUN["firing_id"] not in plain:
+        firing = firing_from_key(str(plain.get("pk", "")), str(plain.get("sk", "")))
+        plain[RUN["firing_id"]] = firing.id
+        plain[RUN["job"]] = firing.job
+        plain[RUN["scheduled_time"]] = firing.scheduled_time
+    return run_record_from(plain, instant, RUN)
 
 
 def expressions(write: Write, names: Mapping[str, str]) -> dict[str, Any]:
@@ -175,8 +197,12 @@ def named(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_item(firing: Firing, run: Mapping[str, Any]) -> dict[str, Any]:
-    """A new run's item: its key and its fields (:func:`.transitions.claimed`, ``skipped``)."""
-    return {**run_key(firing), **{RUN[k]: encode(k, v) for k, v in run.items() if k in RUN}}
+    """A new run's item: its key and its fields (:func:`.transitions.claimed`, ``skipped``) but
+    those the key says (:data:`KEYED`)."""
+    return {
+        **run_key(firing),
+        **{RUN[k]: encode(k, v) for k, v in run.items() if k in RUN and k not in KEYED},
+    }
 
 
 _READ = 100  # keys in one BatchGetItem

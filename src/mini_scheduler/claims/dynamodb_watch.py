@@ -5,7 +5,10 @@ its entry when the deadline changes): more than the run's own writes. Instead, b
 a tick's firings the ticker writes one *watch* item listing them, due when their lease will
 have passed:
 
-* ``WATCH`` / ``<due instant, ms>#<random>``: ``firings``, the firing ids; ``expiresAt``.
+* ``WATCH`` / ``<due instant, ms>#<random>``: ``jobs``, the firing ids grouped by their instant
+  (``{"2026-11-30T14:01:00Z": ["report", "heartbeat"]}``: a tick's firings share a few instants,
+  so a firing costs its job's name and a byte); ``expiresAt``. An item written before the
+  grouping lists whole ids in ``firings``, and is read as well (:func:`watched`).
 
 The sweep queries the watch items due by now (one partition, in due order), reads the runs
 they list (``BatchGetItem``, 100 a request, consistent), and answers the open ones past their
@@ -16,8 +19,8 @@ items it read. Every run an open run could be is watched from its claim to its e
 is watched before it is written, and every sweep that reads it open watches it again before
 forgetting the item that listed it. A run reopened by a redrive is watched again by the store.
 
-A watch item costs its size in write units once when written and once when deleted: a few
-dozen bytes a firing, against the 1 KB (and index writes) of a per-run index entry.
+A watch item costs its size in write units once when written and once when deleted: about a
+job name's bytes a firing, against the 1 KB (and index writes) of a per-run index entry.
 """
 
 from __future__ import annotations
@@ -82,12 +85,7 @@ class Watch:
     def add(self, firing_ids: Sequence[str], at: datetime) -> None:
         """Watch ``firing_ids`` from ``at`` on: one item, or a few when they are many."""
         for chunk in _chunks(list(dict.fromkeys(firing_ids))):
-            item = {
-                "pk": {"S": WATCH},
-                "sk": {"S": f"{iso_millis(at)}#{uuid.uuid4().hex[:12]}"},
-                "firings": {"L": [{"S": firing_id} for firing_id in chunk]},
-                "expiresAt": {"N": str(int((at + self._ttl).timestamp()))},
-            }
+            item = watch_item(chunk, at, self._ttl)
             try:
                 write_retried(
                     self._client, "put_item", self._sleep, TableName=self._table, Item=item
@@ -99,7 +97,7 @@ class Watch:
         """The watched runs open past their deadline, oldest deadline first (at most
         ``limit``); with ``settle``, the watch moves on as the module says."""
         items = list(self._due_items(now))
-        ids = list(dict.fromkeys(f["S"] for item in items for f in item["firings"]["L"]))
+        ids = list(dict.fromkeys(firing_id for item in items for firing_id in watched(item)))
         runs = [run for run in self.read(ids) if run.status.open]
         due = sorted(
             (run for run in runs if run.deadline is not None and run.deadline <= now),
@@ -169,6 +167,28 @@ class Watch:
                     break
                 self._sleep(0.05 * 2**attempt)
             # Items left undeleted are read again by the next sweep: harmless, never lost.
+
+
+def watch_item(firing_ids: Sequence[str], at: datetime, ttl: timedelta) -> dict[str, Any]:
+    """The watch item of ``firing_ids``, due at ``at`` (a random suffix keeps two apart)."""
+    grouped: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for firing_id in firing_ids:
+        job, _, instant = firing_id.rpartition("@")
+        grouped[instant].append({"S": job})
+    return {
+        "pk": {"S": WATCH},
+        "sk": {"S": f"{iso_millis(at)}#{uuid.uuid4().hex[:12]}"},
+        "jobs": {"M": {instant: {"L": jobs} for instant, jobs in grouped.items()}},
+        "expiresAt": {"N": str(int((at + ttl).timestamp()))},
+    }
+
+
+def watched(item: Mapping[str, Any]) -> list[str]:
+    """The firing ids a watch item lists, in either form."""
+    ids = [listed["S"] for listed in item.get("firings", {}).get("L", [])]
+    for instant, jobs in item.get("jobs", {}).get("M", {}).items():
+        ids.extend(f"{job['S']}@{instant}" for job in jobs.get("L", []))
+    return ids
 
 
 def _chunks(firing_ids: list[str]) -> Iterator[list[str]]:

@@ -181,6 +181,7 @@ def dispatched(*, now: datetime, deadline: datetime, start: JobStart | None = No
     ``start``, where and with what it went (the job's latest state is read from its latest
     run where a store keeps no state written at each dispatch)."""
     sets: dict[str, Any] = {"status": RunStatus.DISPATCHED, "started_at": now, "deadline": deadline}
+    sets["claim_token"] = None  # it told our claim from a peer's; settled now, not kept
     if start is not None:
         sets.update(_started(start))
     return Write(sets, Expect({"status": (RunStatus.CLAIMED,)}))

@@ -82,3 +82,110 @@ def test_a_replicated_write_conflict_is_retried_not_read_as_a_lost_claim(batched
         Firing("report", T0), now=T0, lease_until=T0 + timedelta(seconds=60), origin="a"
     )
     assert result is ClaimResult.WON and client.calls == 3 and len(slept) == 2
+
+
+@pytest.mark.dynamodb_local
+def test_a_watch_item_groups_its_firings_by_instant_and_the_old_form_is_still_swept(
+    dynamodb_local: object,
+) -> None:
+    """A tick's firings share a few instants: the watch item keeps each instant once and a job
+    name per firing (half the bytes of whole ids, written and deleted every tick). An item
+    written before the grouping (whole ids in ``firings``) is still read by the sweep."""
+    table = new_table_name()
+    create_state_table(dynamodb_local, table)  # type: ignore[arg-type]
+    store = DynamoDBClaimStore(table, dynamodb_local, sleep=lambda _: None)  # type: ignore[arg-type]
+    manual = Firing("report", T0, True, "0a1b2c3d")
+    firings = [Firing("report", T0), Firing("heartbeat", T0), manual]
+    store.watch([f.id for f in firings], T0 + timedelta(minutes=2))
+
+    def items() -> list[dict[str, object]]:
+        return dynamodb_local.query(  # type: ignore[attr-defined, no-any-return]
+            TableName=table,
+            KeyConditionExpression="pk = :w",
+            ExpressionAttributeValues={":w": {"S": "WATCH"}},
+            ConsistentRead=True,
+        )["Items"]
+
+    (item,) = items()
+    assert "firings" not in item
+    assert item["jobs"] == {
+        "M": {
+            "2026-11-30T14:00:00Z": {"L": [{"S": "report"}, {"S": "heartbeat"}]},
+            manual.id.rpartition("@")[2]: {"L": [{"S": "report"}]},
+        }
+    }
+    # the old form, and a run it lists that is open past its deadline
+    old = Firing("cleanup", T0)
+    lease = T0 + timedelta(seconds=60)
+    assert store.claim(old, now=T0, lease_until=lease, origin="a") is ClaimResult.WON
+    dynamodb_local.put_item(  # type: ignore[attr-defined]
+        TableName=table,
+        Item={
+            "pk": {"S": "WATCH"},
+            "sk": {"S": "2026-11-30T14:01:00.000Z#000000000000"},
+            "firings": {"L": [{"S": old.id}]},
+        },
+    )
+    later = T0 + timedelta(minutes=5)
+    assert [run.firing_id for run in store.due_runs(later, 10, settle=True)] == [old.id]
+    # settled: both items read and deleted, the open run watched again from the next minute
+    (again,) = items()
+    assert again["sk"]["S"].startswith("2026-11-30T14:06:00.000Z#")
+    assert again["jobs"] == {"M": {"2026-11-30T14:00:00Z": {"L": [{"S": "cleanup"}]}}}
+
+
+@pytest.mark.dynamodb_local
+@pytest.mark.parametrize("batched", [True, False], ids=["batched", "one-by-one"])
+@pytest.mark.parametrize("manual", [False, True], ids=["scheduled", "manual"])
+def test_a_run_item_keeps_no_field_its_key_says_nor_a_settled_claim_token(
+    dynamodb_local: object, batched: bool, manual: bool
+) -> None:
+    """The firing id, job and scheduled time are the key's (``RUN#<job>`` / the sort key), and
+    the claim token has done its work once the run is marked: none is stored, about 140 bytes
+    of each item kept for RUN_TTL_DAYS. They read back the same; an item written before, which
+    has them, too."""
+    from mini_scheduler.claims.base import ClaimRequest, MarkRequest
+    from mini_scheduler.claims.records import JobStart
+
+    table = new_table_name()
+    create_state_table(dynamodb_local, table)  # type: ignore[arg-type]
+    store = DynamoDBClaimStore(
+        table,
+        dynamodb_local,  # type: ignore[arg-type]
+        sleep=lambda _: None,
+        batched=batched,
+    )
+    firing = Firing("report", T0, True, "0a1b2c3d") if manual else Firing("report", T0)
+    lease = T0 + timedelta(seconds=120)
+    assert store.claim_many([ClaimRequest(firing)], now=T0, lease_until=lease, origin="a") == [
+        ClaimResult.WON
+    ]
+    start = JobStart("mini-scheduler-report", "0 0 14 * * ? @UTC", {"size": 1})
+    assert store.mark_many([MarkRequest(firing, T0 + timedelta(minutes=15), start)], now=T0) == [
+        None
+    ]
+    key = {"pk": {"S": "RUN#report"}, "sk": {"S": firing.sort_key}}
+    item = dynamodb_local.get_item(TableName=table, Key=key)["Item"]  # type: ignore[attr-defined]
+    assert not {"firingId", "job", "scheduledTime", "claimToken"} & set(item)
+    run = store.run(firing.id)
+    assert run is not None
+    assert (run.firing_id, run.job, run.scheduled_time) == (
+        firing.id,
+        "report",
+        firing.scheduled_time,
+    )
+    assert [r.firing_id for r in store.history("report")] == [firing.id]
+    # an item written before the trim, with the fields: read as it says
+    old = {**item, "firingId": {"S": firing.id}, "job": {"S": "report"}}
+    old["scheduledTime"] = {"S": firing.scheduled_time}
+    dynamodb_local.put_item(TableName=table, Item=old)  # type: ignore[attr-defined]
+    assert store.run(firing.id) == run
+
+
+def test_a_key_that_is_not_a_run_s_is_refused() -> None:
+    from mini_scheduler.claims.dynamodb_table import firing_from_key
+
+    assert firing_from_key("RUN#a@b", "2026-11-30T14:00:00.000Z") == Firing("a@b", T0)
+    for pk, sk in (("JOB#report", "STATE"), ("RUN#", "2026-11-30T14:00:00.000Z"), ("RUN#r", "x")):
+        with pytest.raises(ValueError):
+            firing_from_key(pk, sk)

@@ -460,3 +460,15 @@ def test_samconfig_deploys_prod_and_dr_to_two_regions() -> None:
         assert deploy["capabilities"] == "CAPABILITY_IAM"
     # A cached build would keep a ticker's old cron file (it is not part of the code's hash).
     assert config["default"]["build"]["parameters"]["cached"] is False
+
+
+def test_the_builds_install_wheels_for_the_functions_architecture(template: Template) -> None:
+    """The makefile builds install binary wheels by platform tag, not by the template: the two
+    must name the same machine, or a C extension (PyYAML's, pymongo's) fails to import."""
+    (architecture,) = template["Globals"]["Function"]["Architectures"]
+    machine = {"arm64": "aarch64", "x86_64": "x86_64"}[architecture]
+    for function in template["Resources"].values():
+        assert "Architectures" not in function.get("Properties", {})
+    for makefile in (ROOT / "src" / "Makefile", ROOT / "samplecode/functions/report/Makefile"):
+        platforms = re.findall(r"--platform (\S+)", makefile.read_text())
+        assert platforms and all(p.endswith(f"_{machine}") for p in platforms), makefile
