@@ -357,10 +357,11 @@ def is_claim_statement(statement: dict[str, Any]) -> bool:
 
 
 def claim_statement_of(job: str) -> StatementMatch:
-    """The PartiQL claims of one job's firings."""
+    """The PartiQL claims of one job's firings (by the run's key: ``RUN#<job>``)."""
 
     def match(statement: dict[str, Any]) -> bool:
-        return is_claim_statement(statement) and {"S": job} in statement.get("Parameters", [])
+        parameters = statement.get("Parameters", [])
+        return is_claim_statement(statement) and {"S": f"RUN#{job}"} in parameters
 
     return match
 
