@@ -6,7 +6,7 @@ import hashlib
 import re
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -69,9 +69,14 @@ _MANUAL = re.compile(
 )
 
 
+MAX_ATTEMPT = 99
+"""The highest attempt a firing's id can name (a job's ``retry.retries`` is at most 20)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Firing:
-    """One firing of a job: scheduled by the cron statement, or run by hand."""
+    """One firing of a job: scheduled by the cron statement, or run by hand; ``attempt`` 2 and
+    on are its retries, each a run (and a claim) of its own."""
 
     job: str
     scheduled: datetime  # aware UTC; for a manual run, the instant it was asked for
@@ -79,6 +84,7 @@ class Firing:
     nonce: str = ""  # 8 hex digits for a manual run
     operator: str | None = None
     parameters: Mapping[str, Any] = field(default_factory=dict)
+    attempt: int = 1
 
     @classmethod
     def manual_run(
@@ -94,19 +100,38 @@ class Firing:
         )
 
     @property
-    def id(self) -> str:
+    def firing_id(self) -> str:
         """``<job>@<scheduled UTC instant>``, or ``<job>@manual-<instant with ms>-<8 hex>``:
-        a manual run's id can never equal a scheduled one."""
+        a manual run's id can never equal a scheduled one. Every attempt of a firing has the
+        same: it is the ``firingId`` a target receives (and deduplicates on)."""
         if self.manual:
             return f"{self.job}@manual-{iso_millis(self.scheduled)}-{self.nonce}"
         return f"{self.job}@{iso_seconds(self.scheduled)}"
 
     @property
+    def id(self) -> str:
+        """The run's id, what it is claimed and recorded by: the firing id, then ``#<attempt>``
+        from the second attempt on."""
+        if self.attempt == 1:
+            return self.firing_id
+        return f"{self.firing_id}#{self.attempt}"
+
+    @property
     def sort_key(self) -> str:
-        """The run record's sort key: time first, so a job's history sorts newest first."""
+        """The run record's sort key: time first, so a job's history sorts newest first, each
+        firing's attempts together (the latest first)."""
+        key = iso_millis(self.scheduled)
         if self.manual:
-            return f"{iso_millis(self.scheduled)}#manual-{self.nonce}"
-        return iso_millis(self.scheduled)
+            key = f"{key}#manual-{self.nonce}"
+        if self.attempt > 1:
+            key = f"{key}#attempt-{self.attempt:02d}"
+        return key
+
+    def retry(self) -> Firing:
+        """The firing's next attempt."""
+        if self.attempt >= MAX_ATTEMPT:
+            raise ValueError(f"{self.id} is attempt {self.attempt}: no attempt follows it")
+        return replace(self, attempt=self.attempt + 1)
 
     @property
     def scheduled_time(self) -> str:
@@ -114,16 +139,31 @@ class Firing:
 
 
 def firing_from_id(firing_id: str) -> Firing:
-    """The firing a firing id names (ValueError when it is not one of ours)."""
+    """The firing a firing id or a run's id names (``#<attempt>`` after it, 2 and on; a
+    ValueError when it is not one of ours)."""
     job, sep, rest = firing_id.rpartition("@")
     if not sep or not job:
         raise ValueError(f"{firing_id[:100]!r} is not a firing id (<job>@<instant>)")
+    rest, marked, number = rest.partition("#")
+    attempt = attempt_number(number) if marked else 1
+    if attempt is None or (marked and attempt < 2):
+        raise ValueError(f"{firing_id[:100]!r} names no attempt (#2 to #{MAX_ATTEMPT})")
     manual = _MANUAL.fullmatch(rest)
     if manual:
-        return Firing(job, parse_instant(manual["at"]), True, manual["nonce"])
+        return Firing(job, parse_instant(manual["at"]), True, manual["nonce"], attempt=attempt)
     if not re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", rest):
         raise ValueError(f"{firing_id[:100]!r} is not a firing id (<job>@<instant>)")
-    return Firing(job, parse_instant(rest))
+    return Firing(job, parse_instant(rest), attempt=attempt)
+
+
+def attempt_number(value: Any) -> int | None:
+    """An attempt, 1 to :data:`MAX_ATTEMPT`, from a payload's ``attempt`` or an id's digits
+    (None when it is not one)."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and value[0] != "0":
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_ATTEMPT:
+        return None
+    return value
 
 
 def payload(firing: Firing, parameters: Mapping[str, Any], origin: str) -> dict[str, Any]:
@@ -131,7 +171,8 @@ def payload(firing: Firing, parameters: Mapping[str, Any], origin: str) -> dict[
     that starts with ``_`` is reserved for the system and never sent (``split_reserved``)."""
     body: dict[str, Any] = {
         "job": firing.job,
-        "firingId": firing.id,
+        "firingId": firing.firing_id,
+        "attempt": firing.attempt,
         "scheduledTime": firing.scheduled_time,
         "origin": origin,
         "manual": firing.manual,

@@ -24,7 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from mini_scheduler.claims.records import RUN_FIELDS, RunRecord, run_record_from, stored_ends
 from mini_scheduler.claims.transitions import Expect, Write
 from mini_scheduler.errors import StoreError, describe_aws_error
-from mini_scheduler.model import Firing, RunStatus, iso_millis, parse_instant
+from mini_scheduler.model import Firing, RunStatus, attempt_number, iso_millis, parse_instant
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -99,9 +99,13 @@ def firing_from_key(pk: str, sk: str) -> Firing:
     job = pk.removeprefix("RUN#")
     if job == pk or not job:
         raise ValueError(f"{pk[:100]!r} is not a run's partition key (RUN#<job>)")
+    sk, marked, number = sk.partition("#attempt-")
+    attempt = attempt_number(number.lstrip("0")) if marked else 1
+    if attempt is None:
+        raise ValueError(f"{sk[:100]!r}#attempt-{number[:10]!r} names no attempt")
     at, _, nonce = sk.partition("#manual-")
     moment = parse_instant(at)  # ValueError when it is not an instant
-    return Firing(job, moment, True, nonce) if nonce else Firing(job, moment)
+    return Firing(job, moment, bool(nonce), nonce, attempt=attempt)
 
 
 def run_from(raw: Mapping[str, Any]) -> RunRecord:

@@ -84,6 +84,12 @@ class RunRecord:
     schedule: str | None = None  # "<statement> @<zone>" when it was dispatched
 
     @property
+    def attempt(self) -> int:
+        """Which attempt of its firing the run is: 1, or the ``#<n>`` its id ends with."""
+        _, marked, number = self.firing_id.rpartition("@")[2].partition("#")
+        return int(number) if marked and number.isdigit() else 1
+
+    @property
     def swept(self) -> bool:
         """TIMED_OUT by the sweep, and no completion has come since."""
         return (
@@ -122,6 +128,8 @@ class RunRecord:
             out["earlierEnds"] = [end.to_json() for end in self.earlier_ends]
         if self.manual:
             out["manual"] = True
+        if self.attempt > 1:
+            out["attempt"] = self.attempt
         if self.parameters is not None:
             out["parameters"] = dict(self.parameters)
         return out

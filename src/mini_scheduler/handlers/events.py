@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from mini_scheduler.errors import EventError
 from mini_scheduler.jobs import name_problem
-from mini_scheduler.model import RunStatus, firing_from_id, job_of, parse_instant
+from mini_scheduler.model import RunStatus, attempt_number, firing_from_id, job_of, parse_instant
 from mini_scheduler.recorder import Completion, Redriven
 
 if TYPE_CHECKING:
@@ -199,6 +199,7 @@ _LAMBDA_CONDITIONS = {"Success", "RetriesExhausted", "EventAgeExceeded"}
 _EXECUTION_NAME = re.compile(
     r"(?P<job>.+)@(?:(?P<at>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ)"
     r"|manual-(?P<mat>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}Z)-(?P<nonce>[0-9a-f]{8}))"
+    r"(?:-(?P<attempt>[1-9][0-9]?))?"  # a retry's run: ``#<attempt>`` with # replaced
 )
 _ERROR_LIMIT = 2000
 _REDRIVES_MAX = 1_000_000
@@ -231,11 +232,25 @@ def _firing_id_from_execution_name(name: str) -> str | None:
     found = _EXECUTION_NAME.fullmatch(name)
     if not found:
         return None
+    suffix = f"#{found['attempt']}" if found["attempt"] else ""
     if found["at"]:
         day, _, clock = found["at"].partition("T")
-        return f"{found['job']}@{day}T{clock.replace('-', ':')}"
+        return f"{found['job']}@{day}T{clock.replace('-', ':')}{suffix}"
     day, _, clock = found["mat"].partition("T")
-    return f"{found['job']}@manual-{day}T{clock.replace('-', ':')}-{found['nonce']}"
+    return f"{found['job']}@manual-{day}T{clock.replace('-', ':')}-{found['nonce']}{suffix}"
+
+
+def _run_id(body: Mapping[str, Any], where: str) -> str:
+    """The run a payload names: its ``firingId``, and ``#<attempt>`` from attempt 2 on (a
+    payload without ``attempt``, from before retries, is a first attempt)."""
+    firing_id = _firing_id(body.get("firingId"), where)
+    raw = body.get("attempt", 1)
+    attempt = attempt_number(raw)
+    if attempt is None:
+        raise EventError(f"{where}: attempt {str(raw)[:40]!r} is not a whole number from 1 to 99")
+    if "#" in firing_id:
+        raise EventError(f"{where}: firingId {firing_id[:100]!r} names an attempt: it must not")
+    return firing_id if attempt == 1 else f"{firing_id}#{attempt}"
 
 
 def _firing_id(candidate: Any, where: str) -> str:
@@ -272,7 +287,7 @@ def _from_lambda_destination(event: Mapping[str, Any], context: Mapping[str, Any
     request = event.get("requestPayload")
     if not isinstance(request, Mapping):
         raise EventError("Lambda destination record without requestPayload")
-    firing_id = _firing_id(request.get("firingId"), "requestPayload")
+    firing_id = _run_id(request, "requestPayload")
     response = event.get("responsePayload")
     response_context = event.get("responseContext")
     failed = condition != "Success" or (
@@ -325,23 +340,25 @@ def _sfn_firing_id(detail: Mapping[str, Any], execution_input: ExecutionInput | 
     input out and the name was cut (a long job name), from the input DescribeExecution reads."""
     raw_input = detail.get("input")
     included = isinstance(raw_input, str) and bool(raw_input)
-    firing_id = _input_firing_id(raw_input) if included else None
-    if not firing_id:
-        firing_id = _firing_id_from_execution_name(str(detail.get("name", "")))
+    body = _input_body(raw_input) if included else None
+    if body is not None:
+        return _run_id(body, "Step Functions execution")
+    firing_id = _firing_id_from_execution_name(str(detail.get("name", "")))
     arn = detail.get("executionArn")
     if not firing_id and not included and execution_input is not None and arn is not None:
         where = f"Step Functions execution {str(arn)[:300]}"
-        firing_id = _input_firing_id(execution_input(str(arn)))
-        return _firing_id(firing_id, f"{where} (its input, read with DescribeExecution)")
+        read = _input_body(execution_input(str(arn))) or {}
+        return _run_id(read, f"{where} (its input, read with DescribeExecution)")
     return _firing_id(firing_id, "Step Functions execution")
 
 
-def _input_firing_id(text: Any) -> Any:
+def _input_body(text: Any) -> Mapping[str, Any] | None:
+    """An execution's input, when it is a JSON object with a firingId."""
     try:
         body = json.loads(text) if isinstance(text, str) and text else None
     except ValueError:
         return None
-    return body.get("firingId") if isinstance(body, Mapping) else None
+    return body if isinstance(body, Mapping) and body.get("firingId") else None
 
 
 def _from_millis(value: Any) -> datetime | None:

@@ -66,6 +66,30 @@ def test_a_skipped_firing_cannot_be_claimed_and_a_claimed_one_cannot_be_skipped(
     assert claim_store.run(claimed.id).status is RunStatus.CLAIMED  # type: ignore[union-attr]
 
 
+def test_each_attempt_of_a_firing_is_a_run_of_its_own(claim_store: ClaimStore) -> None:
+    """A retry is claimed by ``<firingId>#<attempt>``: its own claim, run and end, beside the
+    first attempt's; the job's history shows the attempts together, the latest first."""
+    first = Firing("report", T0)
+    second = first.retry()
+    assert _claim(claim_store, first) is ClaimResult.WON
+    claim_store.mark_dispatched(first, now=T0, deadline=T0 + timedelta(seconds=900), start=START)
+    claim_store.close(first.id, RunStatus.FAILED, now=T0 + timedelta(seconds=5), error="boom")
+    retried = T0 + timedelta(minutes=2)
+    assert _claim(claim_store, second, now=retried) is ClaimResult.WON
+    assert _claim(claim_store, second, now=retried) is ClaimResult.LOST
+    claim_store.mark_dispatched(
+        second, now=retried, deadline=retried + timedelta(seconds=900), start=START
+    )
+    claim_store.close(second.id, RunStatus.SUCCEEDED, now=retried + timedelta(seconds=5))
+    failed, succeeded = claim_store.run(first.id), claim_store.run(second.id)
+    assert failed is not None and failed.status is RunStatus.FAILED and failed.error == "boom"
+    assert succeeded is not None and succeeded.status is RunStatus.SUCCEEDED
+    assert succeeded.firing_id == "report@2026-11-30T14:00:00Z#2"
+    assert [run.firing_id for run in claim_store.history("report")] == [second.id, first.id]
+    state = claim_store.job_state("report")
+    assert state is not None and state.last_status is RunStatus.SUCCEEDED
+
+
 def test_a_run_moves_from_claimed_to_dispatched_to_its_end(claim_store: ClaimStore) -> None:
     firing = Firing("report", T0)
     _claim(claim_store, firing)

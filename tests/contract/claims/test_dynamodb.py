@@ -136,9 +136,13 @@ def test_a_watch_item_groups_its_firings_by_instant_and_the_old_form_is_still_sw
 
 @pytest.mark.dynamodb_local
 @pytest.mark.parametrize("batched", [True, False], ids=["batched", "one-by-one"])
-@pytest.mark.parametrize("manual", [False, True], ids=["scheduled", "manual"])
+@pytest.mark.parametrize(
+    ("manual", "attempt"),
+    [(False, 1), (True, 1), (False, 2), (True, 12)],
+    ids=["scheduled", "manual", "retry", "manual-retry"],
+)
 def test_a_run_item_keeps_no_field_its_key_says_nor_a_settled_claim_token(
-    dynamodb_local: object, batched: bool, manual: bool
+    dynamodb_local: object, batched: bool, manual: bool, attempt: int
 ) -> None:
     """The firing id, job and scheduled time are the key's (``RUN#<job>`` / the sort key), and
     the claim token has done its work once the run is marked: none is stored, about 140 bytes
@@ -155,7 +159,7 @@ def test_a_run_item_keeps_no_field_its_key_says_nor_a_settled_claim_token(
         sleep=lambda _: None,
         batched=batched,
     )
-    firing = Firing("report", T0, True, "0a1b2c3d") if manual else Firing("report", T0)
+    firing = Firing("report", T0, manual, "0a1b2c3d" if manual else "", attempt=attempt)
     lease = T0 + timedelta(seconds=120)
     assert store.claim_many([ClaimRequest(firing)], now=T0, lease_until=lease, origin="a") == [
         ClaimResult.WON

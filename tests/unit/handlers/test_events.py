@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -70,7 +71,11 @@ def test_step_functions_status_events(name: str, status: RunStatus) -> None:
     [
         Firing("hourly-cleanup", T0),
         Firing.manual_run("hourly-cleanup", T0, "jane", {}, nonce="00ff00ff"),
+        Firing("hourly-cleanup", T0, attempt=2),
+        Firing.manual_run("hourly-cleanup", T0, "jane", {}, nonce="00ff00ff").retry().retry(),
+        Firing("hourly-cleanup", T0, attempt=99),
     ],
+    ids=["scheduled", "manual", "retry", "manual-retry", "last-attempt"],
 )
 def test_without_its_input_the_execution_name_names_the_firing(firing: Firing) -> None:
     event = load_event("sfn-status-succeeded.json")
@@ -78,6 +83,41 @@ def test_without_its_input_the_execution_name_names_the_firing(firing: Firing) -
     event["detail"]["name"] = execution_name(firing.id)
     done = completion_from_event(event)
     assert done is not None and done.firing_id == firing.id
+
+
+def test_a_retry_s_end_closes_that_attempt_s_run() -> None:
+    """The payload keeps the firing's firingId and says its attempt: the run the end closes is
+    ``<firingId>#<attempt>`` from the second attempt on (a payload without ``attempt``, from
+    before retries, is a first attempt)."""
+    event = load_event("lambda-destination-failure.json")
+    event["requestPayload"]["attempt"] = 3
+    done = completion_from_event(event)
+    assert done is not None and done.firing_id == "morning-report@2026-11-30T14:00:00Z#3"
+    event["requestPayload"]["attempt"] = 1
+    done = completion_from_event(event)
+    assert done is not None and done.firing_id == "morning-report@2026-11-30T14:00:00Z"
+    flow = load_event("sfn-status-failed.json")
+    body = json.loads(flow["detail"]["input"])
+    flow["detail"]["input"] = json.dumps({**body, "attempt": 2})
+    done = completion_from_event(flow)
+    assert done is not None and done.firing_id == "hourly-cleanup@2026-11-30T14:15:00Z#2"
+
+
+@pytest.mark.parametrize(
+    ("attempt", "firing_id"),
+    [
+        (0, "morning-report@2026-11-30T14:00:00Z"),
+        (100, "morning-report@2026-11-30T14:00:00Z"),
+        ("two", "morning-report@2026-11-30T14:00:00Z"),
+        (True, "morning-report@2026-11-30T14:00:00Z"),
+        (2, "morning-report@2026-11-30T14:00:00Z#2"),
+    ],
+)
+def test_an_attempt_that_is_not_one_is_refused(attempt: Any, firing_id: str) -> None:
+    event = load_event("lambda-destination-failure.json")
+    event["requestPayload"].update(attempt=attempt, firingId=firing_id)
+    with pytest.raises(EventError, match="attempt"):
+        completion_from_event(event)
 
 
 def test_a_step_functions_timeout_is_timed_out_and_aborted_is_failed() -> None:

@@ -59,6 +59,7 @@ jobs:
     assert payload == {
         "job": "report",
         "firingId": "report@2026-11-30T14:00:00Z",
+        "attempt": 1,  # always: 2 and on are retries of the same firingId
         "scheduledTime": "2026-11-30T14:00:00Z",
         "origin": "us-east-1/prod",
         "manual": False,
