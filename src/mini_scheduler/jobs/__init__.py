@@ -26,7 +26,8 @@ Two kinds of trouble, kept apart:
 :func:`load` never reads the clock or the network; :mod:`mini_scheduler.jobs.locations` finds
 the file. The modules, by concern:
 
-* ``model``: :class:`Job`, :class:`Target`, :class:`CronFile` and its load report.
+* ``model``: :class:`Job`, :class:`Target`, :class:`Retry`, :class:`CronFile` and its load
+  report.
 * ``yaml``: the bounded YAML loader (size, depth, nodes, aliases, keys written twice).
 * ``loader``: :func:`load`, the file-level checks and settings.
 * ``validate``: one entry, checked by a table of readers, one per key.
@@ -53,9 +54,12 @@ from mini_scheduler.jobs.model import (
     DEFAULT_FLOW_TIMEOUT,
     DEFAULT_LAMBDA_TIMEOUT,
     DEFAULT_TIMEZONE,
+    MAX_BACKOFF,
+    MAX_RETRIES,
     CronFile,
     Job,
     Problem,
+    Retry,
     Target,
     scheduled_line,
 )
@@ -70,11 +74,14 @@ __all__ = [
     "DISPATCH_RESERVE",
     "DYNAMODB_ITEM_LIMIT",
     "LAMBDA_ASYNC_PAYLOAD_LIMIT",
+    "MAX_BACKOFF",
     "MAX_FILE_BYTES",
+    "MAX_RETRIES",
     "STEP_FUNCTIONS_INPUT_LIMIT",
     "CronFile",
     "Job",
     "Problem",
+    "Retry",
     "Target",
     "check_parameters_fit",
     "load",

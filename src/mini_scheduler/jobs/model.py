@@ -1,8 +1,10 @@
 """What cron.yaml declares once it is read: a :class:`Job` per entry that loaded, its
-:class:`Target`, and the :class:`CronFile` with its settings and its load report."""
+:class:`Target` and :class:`Retry`, and the :class:`CronFile` with its settings and its load
+report."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
@@ -11,18 +13,25 @@ from zoneinfo import ZoneInfo
 from mini_scheduler.cron import CronExpression
 
 __all__ = [
+    "DEFAULT_BACKOFF",
+    "DEFAULT_FACTOR",
     "DEFAULT_FLOW_TIMEOUT",
     "DEFAULT_LAMBDA_TIMEOUT",
+    "DEFAULT_MAX_BACKOFF",
     "DEFAULT_MISFIRE_GRACE",
     "DEFAULT_MISFIRE_MAX",
     "DEFAULT_TIMEZONE",
     "FLOW_PREFIX",
+    "MAX_BACKOFF",
+    "MAX_FACTOR",
     "MAX_MISFIRE_GRACE",
     "MAX_MISFIRE_MAX",
     "MAX_NAME_LENGTH",
+    "MAX_RETRIES",
     "MAX_TIMEOUT",
     "MISFIRE_POLICIES",
     "OVERLAP_POLICIES",
+    "RETRY_BOUNDS",
     "CronFile",
     "Job",
     "Level",
@@ -30,7 +39,9 @@ __all__ = [
     "Misfire",
     "Overlap",
     "Problem",
+    "Retry",
     "Target",
+    "in_retry_bounds",
     "scheduled_line",
 ]
 
@@ -43,6 +54,12 @@ DEFAULT_MISFIRE_GRACE: Final = 3600
 MAX_MISFIRE_GRACE: Final = 7 * 86400
 DEFAULT_MISFIRE_MAX: Final = 100
 MAX_MISFIRE_MAX: Final = 10_000
+MAX_RETRIES: Final = 20
+MAX_BACKOFF: Final = 86400
+MAX_FACTOR: Final = 10
+DEFAULT_BACKOFF: Final = 60
+DEFAULT_FACTOR: Final = 2.0
+DEFAULT_MAX_BACKOFF: Final = 3600
 
 Level = Literal["error", "warning", "info"]
 Misfire = Literal["fire_now", "fire_all", "skip"]
@@ -67,6 +84,74 @@ class Target:
         return FLOW_PREFIX + self.name if self.kind == "flow" else self.name
 
 
+RETRY_BOUNDS: Final[Mapping[str, tuple[int, int, bool]]] = {
+    "retries": (1, MAX_RETRIES, True),
+    "backoff": (0, MAX_BACKOFF, True),
+    "factor": (1, MAX_FACTOR, False),
+    "max_backoff": (0, MAX_BACKOFF, True),
+}
+"""The keys of a :class:`Retry`, in order, each with its lowest and highest value and whether
+it is a whole number (``max_backoff`` must also be at least ``backoff``)."""
+
+
+def in_retry_bounds(value: object, key: str) -> bool:
+    """Whether ``value`` is one :data:`RETRY_BOUNDS` allows for ``key``: a boolean is not a
+    number, and NaN is within no bounds."""
+    low, high, whole = RETRY_BOUNDS[key]
+    if isinstance(value, bool) or not isinstance(value, int if whole else int | float):
+        return False
+    return low <= value <= high
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """A job's ``retry``: a failed attempt of a firing is followed by another, up to
+    ``retries`` more, each after a wait that grows by ``factor`` up to ``max_backoff`` seconds.
+
+    cron.yaml's reader checks the bounds (1 to :data:`MAX_RETRIES` retries, waits of 0 to
+    :data:`MAX_BACKOFF` seconds, a factor of 1 to :data:`MAX_FACTOR`, ``max_backoff`` at least
+    ``backoff``); :meth:`from_record` checks them again for a policy read back from a store."""
+
+    retries: int
+    backoff: int = DEFAULT_BACKOFF
+    factor: float = DEFAULT_FACTOR
+    max_backoff: int = DEFAULT_MAX_BACKOFF
+
+    def delay(self, attempt: int) -> int | None:
+        """Seconds to wait before attempt ``attempt + 1`` once attempt ``attempt`` failed
+        (attempt 1 is the first run): ``backoff * factor ** (attempt - 1)``, at most
+        ``max_backoff``, rounded half up to whole seconds; None when no attempt is left."""
+        if attempt < 1:
+            raise ValueError(f"attempt {attempt} is not one: attempts count from 1")
+        if attempt > self.retries:
+            return None
+        wait = min(self.max_backoff, self.backoff * self.factor ** (attempt - 1))
+        return math.floor(wait + 0.5)
+
+    def as_record(self) -> dict[str, int | float]:
+        """The policy as a run record keeps it."""
+        return {
+            "retries": self.retries,
+            "backoff": self.backoff,
+            "factor": self.factor,
+            "max_backoff": self.max_backoff,
+        }
+
+    @classmethod
+    def from_record(cls, record: object) -> Retry | None:
+        """The policy :meth:`as_record` wrote; None when ``record`` is missing or is not one
+        (a key missing, a value of the wrong type or out of bounds). Never raises."""
+        if not isinstance(record, Mapping):
+            return None
+        values: list[Any] = [record.get(key) for key in RETRY_BOUNDS]
+        if not all(map(in_retry_bounds, values, RETRY_BOUNDS)):
+            return None
+        retries, backoff, factor, max_backoff = values
+        if max_backoff < backoff:
+            return None
+        return cls(retries, backoff, float(factor), max_backoff)
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
     """One loaded entry of cron.yaml. ``parameters`` is a plain dict: treat it as read-only."""
@@ -84,6 +169,8 @@ class Job:
     timeout: int
     enabled: bool
     entry: int
+    retry: Retry | None = None
+    """None: a failed run is not retried."""
 
     @property
     def service(self) -> str:

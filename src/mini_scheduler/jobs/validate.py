@@ -12,6 +12,8 @@ the keys written twice. An entry with a reason is skipped; one without becomes a
 * An explicit ``!!timestamp``, ``!!binary``, ``!!set``, ``!!omap`` or ``!!pairs`` value in
   ``parameters`` is refused with a reason, as are NaN and infinities, and non-text keys at any
   depth (:mod:`mini_scheduler.jobs.limits`).
+* ``retry`` is a mapping read key by key as a job entry is: each bad value is a reason of the
+  entry, an unknown key inside it a warning (``retry.<key>``).
 """
 
 from __future__ import annotations
@@ -29,15 +31,24 @@ from mini_scheduler.cron.zones import get_zone, is_fixed_offset, suggest_zone
 from mini_scheduler.errors import UnknownTimeZoneError
 from mini_scheduler.jobs.limits import check_parameters_fit, reserved_note, split_reserved
 from mini_scheduler.jobs.model import (
+    DEFAULT_BACKOFF,
+    DEFAULT_FACTOR,
     DEFAULT_FLOW_TIMEOUT,
     DEFAULT_LAMBDA_TIMEOUT,
+    DEFAULT_MAX_BACKOFF,
+    MAX_BACKOFF,
+    MAX_FACTOR,
+    MAX_RETRIES,
     MAX_TIMEOUT,
     MISFIRE_POLICIES,
     OVERLAP_POLICIES,
+    RETRY_BOUNDS,
     Job,
     Misfire,
     Overlap,
+    Retry,
     Target,
+    in_retry_bounds,
 )
 from mini_scheduler.jobs.names import name_problem, parse_service, readable_name
 from mini_scheduler.jobs.text import describe, kind, printable, quoted, words
@@ -52,6 +63,18 @@ thousands of bad zones must not make loading it slow."""
 _SEARCH_FROM: Final = datetime(1969, 12, 31, tzinfo=UTC)
 """A statement that has no firing after this in its zone never fires (firings start in 1970)."""
 _REQUIRED: Final = ("name", "cron", "service")
+_RETRY_KEYS: Final = tuple(RETRY_BOUNDS)
+_RETRY_DEFAULTS: Final[dict[str, int | float]] = {
+    "backoff": DEFAULT_BACKOFF,
+    "factor": DEFAULT_FACTOR,
+    "max_backoff": DEFAULT_MAX_BACKOFF,
+}
+_RETRY_RULES: Final = {
+    "retries": f"a whole number from 1 to {MAX_RETRIES}",
+    "backoff": f"a whole number of seconds from 0 to {MAX_BACKOFF}",
+    "factor": f"a number from 1 to {MAX_FACTOR}",
+    "max_backoff": f"a whole number of seconds from 0 to {MAX_BACKOFF}",
+}
 _LIKELY: Final = {
     "schedule": "cron",
     "statement": "cron",
@@ -68,6 +91,15 @@ _LIKELY: Final = {
     "input": "parameters",
     "payload": "parameters",
     "disabled": "enabled",
+    "retries": "retry",
+    "attempts": "retries",
+    "max_attempts": "retries",
+    "max_retries": "retries",
+    "delay": "backoff",
+    "interval": "backoff",
+    "multiplier": "factor",
+    "max_delay": "max_backoff",
+    "max_interval": "max_backoff",
 }
 
 
@@ -256,6 +288,45 @@ def _timeout(value: object, entry: Entry, reading: Reading) -> int | None:
     return value
 
 
+def _retry(value: object, entry: Entry, reading: Reading) -> Retry | None:
+    """The retry policy; None for no retry (or a reason)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        entry.reasons.append(
+            f"retry must be a mapping of {words(_RETRY_KEYS)}, not {describe(value)}"
+        )
+        return None
+    entry.notes.extend(
+        unknown_key(entry.label, key, _RETRY_KEYS, prefix="retry.")
+        for key in value
+        if key not in RETRY_BOUNDS
+    )
+    found: dict[str, Any] = {}
+    for key, rule in _RETRY_RULES.items():
+        item = value.get(key)
+        if item is None and key == "retries":
+            entry.reasons.append(
+                f"missing retry.retries (the attempts after the first, 1 to {MAX_RETRIES})"
+            )
+        elif item is None:
+            found[key] = _RETRY_DEFAULTS[key]
+        elif in_retry_bounds(item, key):
+            found[key] = item
+        else:
+            entry.reasons.append(f"retry.{key} must be {rule}, not {describe(item)}")
+    if len(found) < len(_RETRY_RULES):
+        return None
+    if found["max_backoff"] < found["backoff"]:
+        given = "the default " if value.get("max_backoff") is None else ""
+        entry.reasons.append(
+            f"retry.max_backoff must be at least retry.backoff ({found['backoff']}), not "
+            f"{given}{found['max_backoff']}"
+        )
+        return None
+    return Retry(found["retries"], found["backoff"], float(found["factor"]), found["max_backoff"])
+
+
 def _enabled(value: object, entry: Entry, reading: Reading) -> bool | None:
     enabled = True if value is None else value
     if not isinstance(enabled, bool):
@@ -275,6 +346,7 @@ FIELDS: Final[dict[str, Reader]] = {
     "misfire": _misfire,
     "overlap": _overlap,
     "timeout": _timeout,
+    "retry": _retry,
     "enabled": _enabled,
 }
 """Every key a job entry may hold, in the order its reasons are listed."""
@@ -340,16 +412,19 @@ def _job(entry: Entry, raw: dict[Any, Any], values: dict[str, Any], reading: Rea
         timeout=timeout,
         enabled=values["enabled"],
         entry=entry.number,
+        retry=values["retry"],
     )
 
 
-def unknown_key(label: str, key: object, known: Sequence[str]) -> str:
-    """The warning for a key nobody reads, with the key it most likely meant."""
+def unknown_key(label: str, key: object, known: Sequence[str], prefix: str = "") -> str:
+    """The warning for a key nobody reads, with the key it most likely meant; ``prefix`` is
+    the path of the mapping that holds it (``retry.``)."""
     guess = _suggest(key, known)
     shown = printable(key, 40) if isinstance(key, str) else repr(key)[:40]
     if guess:
-        return f"{label} key {shown} ignored - did you mean {guess}?"
-    return f"{label} key {shown} ignored - the keys are {', '.join(known)}"
+        return f"{label} key {prefix}{shown} ignored - did you mean {prefix}{guess}?"
+    keys = ", ".join(prefix + name for name in known)
+    return f"{label} key {prefix}{shown} ignored - the keys are {keys}"
 
 
 def _suggest(key: object, known: Sequence[str]) -> str | None:
