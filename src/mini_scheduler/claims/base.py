@@ -25,6 +25,13 @@ contract test suite holds each to it.
   :func:`.transitions.after_redrive`, the same for every backend; a backend only writes the
   answer, conditionally on the run being as it read it.
 * Watermarks only move forward.
+* A *deferred firing* is a firing due at an instant no cron statement's next time gives: a
+  retry (attempt 2 and on), later a one-time schedule or a backfill. ``defer`` stores it under
+  its due instant (writing the same one twice keeps one), ``due_deferred`` lists those due
+  before an instant, oldest first, with one range read on the due instant (never a scan, so a
+  tick pays one request however many wait for later), and ``drop_deferred`` forgets them once
+  their claim has an answer. A deferred firing is claimed by its run's id like any firing, so a
+  firing deferred twice (by two writers) or read by two ticks still runs once.
 
 The run record's fields and the names they are stored under are :mod:`.records`; what each
 operation writes, and on which condition, is :mod:`.transitions`: a backend translates those
@@ -41,7 +48,7 @@ from typing import Protocol
 
 from mini_scheduler.claims.records import JobStart, JobState, Redrive, RunRecord
 from mini_scheduler.errors import StoreError
-from mini_scheduler.model import Firing, RunStatus
+from mini_scheduler.model import Firing, RunStatus, iso_millis
 
 
 class ClaimResult(StrEnum):
@@ -65,6 +72,27 @@ class MarkRequest:
     firing: Firing
     deadline: datetime
     start: JobStart
+
+
+DEFERRED_REASONS = ("retry",)
+"""Why a firing is deferred (one-time schedules and backfills will add theirs)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Deferred:
+    """``firing`` (its job, instant and attempt) to be claimed and dispatched from ``due`` on,
+    written by ``origin`` at ``written_at`` for ``reason``."""
+
+    firing: Firing
+    due: datetime
+    reason: str
+    origin: str
+    written_at: datetime
+
+    @property
+    def key(self) -> str:
+        """What a store keys it by: the due instant (ms), then the run's id."""
+        return f"{iso_millis(self.due)}#{self.firing.id}"
 
 
 ClaimOutcome = ClaimResult | StoreError
@@ -227,6 +255,22 @@ class ClaimStore(Protocol):
         ...
 
     def set_paused(self, job: str, paused: bool, *, operator: str, now: datetime) -> None: ...
+
+    def defer(self, deferred: Sequence[Deferred]) -> None:
+        """Store each deferred firing under its due instant (batched where the store batches);
+        one already stored under the same key stays one. Raises StoreError when any could not
+        be written (after retries): the caller writes them all again, which is harmless."""
+        ...
+
+    def due_deferred(self, until: datetime, limit: int = 1000) -> Sequence[Deferred]:
+        """The deferred firings due before ``until``, oldest first (at most ``limit``), read
+        consistently with one range query on the due instant."""
+        ...
+
+    def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
+        """Forget these deferred firings (their claims have an answer). Raises StoreError when
+        any could not be deleted: one left is read again and its claim is LOST, harmless."""
+        ...
 
 
 class OneByOne:

@@ -9,6 +9,7 @@ Items (``pk`` / ``sk``):
 * ``CONTROL`` / ``WATERMARK#<scope>`` and ``CONTROL`` / ``PAUSE#<job>``: read by a tick in one
   consistent Query.
 * ``WATCH`` / ``<instant>#<random>``: the runs the sweep looks at (:mod:`.dynamodb_watch`).
+* ``DEFER`` / ``<due instant, ms>#<run id>``: the deferred firings (:mod:`.dynamodb_deferred`).
 
 On the hot path a firing of an ``overlap: allow`` job costs three writes of one item each, no
 transaction and no index entry: the claim (a PartiQL ``INSERT``), the mark (a PartiQL
@@ -36,11 +37,13 @@ from mini_scheduler.claims.base import (
     ClaimRequest,
     ClaimResult,
     Control,
+    Deferred,
     MarkRequest,
     OneByOne,
     Pause,
 )
 from mini_scheduler.claims.dynamodb_batch import BatchWriter, Insert, Update
+from mini_scheduler.claims.dynamodb_deferred import DeferredFirings
 from mini_scheduler.claims.dynamodb_slots import JobSlots
 from mini_scheduler.claims.dynamodb_table import (
     RUN,
@@ -96,6 +99,7 @@ class DynamoDBClaimStore(OneByOne):
         self._writer = BatchWriter(client, table, sleep, batched=batched)
         self._slots = JobSlots(client, table, sleep)
         self._watch = Watch(client, table, self._ttl, sleep)
+        self._deferred = DeferredFirings(client, table, self._ttl, sleep)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -447,6 +451,17 @@ class DynamoDBClaimStore(OneByOne):
             last_status=latest.status,
             open_firing=slot,
         )
+
+    # -- deferred firings ------------------------------------------------------------------
+
+    def defer(self, deferred: Sequence[Deferred]) -> None:
+        self._deferred.add(deferred)
+
+    def due_deferred(self, until: datetime, limit: int = 1000) -> Sequence[Deferred]:
+        return self._deferred.due(until, limit)
+
+    def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
+        self._deferred.drop(deferred)
 
     # -- control ---------------------------------------------------------------------------
 

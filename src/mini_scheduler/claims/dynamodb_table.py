@@ -244,6 +244,36 @@ def get_many(
             )
 
 
+_WRITE = 25  # requests in one BatchWriteItem
+
+
+def write_batches(
+    client: DynamoDBClient,
+    table: str,
+    requests: Sequence[Mapping[str, Any]],
+    operation: str,
+    sleep: Callable[[float], None],
+) -> list[Any]:
+    """``requests`` (each a ``PutRequest`` or a ``DeleteRequest``; no two on one key) 25 a
+    ``BatchWriteItem``, the requests DynamoDB left unprocessed sent again with back-off. The
+    requests still unprocessed after that, for the caller to judge (none when every one was
+    written). Raises StoreError naming ``operation`` when a request fails."""
+    left: list[Any] = []
+    for start in range(0, len(requests), _WRITE):
+        batch: list[Any] = [dict(request) for request in requests[start : start + _WRITE]]
+        for attempt in range(_UNPROCESSED_ATTEMPTS):
+            try:
+                answer = client.batch_write_item(RequestItems={table: batch})
+            except (ClientError, BotoCoreError) as exc:
+                raise failed(table, operation, exc) from exc
+            batch = list(answer.get("UnprocessedItems", {}).get(table, []))
+            if not batch:
+                break
+            sleep(0.05 * 2**attempt)
+        left.extend(batch)
+    return left
+
+
 def failed(table: str, operation: str, exc: Exception) -> StoreError:
     """A request on ``table`` that failed, as the store reports it: the request and why."""
     return StoreError(f"DynamoDB {operation} on table {table} failed - {describe_aws_error(exc)}")

@@ -40,6 +40,7 @@ from mini_scheduler.claims.dynamodb_table import (
     named,
     run_from,
     run_key,
+    write_batches,
     write_retried,
 )
 from mini_scheduler.claims.records import RunRecord
@@ -54,8 +55,6 @@ AGAIN = timedelta(minutes=1)
 """A run the sweep answered as due is looked at again from the next minute on."""
 MAX_ITEM_BYTES = 300_000
 """A watch item's firing ids stay under this (DynamoDB's item limit is 400 KB)."""
-_DELETE = 25  # requests in one BatchWriteItem
-_UNPROCESSED_ATTEMPTS = 5
 
 
 def minute_after(moment: datetime) -> datetime:
@@ -153,20 +152,9 @@ class Watch:
         ]
 
     def _delete(self, keys: Sequence[Mapping[str, Any]]) -> None:
-        for start in range(0, len(keys), _DELETE):
-            requests: list[Any] = [
-                {"DeleteRequest": {"Key": dict(key)}} for key in keys[start : start + _DELETE]
-            ]
-            for attempt in range(_UNPROCESSED_ATTEMPTS):
-                try:
-                    answer = self._client.batch_write_item(RequestItems={self._table: requests})
-                except (ClientError, BotoCoreError) as exc:
-                    raise self._fail("BatchWriteItem (watch)", exc) from exc
-                requests = list(answer.get("UnprocessedItems", {}).get(self._table, []))
-                if not requests:
-                    break
-                self._sleep(0.05 * 2**attempt)
-            # Items left undeleted are read again by the next sweep: harmless, never lost.
+        requests = [{"DeleteRequest": {"Key": dict(key)}} for key in keys]
+        write_batches(self._client, self._table, requests, "BatchWriteItem (watch)", self._sleep)
+        # Items left undeleted are read again by the next sweep: harmless, never lost.
 
 
 def watch_item(firing_ids: Sequence[str], at: datetime, ttl: timedelta) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from mini_scheduler.claims.base import (
     ClaimRequest,
     ClaimResult,
     Control,
+    Deferred,
     MarkRequest,
     Pause,
 )
@@ -53,6 +54,7 @@ class MemoryClaimStore:
         self._jobs: dict[str, JobState] = {}
         self._watermarks: dict[str, datetime] = {}
         self._paused: dict[str, Pause] = {}
+        self._deferred: dict[str, Deferred] = {}
         self.calls = 0
 
     @staticmethod
@@ -281,3 +283,21 @@ class MemoryClaimStore:
                 self._paused[job] = Pause(job, operator, now)
             else:
                 self._paused.pop(job, None)
+
+    def defer(self, deferred: Sequence[Deferred]) -> None:
+        with self._lock:
+            self.calls += 1
+            for item in deferred:
+                self._deferred.setdefault(item.key, item)
+
+    def due_deferred(self, until: datetime, limit: int = 1000) -> Sequence[Deferred]:
+        with self._lock:
+            self.calls += 1
+            due = sorted((k, d) for k, d in self._deferred.items() if d.due < until)
+            return [item for _, item in due[:limit]]
+
+    def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
+        with self._lock:
+            self.calls += 1
+            for item in deferred:
+                self._deferred.pop(item.key, None)

@@ -16,6 +16,7 @@ documents and indexes are :mod:`.mongodb_documents`'.
   majority read concern on the primary.
 * An exclusive claim also takes the job's open slot, in a write of its own before the batch's
   insert (:mod:`.mongodb_slots`).
+* Deferred firings are the ``deferred`` collection's documents (:mod:`.mongodb_deferred`).
 
 A firing costs three writes on the hot path, each shared by its batch: the claim's insert, the
 mark, the job's start; and two at its end (the run's, then the job's state).
@@ -47,10 +48,13 @@ from mini_scheduler.claims.base import (
     ClaimRequest,
     ClaimResult,
     Control,
+    Deferred,
     MarkRequest,
     OneByOne,
     Pause,
 )
+from mini_scheduler.claims.mongodb_deferred import DEFERRED, DeferredFirings
+from mini_scheduler.claims.mongodb_deferred import create_indexes as create_deferred_indexes
 from mini_scheduler.claims.mongodb_documents import (
     DUPLICATE_KEY,
     RUN,
@@ -75,6 +79,7 @@ from mini_scheduler.model import Firing, RunStatus, firing_from_id
 from mini_scheduler.mongo import CONTROL, JOB_STATE, RUNS, Document, describe_error, majority
 
 if TYPE_CHECKING:
+    from pymongo.collection import Collection
     from pymongo.database import Database
     from pymongo.results import UpdateResult
 
@@ -108,11 +113,13 @@ class MongoDBClaimStore(OneByOne):
         self.runs = majority(database, RUNS)
         self.states = majority(database, JOB_STATE)
         self.controls = majority(database, CONTROL)
+        self.deferred = majority(database, DEFERRED)
         self._ttl = timedelta(days=run_ttl_days)
         self._sleep = sleep
         self._indexed = False
         self._index_lock = threading.Lock()
         self._slots = JobSlots(self.runs, self.states, self._fail)
+        self._deferred = DeferredFirings(self.deferred, self._ttl, self._fail)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -125,26 +132,41 @@ class MongoDBClaimStore(OneByOne):
     def ensure_indexes(self) -> None:
         """Create the indexes (idempotent; done once per store, on first use). A server that
         refuses them (no createIndex privilege, a conflicting index) is logged: claims do not
-        depend on them, only the history and sweep queries' speed and the runs' expiry do.
-        A store that cannot be reached raises StoreError, and the next call tries again."""
+        depend on them, only the queries' speed and the documents' expiry do. A store that
+        cannot be reached raises StoreError, and the next call tries again."""
         if self._indexed:
             return
         with self._index_lock:
             if self._indexed:
                 return
-            try:
-                create_indexes(self.runs)
-            except OperationFailure as exc:
-                log.error(
-                    "MongoDB indexes on %s.%s not created - history and sweep queries scan "
-                    "and runs do not expire until they are: %s",
-                    self.database_name,
-                    RUNS,
-                    describe_error(exc),
-                )
-            except PyMongoError as exc:
-                raise self._fail("createIndexes", RUNS, exc) from exc
+            self._create_indexes(
+                create_indexes, self.runs, "history and sweep queries scan and runs do not expire"
+            )
+            self._create_indexes(
+                create_deferred_indexes,
+                self.deferred,
+                "the read of deferred firings scans and they do not expire",
+            )
             self._indexed = True
+
+    def _create_indexes(
+        self,
+        create: Callable[[Collection[Document]], None],
+        collection: Collection[Document],
+        without: str,
+    ) -> None:
+        try:
+            create(collection)
+        except OperationFailure as exc:
+            log.error(
+                "MongoDB indexes on %s.%s not created - %s until they are: %s",
+                self.database_name,
+                collection.name,
+                without,
+                describe_error(exc),
+            )
+        except PyMongoError as exc:
+            raise self._fail("createIndexes", collection.name, exc) from exc
 
     def _update_run(self, firing_id: str, write: Write, operation: str) -> UpdateResult:
         try:
@@ -500,6 +522,19 @@ class MongoDBClaimStore(OneByOne):
         if doc is None:
             return None
         return job_state_from(job, doc, utc)
+
+    # -- deferred firings ------------------------------------------------------------------
+
+    def defer(self, deferred: Sequence[Deferred]) -> None:
+        self.ensure_indexes()
+        self._deferred.add(deferred)
+
+    def due_deferred(self, until: datetime, limit: int = 1000) -> Sequence[Deferred]:
+        self.ensure_indexes()
+        return self._deferred.due(until, limit)
+
+    def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
+        self._deferred.drop(deferred)
 
     # -- control ---------------------------------------------------------------------------
 

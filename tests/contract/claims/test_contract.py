@@ -10,7 +10,13 @@ from functools import partial
 
 import pytest
 
-from mini_scheduler.claims.base import ClaimRequest, ClaimResult, ClaimStore, MarkRequest
+from mini_scheduler.claims.base import (
+    ClaimRequest,
+    ClaimResult,
+    ClaimStore,
+    Deferred,
+    MarkRequest,
+)
 from mini_scheduler.claims.records import EarlierEnd, JobStart, Redrive
 from mini_scheduler.claims.transitions import EARLIER_ENDS_KEPT, TIMED_OUT_ERROR
 from mini_scheduler.errors import StoreError
@@ -643,6 +649,115 @@ def test_a_dry_sweep_changes_nothing(claim_store: ClaimStore) -> None:
     assert [r.firing_id for r in claim_store.due_runs(sweep)] == [firing.id]
 
 
+# -- deferred firings ------------------------------------------------------------------------
+
+WRITTEN = T0 - timedelta(minutes=3, milliseconds=250)
+
+
+def _deferred(
+    firing: Firing, due: datetime, *, origin: str = ORIGIN, written_at: datetime = WRITTEN
+) -> Deferred:
+    return Deferred(firing, due, "retry", origin, written_at)
+
+
+def test_deferred_firings_due_before_an_instant_are_listed_oldest_first(
+    claim_store: ClaimStore,
+) -> None:
+    """Due before ``until``, not at it; each read back whole (firing, due, reason, origin,
+    written_at)."""
+    first = _deferred(Firing("report", T0 - timedelta(hours=1), attempt=3), T0 - timedelta(hours=1))
+    second = _deferred(Firing("cleanup", T0, attempt=2), T0 - timedelta(milliseconds=1))
+    at_until = _deferred(Firing("other", T0, attempt=2), T0)
+    later = _deferred(Firing("report", T0, attempt=2), T0 + timedelta(minutes=5))
+    claim_store.defer([later, second, at_until, first])
+    assert claim_store.due_deferred(T0 - timedelta(hours=2)) == []
+    assert claim_store.due_deferred(T0) == [first, second]
+    assert claim_store.due_deferred(T0, limit=1) == [first]
+    assert claim_store.due_deferred(T0 + timedelta(milliseconds=1)) == [first, second, at_until]
+    everything = claim_store.due_deferred(T0 + timedelta(days=1))
+    assert everything == [first, second, at_until, later]
+    assert [d.reason for d in everything] == ["retry"] * 4
+    assert all(d.written_at == WRITTEN and d.origin == ORIGIN for d in everything)
+
+
+def test_a_firing_deferred_twice_is_listed_once(claim_store: ClaimStore) -> None:
+    """By one writer (twice in a batch, or again after an error) or by two: one entry, and its
+    claim decides that it runs once. Which writer's reason and origin stay is the store's (a
+    DynamoDB put replaces an item, a MongoDB insert keeps the document)."""
+    firing = Firing("report", T0).retry()
+    due = T0 + timedelta(minutes=1)
+    once = _deferred(firing, due)
+    claim_store.defer([once, once])
+    claim_store.defer([once])
+    assert claim_store.due_deferred(due + timedelta(seconds=1)) == [once]
+    other = _deferred(firing, due, origin="us-west-2/DR", written_at=T0)
+    claim_store.defer([other])
+    (listed,) = claim_store.due_deferred(due + timedelta(seconds=1))
+    assert listed in (once, other) and (listed.firing, listed.due) == (firing, due)
+
+
+def test_one_run_deferred_to_two_instants_is_two_entries(claim_store: ClaimStore) -> None:
+    """Both are listed, each when due: the run's claim lets one of them run."""
+    firing = Firing("report", T0, attempt=2)
+    early = _deferred(firing, T0 + timedelta(minutes=1))
+    late = _deferred(firing, T0 + timedelta(minutes=2))
+    claim_store.defer([late, early])
+    assert claim_store.due_deferred(T0 + timedelta(minutes=2)) == [early]
+    assert claim_store.due_deferred(T0 + timedelta(minutes=3)) == [early, late]
+
+
+def test_dropped_deferred_firings_are_forgotten_and_only_they(claim_store: ClaimStore) -> None:
+    kept = [
+        _deferred(Firing(f"job-{i}", T0, attempt=2), T0 + timedelta(seconds=i)) for i in range(4)
+    ]
+    claim_store.defer(kept)
+    claim_store.drop_deferred([kept[3], kept[1]])
+    until = T0 + timedelta(minutes=1)
+    assert claim_store.due_deferred(until) == [kept[0], kept[2]]
+    claim_store.drop_deferred([kept[1], kept[0], kept[0]])  # one gone already, one given twice
+    assert claim_store.due_deferred(until) == [kept[2]]
+    claim_store.drop_deferred([])
+    claim_store.defer([])
+    assert claim_store.due_deferred(until) == [kept[2]]
+
+
+@pytest.mark.parametrize(
+    "firing",
+    [
+        Firing("x", T0, attempt=3),
+        Firing("report", T0 + timedelta(milliseconds=123), True, "0a1b2c3d", attempt=2),
+        Firing("report.daily_2", T0 + timedelta(seconds=59), attempt=99),
+        Firing("report", T0),
+    ],
+    ids=["attempt-3", "manual-retry", "last-attempt", "first-attempt"],
+)
+def test_a_deferred_firing_reads_back_its_attempt_and_manual_run(
+    claim_store: ClaimStore, firing: Firing
+) -> None:
+    deferred = _deferred(firing, T0 + timedelta(minutes=2, milliseconds=7))
+    claim_store.defer([deferred])
+    (read,) = claim_store.due_deferred(T0 + timedelta(minutes=3))
+    assert read == deferred and read.firing.id == firing.id and read.key == deferred.key
+
+
+def test_many_deferred_firings_are_written_listed_and_dropped_in_batches(
+    claim_store: ClaimStore,
+) -> None:
+    """More than a batch of each kind (25 on DynamoDB); a limit cuts the list in due order."""
+    many = [
+        _deferred(
+            Firing(f"job-{i % 7}", T0 + timedelta(minutes=i), attempt=2), T0 + timedelta(seconds=i)
+        )
+        for i in range(60)
+    ]
+    claim_store.defer(many[::-1])
+    until = T0 + timedelta(minutes=2)
+    assert claim_store.due_deferred(until) == many
+    assert claim_store.due_deferred(until, limit=50) == many[:50]
+    claim_store.drop_deferred(many[:55])
+    assert claim_store.due_deferred(until) == many[55:]
+
+
 # -- races (on the backends whose conditional writes are atomic: see conftest) ---------------
 
 RACERS = 8
@@ -733,3 +848,10 @@ def test_a_store_that_cannot_be_reached_raises_store_error(
         unreachable_claim_store.control("us-east-1/prod")
     with pytest.raises(StoreError):
         unreachable_claim_store.due_runs(T0)
+    deferred = _deferred(firing.retry(), T0)
+    with pytest.raises(StoreError):
+        unreachable_claim_store.defer([deferred])
+    with pytest.raises(StoreError):
+        unreachable_claim_store.due_deferred(T0)
+    with pytest.raises(StoreError):
+        unreachable_claim_store.drop_deferred([deferred])

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
-from mini_scheduler.claims.base import ClaimResult
+from mini_scheduler.claims.base import ClaimResult, Deferred
 from mini_scheduler.claims.dynamodb import DynamoDBClaimStore, create_state_table
+from mini_scheduler.errors import StoreError
 from mini_scheduler.model import Firing
 from tests.contract.claims.conftest import new_table_name
 
@@ -193,3 +195,113 @@ def test_a_key_that_is_not_a_run_s_is_refused() -> None:
     for pk, sk in (("JOB#report", "STATE"), ("RUN#", "2026-11-30T14:00:00.000Z"), ("RUN#r", "x")):
         with pytest.raises(ValueError):
             firing_from_key(pk, sk)
+
+
+# -- deferred firings ---------------------------------------------------------------------------
+
+
+def _deferred(firing: Firing, due: datetime) -> Deferred:
+    return Deferred(firing, due, "retry", "us-east-1/prod", T0 - timedelta(minutes=1))
+
+
+@pytest.mark.dynamodb_local
+def test_no_deferred_firing_due_is_one_request_however_many_wait(dynamodb_local: object) -> None:
+    """Issue 14: the tick reads the deferred firings due with one range Query on the due
+    instant, so a thousand due later cost it nothing more than none. An item keeps what its key
+    does not say, and nothing its key says."""
+    table = new_table_name()
+    create_state_table(dynamodb_local, table)  # type: ignore[arg-type]
+    store = DynamoDBClaimStore(table, dynamodb_local, sleep=lambda _: None)  # type: ignore[arg-type]
+    waiting = [
+        _deferred(Firing(f"job-{i:03d}", T0, attempt=2), T0 + timedelta(hours=1, seconds=i))
+        for i in range(1000)
+    ]
+    store.defer(waiting)
+    calls: list[str] = []
+
+    def count(model: Any, **_: Any) -> None:
+        calls.append(model.name)
+
+    events = dynamodb_local.meta.events  # type: ignore[attr-defined]
+    events.register("before-call.dynamodb", count)
+    try:
+        assert store.due_deferred(T0 + timedelta(minutes=59)) == []
+    finally:
+        events.unregister("before-call.dynamodb", count)
+    assert calls == ["Query"]
+    assert len(store.due_deferred(T0 + timedelta(hours=2))) == 1000
+    first = waiting[0]
+    item = dynamodb_local.get_item(  # type: ignore[attr-defined]
+        TableName=table, Key={"pk": {"S": "DEFER"}, "sk": {"S": first.key}}
+    )["Item"]
+    assert item == {
+        "pk": {"S": "DEFER"},
+        "sk": {"S": "2026-11-30T15:00:00.000Z#job-000@2026-11-30T14:00:00Z#2"},
+        "reason": {"S": "retry"},
+        "origin": {"S": "us-east-1/prod"},
+        "writtenAt": {"S": "2026-11-30T13:59:00.000Z"},
+        "expiresAt": {"N": str(int((first.due + timedelta(days=30)).timestamp()))},
+    }
+
+
+class _Unprocessing:
+    """A client whose BatchWriteItem leaves its last request unprocessed ``times`` times."""
+
+    def __init__(self, times: int) -> None:
+        self.times = times
+        self.sent: list[list[dict[str, Any]]] = []
+
+    def batch_write_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:
+        (requests,) = RequestItems.values()
+        self.sent.append(requests)
+        if self.times > 0:
+            self.times -= 1
+            return {"UnprocessedItems": {"t": requests[-1:]}}
+        return {}
+
+
+def test_deferred_firings_are_written_25_a_request_and_unprocessed_ones_again() -> None:
+    client = _Unprocessing(times=2)
+    slept: list[float] = []
+    store = DynamoDBClaimStore("t", client, sleep=slept.append)  # type: ignore[arg-type]
+    many = [
+        _deferred(Firing("report", T0, attempt=2), T0 + timedelta(seconds=i)) for i in range(30)
+    ]
+    store.defer([*many, many[0]])  # one given twice is written once: a batch refuses it
+    assert [len(sent) for sent in client.sent] == [25, 1, 1, 5]
+    assert client.sent[1] == client.sent[0][-1:] and slept == [0.05, 0.1]
+    assert client.sent[0][0] == {"PutRequest": {"Item": client.sent[0][0]["PutRequest"]["Item"]}}
+    client.sent.clear()
+    store.drop_deferred(many[:2])
+    assert client.sent == [
+        [{"DeleteRequest": {"Key": {"pk": {"S": "DEFER"}, "sk": {"S": d.key}}}} for d in many[:2]]
+    ]
+
+
+def test_deferred_firings_left_unprocessed_raise_but_watch_items_are_left_to_the_next_sweep() -> (
+    None
+):
+    from mini_scheduler.claims.dynamodb_watch import Watch
+
+    store = DynamoDBClaimStore("t", _Unprocessing(times=99), sleep=lambda _: None)  # type: ignore[arg-type]
+    deferred = [_deferred(Firing("report", T0, attempt=2), T0)]
+    with pytest.raises(StoreError, match=r"BatchWriteItem \(defer\) on table t left 1 of 1"):
+        store.defer(deferred)
+    with pytest.raises(StoreError, match=r"BatchWriteItem \(drop deferred\) on table t left 1"):
+        store.drop_deferred(deferred)
+    client = _Unprocessing(times=99)
+    watch = Watch(client, "t", timedelta(days=1), sleep=lambda _: None)  # type: ignore[arg-type]
+    watch._delete([{"pk": {"S": "WATCH"}, "sk": {"S": "x"}}])  # read again later: no error
+    assert len(client.sent) == 5
+
+
+def test_a_deferred_item_reads_back_from_its_key() -> None:
+    from mini_scheduler.claims.dynamodb_deferred import deferred_from, deferred_item
+
+    manual = Firing("a.b-c_d", T0 + timedelta(milliseconds=5), True, "0a1b2c3d", attempt=12)
+    deferred = _deferred(manual, T0 + timedelta(minutes=3, milliseconds=999))
+    item = deferred_item(deferred, timedelta(days=1))
+    assert item["sk"]["S"] == f"2026-11-30T14:03:00.999Z#{manual.id}"
+    assert deferred_from(item) == deferred
+    with pytest.raises(ValueError, match="not a deferred firing's key"):
+        deferred_from({**item, "sk": {"S": "2026-11-30T14:03:00.999Z"}})

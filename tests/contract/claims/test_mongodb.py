@@ -26,8 +26,15 @@ from pymongo.errors import (
 
 from mini_scheduler import mongo
 from mini_scheduler.aws import Clients
-from mini_scheduler.claims.base import ClaimOutcome, ClaimRequest, ClaimResult, MarkRequest
+from mini_scheduler.claims.base import (
+    ClaimOutcome,
+    ClaimRequest,
+    ClaimResult,
+    Deferred,
+    MarkRequest,
+)
 from mini_scheduler.claims.mongodb import MongoDBClaimStore
+from mini_scheduler.claims.mongodb_deferred import DEFERRED_DUE_INDEX, DEFERRED_EXPIRY_INDEX
 from mini_scheduler.claims.mongodb_documents import DUE_INDEX, EXPIRY_INDEX, HISTORY_INDEX
 from mini_scheduler.claims.records import JobStart
 from mini_scheduler.config import Settings
@@ -116,24 +123,24 @@ def test_every_collection_writes_and_reads_with_majority_on_the_primary(
     store: MongoDBClaimStore,
 ) -> None:
     environment = MongoDBEnvironmentStore(mongomock_database())
-    for collection in (store.runs, store.states, store.controls, environment._control):
+    collections = (store.runs, store.states, store.controls, store.deferred, environment._control)
+    for collection in collections:
         assert collection.write_concern.document == {"w": "majority", "wtimeout": 5000}
         assert collection.read_concern.level == "majority"
         assert collection.read_preference == ReadPreference.PRIMARY
-    assert [store.runs.name, store.states.name, store.controls.name] == [
-        "runs",
-        "job_state",
-        "control",
-    ]
+    assert [c.name for c in collections[:4]] == ["runs", "job_state", "control", "deferred"]
 
 
 def test_indexes_are_created_once_per_store(store: MongoDBClaimStore) -> None:
     spy = _Spy(store.runs, "create_index")
+    deferred = _Spy(store.deferred, "create_index")
     for minute in range(3):
         _claim(store, Firing("report", T0 + timedelta(minutes=minute)))
     store.history("report")
     store.due_runs(T0)
+    store.due_deferred(T0)
     assert spy.calls == 3  # the three indexes, on the first call only
+    assert deferred.calls == 2
     indexes = store.runs.index_information()
     assert list(indexes[HISTORY_INDEX]["key"]) == [("job", 1), ("sortKey", -1)]
     assert list(indexes[DUE_INDEX]["key"]) == [("deadline", 1)]
@@ -149,8 +156,13 @@ def test_indexes_the_server_refuses_are_logged_and_claims_go_on(
         raise OperationFailure("not authorized on mini_scheduler to execute createIndexes", 13)
 
     store.runs.create_index = refuse  # type: ignore[method-assign]
+    store.deferred.create_index = refuse  # type: ignore[method-assign]
     assert _claim(store, Firing("report", T0)) is ClaimResult.WON
     assert "indexes on mini_scheduler.runs not created" in caplog.text
+    assert "indexes on mini_scheduler.deferred not created - the read of deferred" in caplog.text
+    deferred = Deferred(Firing("report", T0, attempt=2), T0, "retry", ORIGIN, T0)
+    store.defer([deferred])
+    assert store.due_deferred(T0 + timedelta(seconds=1)) == [deferred]
 
 
 def test_run_records_expire_run_ttl_days_after_they_are_written() -> None:
@@ -265,10 +277,14 @@ def test_a_server_that_cannot_be_selected_is_not_retried(store: MongoDBClaimStor
 # schema validation, no size limit): the other errors are played here as a server answers them.
 
 
-def _refusing(store: MongoDBClaimStore, refused: int, details: dict[str, Any]) -> list[Any]:
-    """Make the runs' insert_many insert all but document ``refused`` (-1: all) and answer a
-    BulkWriteError with ``details``; the list gets each call's documents."""
-    real, calls = store.runs.insert_many, []
+def _refusing(
+    store: MongoDBClaimStore, refused: int, details: dict[str, Any], collection: Any = None
+) -> list[Any]:
+    """Make the runs' (or ``collection``'s) insert_many insert all but document ``refused``
+    (-1: all) and answer a BulkWriteError with ``details``; the list gets each call's
+    documents."""
+    collection = store.runs if collection is None else collection
+    real, calls = collection.insert_many, []
 
     def insert_many(docs: list[Any], ordered: bool = True) -> Any:
         calls.append(docs)
@@ -277,7 +293,7 @@ def _refusing(store: MongoDBClaimStore, refused: int, details: dict[str, Any]) -
             real(kept, ordered=ordered)
         raise BulkWriteError({"writeErrors": [], "writeConcernErrors": [], **details})
 
-    store.runs.insert_many = insert_many  # type: ignore[method-assign]
+    collection.insert_many = insert_many
     return calls
 
 
@@ -640,6 +656,84 @@ def test_a_slot_held_by_an_open_run_past_its_lease_is_left_to_the_sweep(
     )
 
 
+# -- deferred firings ------------------------------------------------------------------------------
+
+
+def test_a_deferred_firing_is_one_document_keyed_by_its_due_instant_and_run_id() -> None:
+    store = MongoDBClaimStore(mongomock_database(), run_ttl_days=7)
+    firing = Firing("report", T0, True, "0a1b2c3d", attempt=2)
+    due = T0 + timedelta(minutes=2, microseconds=1500)  # kept to the millisecond
+    store.defer([Deferred(firing, due, "retry", ORIGIN, T0)])
+    (doc,) = store.deferred.find()
+    at = T0 + timedelta(minutes=2, milliseconds=1)
+    assert doc == {
+        "_id": f"2026-11-30T14:02:00.001Z#{firing.id}",
+        "firingId": "report@manual-2026-11-30T14:00:00.000Z-0a1b2c3d#2",
+        "due": at,
+        "reason": "retry",
+        "origin": ORIGIN,
+        "writtenAt": T0,
+        "expiresAt": at + timedelta(days=7),
+    }
+    indexes = store.deferred.index_information()
+    assert list(indexes[DEFERRED_DUE_INDEX]["key"]) == [("due", 1), ("_id", 1)]
+    assert list(indexes[DEFERRED_EXPIRY_INDEX]["key"]) == [("expiresAt", 1)]
+    assert indexes[DEFERRED_EXPIRY_INDEX]["expireAfterSeconds"] == 0
+
+
+def test_deferring_is_one_insert_where_a_document_there_already_is_no_error(
+    store: MongoDBClaimStore,
+) -> None:
+    deferred = [
+        Deferred(Firing(f"job-{i}", T0, attempt=2), T0, "retry", ORIGIN, T0) for i in range(3)
+    ]
+    store.defer(deferred[1:2])
+    spy = _Spy(store.deferred, "insert_many")
+    store.defer(deferred)
+    assert spy.calls == 1 and spy.args[0][1]["_id"] == deferred[1].key
+    assert store.deferred.count_documents({}) == 3
+    store.drop_deferred([])
+    store.defer([])
+    assert spy.calls == 1
+
+
+def test_a_deferred_document_refused_otherwise_or_unacknowledged_raises(
+    store: MongoDBClaimStore,
+) -> None:
+    """The caller writes them all again: the ones written are there already, no error."""
+    deferred = [
+        Deferred(Firing(f"job-{i}", T0, attempt=2), T0, "retry", ORIGIN, T0) for i in range(3)
+    ]
+    error = {"index": 1, "code": 121, "errmsg": "Document failed validation"}
+    duplicate = {"index": 2, "code": 11000, "errmsg": "E11000 duplicate key error"}
+    _refusing(store, 1, {"writeErrors": [error, duplicate]}, store.deferred)
+    with pytest.raises(StoreError) as raised:
+        store.defer(deferred)
+    assert str(raised.value) == (
+        "MongoDB insert (defer: 1 of 3 refused) on mini_scheduler.deferred failed - WriteError: "
+        "Document failed validation"
+    )
+    del store.deferred.insert_many  # mongomock's again: job-0 and job-2 are there already
+    store.defer(deferred)
+    assert store.due_deferred(T0 + timedelta(seconds=1)) == deferred
+    unacknowledged = {"code": 64, "errmsg": "waiting for replication timed out"}
+    _refusing(store, -1, {"writeConcernErrors": [unacknowledged]}, store.deferred)
+    with pytest.raises(StoreError, match="waiting for replication timed out"):
+        store.defer([Deferred(Firing("job-3", T0, attempt=2), T0, "retry", ORIGIN, T0)])
+
+
+def test_deferred_reads_and_deletes_that_fail_raise_store_error(store: MongoDBClaimStore) -> None:
+    deferred = [Deferred(Firing("report", T0, attempt=2), T0, "retry", ORIGIN, T0)]
+    _Spy(store.deferred, "find").before = lambda _: (_ for _ in ()).throw(AutoReconnect("closed"))
+    _Spy(store.deferred, "delete_many").before = lambda _: (_ for _ in ()).throw(
+        AutoReconnect("closed")
+    )
+    with pytest.raises(StoreError, match=r"MongoDB find \(deferred\) on mini_scheduler.deferred"):
+        store.due_deferred(T0)
+    with pytest.raises(StoreError, match=r"MongoDB delete \(deferred\) on mini_scheduler"):
+        store.drop_deferred(deferred)
+
+
 # -- errors ---------------------------------------------------------------------------------------
 
 
@@ -763,6 +857,22 @@ def test_the_sweep_and_the_history_are_served_by_their_indexes(
     assert HISTORY_INDEX in _winning_plan(history.explain())
     info = server_store.runs.index_information()
     assert info[EXPIRY_INDEX]["expireAfterSeconds"] == 0
+
+
+@pytest.mark.mongodb_server
+def test_the_read_of_deferred_firings_is_served_by_its_index(
+    server_store: MongoDBClaimStore,
+) -> None:
+    later = [
+        Deferred(Firing(f"job-{i}", T0, attempt=2), T0 + timedelta(hours=1), "retry", ORIGIN, T0)
+        for i in range(20)
+    ]
+    server_store.defer(later)
+    assert server_store.due_deferred(T0) == []
+    found = server_store.deferred.find({"due": {"$lt": T0}}).sort([("due", 1), ("_id", 1)])
+    explanation = found.limit(1000).explain()
+    assert DEFERRED_DUE_INDEX in _winning_plan(explanation)
+    assert "'stage': 'SORT'" not in _winning_plan(explanation)  # in index order, no sort
 
 
 @pytest.mark.mongodb_server
