@@ -30,6 +30,12 @@ WRU_ALLOW = 3  # claim, mark, close
 WRU_SKIP = 5  # ... and the slot, taken and released
 
 
+TICK_REQUESTS = 5
+"""A tick's requests beyond its firings with nothing due: the control query, the active
+environment, the sweep's watch query, the deferred firings' query (one, however many wait for
+later: issue 14 allows one more than before), the watermark."""
+
+
 def _per(calls: Mapping[str, float], firings: int, least: float = 0.0) -> str:
     """``Operation share`` per firing, largest first; the shares under ``least`` as "other"."""
     shares = sorted(((v / firings, k.split(".")[1]) for k, v in calls.items() if v), reverse=True)
@@ -76,10 +82,10 @@ def request_rows(
             + ", ".join(f"{k.split('.')[1]} {v}" for k, v in per_tick.items())
             + ")",
             f"{tick_total}",
-            "tests/system/integration/test_call_budget: 4",
-            ratio(tick_total, 4, digits=2),
-            "<= 4",
-            tick_total <= 4,
+            "before deferred firings: 4 (their query: +1, issue 14)",
+            ratio(tick_total, TICK_REQUESTS - 1, digits=2),
+            f"<= {TICK_REQUESTS}",
+            tick_total <= TICK_REQUESTS,
         ),
         Row(
             "4 requests",

@@ -9,6 +9,7 @@ end of a redriven attempt) is the claim store's rule
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -19,6 +20,7 @@ from mini_scheduler.claims.records import Redrive, RunRecord
 from mini_scheduler.clock import Clock
 from mini_scheduler.metrics import Metrics, RecordingMetrics
 from mini_scheduler.model import RunStatus, iso_seconds, job_of, log_keys
+from mini_scheduler.retries import defer_retry, next_attempt
 
 log = logging.getLogger("mini_scheduler.recorder")
 
@@ -58,10 +60,13 @@ class Recorder:
         claims: ClaimStore,
         clock: Clock,
         metrics: Metrics | None = None,
+        *,
+        origin: str = "recorder",
     ) -> None:
         self.claims = claims
         self.clock = clock
         self.metrics: Metrics = metrics if metrics is not None else RecordingMetrics()
+        self.origin = origin  # who defers a retry: this region's
 
     def record(self, found: Completion | Redriven | None) -> dict[str, Any]:
         """Close (or reopen) the run ``found`` names, and answer what was done; None (an event
@@ -84,7 +89,10 @@ class Recorder:
             redrive=redrive,
         )
         if before is None:
+            self._retry_again(completion)
             return self._ignored(completion.firing_id, completion.source, count)
+        if completion.status in _RETRIED and before.status.open:
+            self._retry(completion.firing_id, before.retry, completion.status, ended)
         seen = before.redrives or 0
         late = before.swept and count == seen
         began = redrive.at if redrive and count > seen else before.redriven_at
@@ -112,6 +120,55 @@ class Recorder:
         if late and before.timed_out_at is not None:
             answer["timedOutAt"] = iso_seconds(before.timed_out_at)
         return answer
+
+    def _retry(
+        self, run_id: str, policy: Mapping[str, Any] | None, status: RunStatus, ended: datetime
+    ) -> None:
+        """Defer the failed run's next attempt, if its policy leaves one (a StoreError fails
+        the invocation: Lambda delivers the event again, and :meth:`_retry_again` defers it)."""
+        defer_retry(
+            self.claims,
+            run_id,
+            policy,
+            str(status),
+            failed_at=ended,
+            origin=self.origin,
+            now=self.clock.now(),
+        )
+
+    def _retry_again(self, completion: Completion) -> None:
+        """A failure heard again (an event delivered twice, or again after this function
+        failed between closing the run and deferring its retry): defer the retry again, which
+        writes nothing new when it was deferred."""
+        if completion.status not in _RETRIED:
+            return
+        run = self.claims.run(completion.firing_id)
+        if run is not None and run.status is completion.status and run.ended_at is not None:
+            self._retry(run.firing_id, run.retry, run.status, run.ended_at)
+
+    def _cancel_retry(self, before: RunRecord) -> None:
+        """A failed run redriven runs again: the retry its failure deferred is dropped (its key
+        follows from the run's end and policy). A retry already claimed runs all the same."""
+        if before.status not in _RETRIED or before.ended_at is None:
+            return
+        pending = next_attempt(
+            before.firing_id,
+            before.retry,
+            failed_at=before.ended_at,
+            origin=self.origin,
+            now=self.clock.now(),
+        )
+        if pending is None:
+            return
+        self.claims.drop_deferred([pending])
+        log.info(
+            "Job %s - firing %s redriven: its retry (attempt %d, due %s) is dropped",
+            before.job,
+            before.firing_id,
+            pending.firing.attempt,
+            iso_seconds(pending.due),
+            extra=log_keys(before.job, before.firing_id),
+        )
 
     def _log_end(self, before: RunRecord, completion: Completion, took: int, late: bool) -> None:
         notes = ""
@@ -143,6 +200,7 @@ class Recorder:
         before = self.claims.redrive(found.firing_id, redrive)
         if before is None:
             return self._ignored(found.firing_id, "stepfunctions", found.count, redrive=True)
+        self._cancel_retry(before)
         log.info(
             "Job %s - firing %s redriven by Step Functions (redrive %d): running again %s",
             before.job,
@@ -193,6 +251,9 @@ class Recorder:
             extra=log_keys(known.job, firing_id),
         )
         return {"recorded": False, "firingId": firing_id, "reason": reason}
+
+
+_RETRIED = (RunStatus.FAILED, RunStatus.TIMED_OUT)
 
 
 def _millis(start: datetime, end: datetime) -> int:

@@ -163,4 +163,6 @@ def build_recorder(
     from mini_scheduler.recorder import Recorder
 
     made = clients or Clients(settings.region, pool=8)
-    return Recorder(claim_store(settings, made), clock or SystemClock(), metrics)
+    return Recorder(
+        claim_store(settings, made), clock or SystemClock(), metrics, origin=settings.origin
+    )

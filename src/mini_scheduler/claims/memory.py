@@ -165,7 +165,7 @@ class MemoryClaimStore:
     ) -> None:
         with self._lock:
             self.calls += 1
-            if self._write(firing, dispatched(now=now, deadline=deadline)) is not None:
+            if self._write(firing, dispatched(now=now, deadline=deadline, start=start)) is not None:
                 self._write_job(firing.job, job_started(firing, now=now, start=start, ended=None))
                 return
             # Not CLAIMED any more: a closed run's end goes to the job's latest state.

@@ -286,7 +286,10 @@ class MongoDBClaimStore(OneByOne):
         self.ensure_indexes()
         errors: list[StoreError | None] = [None] * len(marks)
         mark = transitions.dispatched
-        requests = [run_update(m.firing.id, mark(now=now, deadline=m.deadline)) for m in marks]
+        requests = [
+            run_update(m.firing.id, mark(now=now, deadline=m.deadline, start=m.start))
+            for m in marks
+        ]
         try:
             matched = self.runs.bulk_write(requests, ordered=False).matched_count
         except BulkWriteError as exc:

@@ -82,6 +82,7 @@ class RunRecord:
     earlier_ends: tuple[EarlierEnd, ...] = ()  # its ends before a redrive, oldest first
     service: str | None = None  # where it was dispatched (the job's service), from its mark
     schedule: str | None = None  # "<statement> @<zone>" when it was dispatched
+    retry: Mapping[str, Any] | None = None  # the job's retry policy when it was dispatched
 
     @property
     def attempt(self) -> int:
@@ -130,6 +131,8 @@ class RunRecord:
             out["manual"] = True
         if self.attempt > 1:
             out["attempt"] = self.attempt
+        if self.retry is not None:
+            out["retry"] = dict(self.retry)
         if self.parameters is not None:
             out["parameters"] = dict(self.parameters)
         return out
@@ -142,6 +145,7 @@ class JobStart:
     service: str
     schedule: str  # "<statement> @<zone>"
     parameters: Mapping[str, Any]  # the job's parameters plus "_origin"
+    retry: Mapping[str, Any] | None = None  # the job's retry policy (Retry.as_record), if any
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +190,7 @@ RUN_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "earlier_ends": "earlierEnds",  # a list of END_FIELDS maps
         "service": "service",
         "schedule": "schedule",
+        "retry": "retry",
         # kept by the store only
         "claim_token": "claimToken",  # nosec B105 # a field's name, not a password
         "takeovers": "takeovers",  # how many times the claim was taken over
@@ -251,6 +256,7 @@ def run_record_from(
         timed_out_at=instant(get("timed_out_at")),
         service=get("service"),
         schedule=get("schedule"),
+        retry=get("retry"),
         earlier_ends=tuple(
             EarlierEnd(
                 RunStatus(end[END_FIELDS["status"]]),

@@ -20,7 +20,7 @@ from typing import Any
 from mini_scheduler.claims.base import ClaimStore, Control
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.config import Settings
-from mini_scheduler.environment.active import ActiveEnvironment
+from mini_scheduler.environment.active import ActiveEnvironment, same_environment
 from mini_scheduler.environment.base import EnvironmentStore
 from mini_scheduler.jobs import CronFile, Job
 from mini_scheduler.logs import Capture, package_logs
@@ -34,7 +34,15 @@ from mini_scheduler.tick.lines import (
     TAKEN_OVER,
     log_decisions,
 )
-from mini_scheduler.tick.plan import Dispatch, Shard, TickInputs, TickPlan, plan_tick, sweeps
+from mini_scheduler.tick.plan import (
+    Dispatch,
+    Shard,
+    TickInputs,
+    TickPlan,
+    plan_tick,
+    sweeps,
+    window,
+)
 from mini_scheduler.tick.report import TickSummary
 
 log = logging.getLogger("mini_scheduler.ticker")
@@ -155,8 +163,15 @@ def dry_run(
         cron_file.log(log)
         reading = ActiveEnvironment(environment, settings.environment_name).read()
         control = claims.control(settings.origin)
-        due = claims.due_runs(now) if sweeps(minute, control, reading, None, settings) else ()
-        inputs = TickInputs(minute, cron_file, control, reading, now, due, can_fan_out=True)
+        sweeping = sweeps(minute, control, reading, None, settings)
+        due = claims.due_runs(now) if sweeping else ()
+        active = reading.active is not None and same_environment(
+            reading.active, settings.environment_name
+        )
+        deferred = claims.due_deferred(window(minute, settings)[1]) if sweeping and active else ()
+        inputs = TickInputs(
+            minute, cron_file, control, reading, now, due, can_fan_out=True, deferred=deferred
+        )
         first = plan_tick(inputs, settings, rng)
         plans = [first, *_shard_plans(first, inputs, claims, settings, rng)]
         for plan in plans:
@@ -284,8 +299,10 @@ class _Describer:
             self._left_alone(plan)
         return self.actions
 
-    def _add(self, kind: str, job: Job, scheduled: datetime, **fields: Any) -> None:
-        firing_id = None if kind == SKIP_RANGE else Firing(job.name, scheduled).id
+    def _add(
+        self, kind: str, job: Job, scheduled: datetime, firing: Firing | None = None, **fields: Any
+    ) -> None:
+        firing_id = None if kind == SKIP_RANGE else (firing or Firing(job.name, scheduled)).id
         self.actions.append(Action(kind, job.name, scheduled, firing_id, **fields))
 
     def _existing(self, firing_id: str) -> RunRecord | None:
@@ -305,6 +322,18 @@ class _Describer:
                 service=d.job.service,
                 reason=str(SkipReason.OVERLAP),
                 misfire=misfire,
+            )
+            return
+        if d.deferred is not None:  # a retry: its own instant, its attempt's id
+            self._add(
+                DISPATCH,
+                d.job,
+                d.firing.scheduled,
+                d.firing,
+                at=max(d.due, self.began),
+                service=d.job.service,
+                misfire=misfire,
+                reason=f"{d.deferred.reason}, attempt {d.firing.attempt}",
             )
             return
         deferred = self.cron_file.deferred_start and not misfire

@@ -39,9 +39,11 @@ from mini_scheduler.model import (
     firing_from_id,
     floor_minute,
     iso_seconds,
+    job_of,
     log_keys,
     payload,
 )
+from mini_scheduler.retries import defer_retry
 from mini_scheduler.tick.lines import (
     DISPATCHED,
     NOT_DISPATCHED,
@@ -152,6 +154,8 @@ class Executor:
         self._sweep(plan, tally)
         if plan.fan_out:
             self._fan_out(plan.minute, plan.due_count, tally)
+            if plan.dispatches or plan.dropped:  # the deferred firings: the parent's own
+                self._write(plan, tally, deadline)
             return tally
         if plan.mode == "active":
             self._write(plan, tally, deadline)
@@ -192,6 +196,28 @@ class Executor:
                 # Whatever went wrong, the firings that were dispatched are marked.
                 marks.flush()
                 work.wait()
+        self._forget_deferred(plan, tally)
+
+    def _forget_deferred(self, plan: TickPlan, tally: Tally) -> None:
+        """Forget the deferred firings whose claim has an answer, and those no job can run
+        (said once, here). One that could not be forgotten is read again: its claim is then
+        LOST, which changes nothing."""
+        for item, why in plan.dropped:
+            log.warning(
+                "Deferred firing %s (%s) dropped - %s",
+                item.firing.id,
+                item.reason,
+                why,
+                extra=log_keys(item.firing.job, item.firing.id),
+            )
+        done = [*tally.answered, *(item for item, _ in plan.dropped)]
+        if not done:
+            return
+        try:
+            self.claims.drop_deferred(done)
+        except StoreError as exc:
+            tally.add("errors")
+            log.error("Deferred firings not forgotten (read again next tick): %s", exc)
 
     def _watch(self, claims: Sequence[Dispatch], tally: Tally) -> bool:
         """Have the sweep look at the runs of ``claims`` from the minute the first of their
@@ -205,7 +231,7 @@ class Executor:
             tally.add("errors")
             self.metrics.add(m.CLAIM_ERRORS)
             for d in claims:
-                tally.hold(d.firing.scheduled)
+                _hold(d, tally)
             log.error("No firing claimed this tick (%d held): %s", len(claims), exc)
             return False
         return True
@@ -337,7 +363,7 @@ class Executor:
             self._fire_batch([d], tally, deadline, marks, at_once=True)
 
     def _out_of_time(self, plan: Dispatch, tally: Tally, deadline: datetime) -> None:
-        tally.hold(plan.firing.scheduled)
+        _hold(plan, tally)
         self.metrics.add(m.FIRINGS_HELD)
         log.warning(
             "Job %s not claimed this tick - firing %s: the tick is out of time (its deadline "
@@ -374,6 +400,8 @@ class Executor:
             outcomes = [exc] * len(batch)
         won: list[Dispatch] = []
         for d, outcome in zip(batch, outcomes, strict=True):
+            if d.deferred is not None and not isinstance(outcome, StoreError):
+                tally.answer(d.deferred)
             if isinstance(outcome, StoreError):
                 self._not_claimed(d, outcome, tally)
             elif outcome is ClaimResult.LOST:
@@ -399,7 +427,7 @@ class Executor:
 
     def _not_claimed(self, d: Dispatch, exc: StoreError, tally: Tally) -> None:
         tally.add("errors")
-        tally.hold(d.firing.scheduled)
+        _hold(d, tally)
         self.metrics.add(m.CLAIM_ERRORS)
         log.error(
             "Job %s not claimed this tick - firing %s: %s",
@@ -432,9 +460,11 @@ class Executor:
                 exc,
                 extra=log_keys(job.name, firing.id),
             )
+            now = self.clock.now()
             try:
-                self.claims.fail(firing, now=self.clock.now(), error=str(exc))
+                self.claims.fail(firing, now=now, error=str(exc))
             except StoreError as store_exc:
+                # Not recorded FAILED: the run stays CLAIMED and a later tick takes it over.
                 log.error(
                     "Job %s - firing %s could not be recorded FAILED: %s",
                     job.name,
@@ -442,6 +472,8 @@ class Executor:
                     store_exc,
                     extra=log_keys(job.name, firing.id),
                 )
+                return None
+            self._defer_retry(firing.id, job.retry, "FAILED (dispatch)", now, tally)
             return None
         log.info(
             DISPATCHED,
@@ -452,7 +484,12 @@ class Executor:
         )
         tally.add("dispatched")
         self.metrics.add(m.FIRINGS_DISPATCHED)
-        start = JobStart(job.service, job.schedule, {**parameters, "_origin": self.settings.origin})
+        start = JobStart(
+            job.service,
+            job.schedule,
+            {**parameters, "_origin": self.settings.origin},
+            job.retry.as_record() if job.retry is not None else None,
+        )
         now = self.clock.now()
         return MarkRequest(firing, now + timedelta(seconds=job.timeout), start)
 
@@ -579,6 +616,33 @@ class Executor:
             run.firing_id,
             extra=log_keys(run.job, run.firing_id),
         )
+        self._defer_retry(run.firing_id, run.retry, str(RunStatus.TIMED_OUT), now, tally)
+
+    def _defer_retry(
+        self, run_id: str, policy: Any, status: str, now: datetime, tally: Tally
+    ) -> None:
+        """Defer the failed run's next attempt; a store that cannot write it loses that retry
+        (the run has ended: no later tick looks at it again), which is said, and counted."""
+        try:
+            defer_retry(
+                self.claims,
+                run_id,
+                policy,
+                status,
+                failed_at=now,
+                origin=self.settings.origin,
+                now=now,
+            )
+        except StoreError as exc:
+            tally.add("errors")
+            self.metrics.add(m.CLAIM_ERRORS)
+            log.error(
+                "Job %s - the retry of firing %s was not deferred, and will not run: %s",
+                job_of(run_id),
+                run_id,
+                exc,
+                extra=log_keys(job_of(run_id), run_id),
+            )
 
     def _take_over(self, run: RunRecord, job: Job, now: datetime, tally: Tally) -> None:
         base = firing_from_id(run.firing_id)
@@ -593,7 +657,13 @@ class Executor:
             extra=log_keys(run.job, run.firing_id),
         )
         firing = Firing(
-            base.job, base.scheduled, base.manual, base.nonce, run.operator, run.parameters or {}
+            base.job,
+            base.scheduled,
+            base.manual,
+            base.nonce,
+            run.operator,
+            run.parameters or {},
+            base.attempt,
         )
         self._dispatch_now(job, firing, tally)
 
@@ -617,3 +687,11 @@ class Executor:
         tally = Tally()
         self._dispatch_now(job, firing, tally)
         return tally.dispatched > 0
+
+
+def _hold(d: Dispatch, tally: Tally) -> None:
+    """Leave ``d`` to the next tick: a cron firing holds the watermark at its instant; a
+    deferred one stays stored, and the next tick reads it again (its instant, long past, must
+    not pull the watermark back)."""
+    if d.deferred is None:
+        tally.hold(d.firing.scheduled)

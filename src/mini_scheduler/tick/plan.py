@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from mini_scheduler.claims.base import Control, Pause
+from mini_scheduler.claims.base import Control, Deferred, Pause
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.config import Settings
 from mini_scheduler.environment.active import Reading, same_environment
@@ -55,6 +55,7 @@ class Dispatch:
     firing: Firing
     due: datetime
     delay: int = 0  # deferred.start's seconds
+    deferred: Deferred | None = None  # a deferred firing's (a retry): forgotten once claimed
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +108,7 @@ class TickInputs:
     due_runs: Sequence[RunRecord] = ()  # the sweep's query; a shard reads none
     shard: Shard | None = None
     can_fan_out: bool = False
+    deferred: Sequence[Deferred] = ()  # due before the window's end; a shard reads none
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +134,7 @@ class TickPlan:
     fan_out: int = 0  # shards to invoke (0: none)
     due_count: int = 0  # firings due in the window when the tick fans out
     advance_to: datetime | None = None  # how far the watermark moves when nothing is held
+    dropped: tuple[tuple[Deferred, str], ...] = ()  # deferred firings no job can run, and why
 
     @property
     def misfired(self) -> int:
@@ -198,6 +201,7 @@ def plan_tick(inputs: TickInputs, settings: Settings, rng: random.Random | None 
     if shard is None and inputs.can_fan_out:
         due = sum(_count(job, begin, end) for job in jobs if job.name not in paused)
         if due > settings.fanout_threshold:
+            deferred, dropped = plan_deferred(inputs)
             return replace(
                 base,
                 mode="active",
@@ -205,9 +209,29 @@ def plan_tick(inputs: TickInputs, settings: Settings, rng: random.Random | None 
                 sweep=sweep,
                 fan_out=settings.fanout_shards,
                 due_count=due,
+                dispatches=tuple(deferred),  # the parent runs the deferred firings itself
+                dropped=tuple(dropped),
             )
     jitter = rng or random.Random()  # nosec B311 # deferred.start jitter, not security
     return _active(base, inputs, jobs, watermark, begin, sweep, jitter)
+
+
+def plan_deferred(inputs: TickInputs) -> tuple[list[Dispatch], list[tuple[Deferred, str]]]:
+    """The deferred firings the tick dispatches (each at its due instant, or at once when that
+    has passed), and those it forgets because no job of the cron file can run them. A paused
+    job's wait, neither: they are read again after its resume."""
+    cron_file = inputs.cron_file
+    dispatches: list[Dispatch] = []
+    dropped: list[tuple[Deferred, str]] = []
+    for item in inputs.deferred:
+        job = cron_file.job(item.firing.job)
+        if job is None:
+            dropped.append((item, f"no job {item.firing.job} in {cron_file.source}"))
+        elif not job.enabled:
+            dropped.append((item, f"job {job.name} is disabled"))
+        elif job.name not in inputs.control.paused:
+            dispatches.append(Dispatch(job, item.firing, max(item.due, inputs.now), 0, item))
+    return dispatches, dropped
 
 
 def _active(
@@ -250,10 +274,13 @@ def _active(
             dispatches.append(
                 Dispatch(job, Firing(job.name, at), at + timedelta(seconds=delay), delay)
             )
+    deferred, dropped = plan_deferred(inputs)
+    dispatches.extend(deferred)
     dispatches.sort(key=lambda d: d.due)
     return replace(
         base,
         mode="active",
+        dropped=tuple(dropped),
         dispatches=tuple(dispatches),
         misfire_runs=tuple(misfire_runs),
         skips=tuple(skips),

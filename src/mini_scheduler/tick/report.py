@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from mini_scheduler.claims.base import Deferred
 from mini_scheduler.model import iso_seconds
 
 
@@ -23,6 +24,7 @@ class Tally:
     timed_out: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
     held_at: list[datetime] = field(default_factory=list)  # firings neither claimed nor recorded
+    answered: list[Deferred] = field(default_factory=list)  # deferred firings whose claim answered
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, name: str, value: int = 1) -> None:
@@ -36,6 +38,10 @@ class Tally:
     def hold(self, moment: datetime) -> None:
         with self.lock:
             self.held_at.append(moment)
+
+    def answer(self, deferred: Deferred) -> None:
+        with self.lock:
+            self.answered.append(deferred)
 
     def to_json(self) -> dict[str, Any]:
         return {

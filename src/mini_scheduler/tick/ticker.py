@@ -17,12 +17,12 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from mini_scheduler import metrics as m
-from mini_scheduler.claims.base import ClaimStore
+from mini_scheduler.claims.base import ClaimStore, Deferred
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.clock import Clock
 from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers
-from mini_scheduler.environment.active import ActiveEnvironment
+from mini_scheduler.environment.active import ActiveEnvironment, same_environment
 from mini_scheduler.errors import CronFileUnreadableError, EventError, StoreError
 from mini_scheduler.jobs import CronFile
 from mini_scheduler.metrics import Metrics, RecordingMetrics
@@ -35,6 +35,7 @@ from mini_scheduler.tick.plan import (
     TickPlan,
     plan_tick,
     sweeps,
+    window,
 )
 from mini_scheduler.tick.report import TickSummary
 
@@ -138,6 +139,13 @@ class Ticker:
         reading = self.environment.read()
         sweeping = sweeps(minute, control, reading, shard, self.settings)
         due, errors = self._due_runs(now) if sweeping else ((), 0)
+        active = reading.active is not None and same_environment(
+            reading.active, self.settings.environment_name
+        )
+        deferred: Sequence[Deferred] = ()
+        if sweeping and active:
+            deferred, failed = self._due_deferred(window(minute, self.settings)[1])
+            errors += failed
         inputs = TickInputs(
             minute=minute,
             cron_file=cron_file,
@@ -147,8 +155,18 @@ class Ticker:
             due_runs=due,
             shard=shard,
             can_fan_out=self.executor.fanout is not None,
+            deferred=deferred,
         )
         return plan_tick(inputs, self.settings, self._rng), errors
+
+    def _due_deferred(self, until: datetime) -> tuple[Sequence[Deferred], int]:
+        """The deferred firings due before the window's end (retries); on a failed read, none
+        this tick: they stay, and the next tick reads them."""
+        try:
+            return self.claims.due_deferred(until), 0
+        except StoreError as exc:
+            log.error("Deferred firings unread this tick: %s", exc)
+            return (), 1
 
     def _due_runs(self, now: datetime) -> tuple[Sequence[RunRecord], int]:
         try:

@@ -208,12 +208,18 @@ def test_the_ticker_role_is_exactly_what_the_ticker_calls(template: Template) ->
 
 
 def test_the_recorder_role_only_closes_runs(template: Template) -> None:
-    """It closes runs and releases slots (UpdateItem), reads a run, and watches a redriven run
-    it reopened (PutItem of a watch item)."""
+    """It closes runs and releases slots (UpdateItem), reads a run, watches a redriven run it
+    reopened (PutItem of a watch item), and defers a failed run's retry or drops it when the run
+    is redriven (BatchWriteItem)."""
     assert _grants(template, "RecorderRole") == {
         "Logs": (["logs:CreateLogStream", "logs:PutLogEvents"], ["<RecorderLogGroup.Arn>"]),
         "StateTable": (
-            ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"],
+            [
+                "dynamodb:BatchWriteItem",
+                "dynamodb:GetItem",
+                "dynamodb:PutItem",
+                "dynamodb:UpdateItem",
+            ],
             ["<StateTable.Arn>"],
         ),
         "ReadFlowInput": (

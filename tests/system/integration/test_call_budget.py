@@ -91,5 +91,6 @@ def test_a_firing_costs_its_target_request_and_a_share_of_batches(
     assert per_firing <= 1.1
     per_tick = {k: v for k, v in large.items() if k not in hot}
     assert per_tick == {k: v for k, v in small.items() if k not in hot}  # O(1): the same
-    # the control query, the environment, the sweep's watch query, the watch, the watermark
-    assert sum(per_tick.values()) <= 5, per_tick
+    # the control query, the environment, the sweep's watch query, the deferred firings'
+    # query (one, however many wait for later: issue 14), the watch, the watermark
+    assert sum(per_tick.values()) <= 6, per_tick

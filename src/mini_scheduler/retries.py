@@ -1,0 +1,93 @@
+"""When a failed run is tried again: its firing's next attempt, as a deferred firing.
+
+A run that ends FAILED or TIMED_OUT, or whose dispatch fails, is followed by the next attempt of
+the same firing when the job's ``retry`` policy leaves one: attempt ``n + 1`` is deferred to the
+failure's instant plus the policy's wait, and the tick that reaches that instant claims it by
+``<firingId>#<n + 1>`` and dispatches it with the same ``firingId`` and ``attempt: n + 1``. The
+policy is the one the run was dispatched with (the run record keeps it), so the recorder, the
+sweep and a failed dispatch all decide alike. Deferring is idempotent: whoever sees the failure
+again (a completion event delivered twice, a recorder retried after it closed the run) defers
+the same attempt, and its claim runs it once.
+
+A manual run is an operator's: it is not retried (they run it again if they want to).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import Any
+
+from mini_scheduler.claims.base import ClaimStore, Deferred
+from mini_scheduler.jobs import Retry
+from mini_scheduler.model import firing_from_id, iso_seconds, log_keys
+
+log = logging.getLogger(__name__)
+
+RETRY_DUE = "Job %s attempt %d ended %s - firing %s: attempt %d of %d is due at %s"
+NO_ATTEMPT_LEFT = "Job %s attempt %d ended %s - firing %s: no attempt left (retry.retries %d)"
+
+
+def next_attempt(
+    run_id: str,
+    policy: Retry | Mapping[str, Any] | None,
+    *,
+    failed_at: datetime,
+    origin: str,
+    now: datetime,
+) -> Deferred | None:
+    """The deferred firing that retries the run ``run_id`` after it failed at ``failed_at``,
+    or None: no policy, a manual run, or no attempt left."""
+    firing = firing_from_id(run_id)
+    retry = policy if isinstance(policy, Retry) else Retry.from_record(policy)
+    if retry is None or firing.manual:
+        return None
+    delay = retry.delay(firing.attempt)
+    if delay is None:
+        return None
+    due = failed_at + timedelta(seconds=delay)
+    return Deferred(firing.retry(), due, "retry", origin, now)
+
+
+def defer_retry(
+    claims: ClaimStore,
+    run_id: str,
+    policy: Retry | Mapping[str, Any] | None,
+    status: str,
+    *,
+    failed_at: datetime,
+    origin: str,
+    now: datetime,
+) -> Deferred | None:
+    """Defer the next attempt of the failed run ``run_id`` when its policy leaves one, and say
+    so; the deferred firing, or None. Raises StoreError when it could not be written (the
+    caller's failure is then retried, and writes it again)."""
+    retry = policy if isinstance(policy, Retry) else Retry.from_record(policy)
+    deferred = next_attempt(run_id, retry, failed_at=failed_at, origin=origin, now=now)
+    firing = firing_from_id(run_id)
+    if deferred is None:
+        if retry is not None and not firing.manual:
+            log.error(
+                NO_ATTEMPT_LEFT,
+                firing.job,
+                firing.attempt,
+                status,
+                firing.firing_id,
+                retry.retries,
+                extra=log_keys(firing.job, run_id),
+            )
+        return None
+    claims.defer([deferred])
+    log.warning(
+        RETRY_DUE,
+        firing.job,
+        firing.attempt,
+        status,
+        firing.firing_id,
+        deferred.firing.attempt,
+        retry.retries + 1 if retry else deferred.firing.attempt,
+        iso_seconds(deferred.due),
+        extra=log_keys(firing.job, run_id, attempt=deferred.firing.attempt),
+    )
+    return deferred
