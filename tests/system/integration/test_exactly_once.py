@@ -143,6 +143,56 @@ def test_eight_tickers_racing_the_same_minutes_dispatch_each_firing_once(
         assert run is not None and run.status in (RunStatus.DISPATCHED, RunStatus.SKIPPED)
 
 
+def test_eight_tickers_racing_the_same_deferred_retries_dispatch_each_attempt_once(
+    region: Region,
+) -> None:
+    """100 retries waiting, each deferred twice (a recorder and the sweep saw the failure):
+    8 tickers read them in the same minute; each attempt reaches its target once, and every
+    deferred firing is forgotten."""
+    from mini_scheduler.claims.base import Deferred
+    from mini_scheduler.model import Firing
+
+    cron = "jobs:\n" + "".join(
+        f'  - name: "job-{i:03d}"\n    cron: "0 0 3 * * ?"\n    service: "target-{i % 7}"\n'
+        "    retry: {retries: 3}\n"
+        for i in range(20)
+    )
+    region.ticker(cron).tick(T0 - timedelta(minutes=1))  # the region's first tick
+    first = Counter(region.dispatcher.firing_ids)
+    earlier = T0 - timedelta(hours=1)
+    waiting = [
+        Deferred(
+            Firing(f"job-{i % 20:03d}", earlier + timedelta(minutes=i), attempt=2),
+            due,
+            "retry",
+            who,
+            T0,
+        )
+        for i in range(100)
+        for due, who in (
+            (T0 + timedelta(seconds=i % 60), "us-east-1/prod"),
+            (T0 + timedelta(seconds=i % 60) + timedelta(milliseconds=1), "recorder"),
+        )
+    ]
+    region.claims.defer(waiting)
+    barrier = threading.Barrier(8)
+
+    def run() -> None:
+        ticker = region.ticker(cron, clock=FixedClock(T0))
+        barrier.wait()
+        ticker.tick(T0)
+
+    threads = [threading.Thread(target=run) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    dispatched = Counter(region.dispatcher.firing_ids) - first
+    retries = {run_id: n for run_id, n in dispatched.items() if run_id.endswith("#2")}
+    assert len(retries) == 100 and set(retries.values()) == {1}
+    assert region.claims.due_deferred(T0 + timedelta(days=1)) == []
+
+
 def test_a_duplicate_tick_and_a_retried_tick_dispatch_nothing_twice(region: Region) -> None:
     cron = _cron(10)
     ticker = region.ticker(cron)
