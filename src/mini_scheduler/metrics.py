@@ -33,6 +33,8 @@ FIRINGS_HELD = "FiringsHeld"  # left to the next tick: this one ran out of time
 RUNS_SUCCEEDED = "RunsSucceeded"
 RUNS_FAILED = "RunsFailed"
 RUNS_TIMED_OUT = "RunsTimedOut"
+RETRIES_DEFERRED = "RetriesDeferred"  # a failed run's next attempt, deferred
+RUNS_FAILED_FINAL = "RunsFailedFinal"  # a failure no attempt follows (retries spent, or none)
 TICK_LAG = "TickLagSeconds"
 TICKS = "Ticks"
 

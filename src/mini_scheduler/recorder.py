@@ -92,7 +92,8 @@ class Recorder:
             self._retry_again(completion)
             return self._ignored(completion.firing_id, completion.source, count)
         if completion.status in _RETRIED and before.status.open:
-            self._retry(completion.firing_id, before.retry, completion.status, ended)
+            first = not before.earlier_ends  # a redriven run was counted at its first end
+            self._retry(completion.firing_id, before.retry, completion.status, ended, count=first)
         seen = before.redrives or 0
         late = before.swept and count == seen
         began = redrive.at if redrive and count > seen else before.redriven_at
@@ -122,7 +123,13 @@ class Recorder:
         return answer
 
     def _retry(
-        self, run_id: str, policy: Mapping[str, Any] | None, status: RunStatus, ended: datetime
+        self,
+        run_id: str,
+        policy: Mapping[str, Any] | None,
+        status: RunStatus,
+        ended: datetime,
+        *,
+        count: bool = False,
     ) -> None:
         """Defer the failed run's next attempt, if its policy leaves one (a StoreError fails
         the invocation: Lambda delivers the event again, and :meth:`_retry_again` defers it)."""
@@ -134,6 +141,7 @@ class Recorder:
             failed_at=ended,
             origin=self.origin,
             now=self.clock.now(),
+            metrics=self.metrics if count else None,
         )
 
     def _retry_again(self, completion: Completion) -> None:

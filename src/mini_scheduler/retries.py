@@ -19,8 +19,10 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
+from mini_scheduler import metrics as m
 from mini_scheduler.claims.base import ClaimStore, Deferred
 from mini_scheduler.jobs import Retry
+from mini_scheduler.metrics import Metrics
 from mini_scheduler.model import firing_from_id, iso_seconds, log_keys
 
 log = logging.getLogger(__name__)
@@ -59,14 +61,19 @@ def defer_retry(
     failed_at: datetime,
     origin: str,
     now: datetime,
+    metrics: Metrics | None = None,
 ) -> Deferred | None:
     """Defer the next attempt of the failed run ``run_id`` when its policy leaves one, and say
     so; the deferred firing, or None. Raises StoreError when it could not be written (the
-    caller's failure is then retried, and writes it again)."""
+    caller's failure is then retried, and writes it again). With ``metrics`` (the first time
+    the failure is heard), count it: ``RetriesDeferred``, or ``RunsFailedFinal`` when no
+    attempt follows (retries spent, no policy, a manual run)."""
     retry = policy if isinstance(policy, Retry) else Retry.from_record(policy)
     deferred = next_attempt(run_id, retry, failed_at=failed_at, origin=origin, now=now)
     firing = firing_from_id(run_id)
     if deferred is None:
+        if metrics is not None:
+            metrics.add(m.RUNS_FAILED_FINAL)
         if retry is not None and not firing.manual:
             log.error(
                 NO_ATTEMPT_LEFT,
@@ -79,6 +86,8 @@ def defer_retry(
             )
         return None
     claims.defer([deferred])
+    if metrics is not None:
+        metrics.add(m.RETRIES_DEFERRED)
     log.warning(
         RETRY_DUE,
         firing.job,

@@ -632,6 +632,7 @@ class Executor:
                 failed_at=now,
                 origin=self.settings.origin,
                 now=now,
+                metrics=self.metrics,
             )
         except StoreError as exc:
             tally.add("errors")

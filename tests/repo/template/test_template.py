@@ -301,6 +301,8 @@ def _code_metrics() -> set[str]:
         m.RUNS_SUCCEEDED,
         m.RUNS_FAILED,
         m.RUNS_TIMED_OUT,
+        m.RETRIES_DEFERRED,
+        m.RUNS_FAILED_FINAL,
         m.TICK_LAG,
         m.TICKS,
     }

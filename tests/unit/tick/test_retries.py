@@ -69,6 +69,7 @@ def test_the_last_attempt_s_failure_is_final_and_said() -> None:
         r.tick(f"2026-11-30T{minute}:00Z")
     assert [run.status for run in r.claims.history("export")] == [RunStatus.FAILED] * 3
     assert r.claims.due_deferred(at("2026-12-02T00:00:00Z")) == []
+    assert (r.metrics.totals["RetriesDeferred"], r.metrics.totals["RunsFailedFinal"]) == (2, 1)
 
 
 def test_a_completion_that_failed_defers_the_next_attempt_and_a_duplicate_defers_it_once() -> None:
@@ -81,10 +82,11 @@ def test_a_completion_that_failed_defers_the_next_attempt_and_a_duplicate_defers
         "factor": 2.0,
         "max_backoff": 3600,
     }
-    recorder = Recorder(r.claims, r.clock, origin="us-east-1/prod")
+    recorder = Recorder(r.claims, r.clock, r.metrics, origin="us-east-1/prod")
     failed = Completion(FIRST, RunStatus.FAILED, at("2026-11-30T14:00:20Z"), "boom", "lambda")
     recorder.record(failed)
     recorder.record(failed)  # delivered twice
+    assert r.metrics.totals["RetriesDeferred"] == 1  # counted once
     (retry,) = r.claims.due_deferred(at("2026-12-01T00:00:00Z"))
     assert (retry.firing.id, retry.due) == (f"{FIRST}#2", at("2026-11-30T14:01:50Z"))
     r.tick("2026-11-30T14:01:00Z")
