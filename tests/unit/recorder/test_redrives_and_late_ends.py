@@ -95,8 +95,8 @@ def test_a_redriven_flow_ends_with_its_real_status(caplog: pytest.LogCaptureFixt
     assert (
         f"Job hourly-cleanup ended SUCCEEDED after 180000 ms - firing {FLOW.id} - redrive 1"
     ) in caplog.messages
-    # the run was counted once, at its first end
-    assert _totals(recorder) == {"RunsFailed": 1}
+    # the run was counted once, at its first end (final then: no retry follows it)
+    assert _totals(recorder) == {"RunsFailed": 1, "RunsFailedFinal": 1}
     # the same events delivered again change nothing
     assert record_event(recorder, load_event("sfn-status-redriven.json"))["reason"] == (
         "redrive 1 is recorded already"
@@ -121,7 +121,7 @@ def test_the_end_of_a_redrive_heard_without_its_running_event(
     assert f"Job hourly-cleanup ended FAILED after 180000 ms - firing {FLOW.id} - redrive 1" in (
         caplog.messages
     )
-    assert _totals(recorder) == {"RunsFailed": 1}
+    assert _totals(recorder) == {"RunsFailed": 1, "RunsFailedFinal": 1}
 
 
 def test_a_redrive_of_a_run_that_succeeded_or_is_unknown_changes_nothing() -> None:
