@@ -20,7 +20,7 @@ from typing import Any
 from mini_scheduler.claims.base import ClaimStore, Control
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.config import Settings
-from mini_scheduler.environment.active import ActiveEnvironment, same_environment
+from mini_scheduler.environment.active import ActiveEnvironment
 from mini_scheduler.environment.base import EnvironmentStore
 from mini_scheduler.jobs import CronFile, Job
 from mini_scheduler.logs import Capture, package_logs
@@ -40,6 +40,7 @@ from mini_scheduler.tick.plan import (
     TickInputs,
     TickPlan,
     plan_tick,
+    reads_deferred,
     sweeps,
     window,
 )
@@ -165,10 +166,8 @@ def dry_run(
         control = claims.control(settings.origin)
         sweeping = sweeps(minute, control, reading, None, settings)
         due = claims.due_runs(now) if sweeping else ()
-        active = reading.active is not None and same_environment(
-            reading.active, settings.environment_name
-        )
-        deferred = claims.due_deferred(window(minute, settings)[1]) if sweeping and active else ()
+        reads = reads_deferred(sweeping, reading, settings)
+        deferred = claims.due_deferred(window(minute, settings)[1]) if reads else ()
         inputs = TickInputs(
             minute, cron_file, control, reading, now, due, can_fan_out=True, deferred=deferred
         )

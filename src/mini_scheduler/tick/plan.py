@@ -344,6 +344,16 @@ def sweeps(
     return handled is None or handled < window(minute, settings)[1]
 
 
+def reads_deferred(sweeping: bool, reading: Reading, settings: Settings) -> bool:
+    """Whether a tick that ``sweeping`` (:func:`sweeps`) reads the deferred firings due: only
+    when its region is active (a standby region leaves them for when it is)."""
+    return (
+        sweeping
+        and reading.active is not None
+        and same_environment(reading.active, settings.environment_name)
+    )
+
+
 def handled_until(control: Control, shard: Shard | None, settings: Settings) -> datetime | None:
     """Where a tick's window starts being new. The region's own watermark, and each shard's: a
     shard also counts what unsharded ticks handled, and an unsharded tick what every shard

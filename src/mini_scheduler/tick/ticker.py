@@ -22,7 +22,7 @@ from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.clock import Clock
 from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers
-from mini_scheduler.environment.active import ActiveEnvironment, same_environment
+from mini_scheduler.environment.active import ActiveEnvironment
 from mini_scheduler.errors import CronFileUnreadableError, EventError, StoreError
 from mini_scheduler.jobs import CronFile
 from mini_scheduler.metrics import Metrics, RecordingMetrics
@@ -34,6 +34,7 @@ from mini_scheduler.tick.plan import (
     TickInputs,
     TickPlan,
     plan_tick,
+    reads_deferred,
     sweeps,
     window,
 )
@@ -139,11 +140,8 @@ class Ticker:
         reading = self.environment.read()
         sweeping = sweeps(minute, control, reading, shard, self.settings)
         due, errors = self._due_runs(now) if sweeping else ((), 0)
-        active = reading.active is not None and same_environment(
-            reading.active, self.settings.environment_name
-        )
         deferred: Sequence[Deferred] = ()
-        if sweeping and active:
+        if reads_deferred(sweeping, reading, self.settings):
             deferred, failed = self._due_deferred(window(minute, self.settings)[1])
             errors += failed
         inputs = TickInputs(
