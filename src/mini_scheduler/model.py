@@ -11,6 +11,9 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from mini_scheduler.instants import iso_millis as iso_millis
+from mini_scheduler.instants import iso_seconds as iso_seconds
+from mini_scheduler.instants import parse_instant as parse_instant
 from mini_scheduler.jobs.limits import split_reserved
 
 _SECOND = timedelta(seconds=1)
@@ -38,28 +41,6 @@ class SkipReason(StrEnum):
     OVERLAP = "overlap"
 
 
-def iso_seconds(moment: datetime) -> str:
-    """``2026-11-30T14:00:00Z``: a UTC instant to the second."""
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def iso_millis(moment: datetime) -> str:
-    """``2026-11-30T14:00:00.123Z``: a UTC instant to the millisecond."""
-    moment = moment.astimezone(UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
-
-
-def parse_instant(text: str) -> datetime:
-    """An ISO-8601 instant with a zone (``Z`` or an offset) as an aware UTC datetime."""
-    moment = datetime.fromisoformat(text.strip())
-    if moment.tzinfo is None:
-        raise ValueError(f"{text[:60]!r} has no time zone; write it in UTC with a trailing Z")
-    try:
-        return moment.astimezone(UTC)
-    except OverflowError:
-        raise ValueError(f"{text[:60]!r} is out of range: its UTC time is past year 9999") from None
-
-
 def floor_minute(moment: datetime) -> datetime:
     return moment.astimezone(UTC).replace(second=0, microsecond=0)
 
@@ -85,6 +66,7 @@ class Firing:
     operator: str | None = None
     parameters: Mapping[str, Any] = field(default_factory=dict)
     attempt: int = 1
+    backfill: bool = False  # a past firing run again on an operator's backfill
 
     @classmethod
     def manual_run(
@@ -179,6 +161,8 @@ def payload(firing: Firing, parameters: Mapping[str, Any], origin: str) -> dict[
     }
     if firing.operator is not None:
         body["operator"] = firing.operator
+    if firing.backfill:
+        body["backfill"] = True
     body["parameters"], _ = split_reserved(parameters)
     return body
 

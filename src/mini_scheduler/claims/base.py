@@ -41,14 +41,14 @@ writes into its requests and restates neither.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import Protocol
+from typing import Any, Protocol
 
 from mini_scheduler.claims.records import JobStart, JobState, Redrive, RunRecord
 from mini_scheduler.errors import StoreError
-from mini_scheduler.model import Firing, RunStatus, iso_millis
+from mini_scheduler.model import Firing, RunStatus, firing_from_id, iso_millis
 
 
 class ClaimResult(StrEnum):
@@ -74,25 +74,38 @@ class MarkRequest:
     start: JobStart
 
 
-DEFERRED_REASONS = ("retry",)
-"""Why a firing is deferred (one-time schedules and backfills will add theirs)."""
+RETRY, SCHEDULE, BACKFILL = "retry", "schedule", "backfill"
+DEFERRED_REASONS = (RETRY, SCHEDULE, BACKFILL)
+"""Why a firing is deferred: a failed run's next attempt, a runtime schedule's next firing
+(:mod:`mini_scheduler.schedules`), a past firing an operator runs again
+(:mod:`mini_scheduler.backfill`)."""
 
 
 @dataclass(frozen=True, slots=True)
 class Deferred:
     """``firing`` (its job, instant and attempt) to be claimed and dispatched from ``due`` on,
-    written by ``origin`` at ``written_at`` for ``reason``."""
+    written by ``origin`` at ``written_at`` for ``reason``. ``detail`` is what the reason needs
+    besides (JSON values): a runtime schedule's entry and who made it, a backfill's id and
+    size."""
 
     firing: Firing
     due: datetime
     reason: str
     origin: str
     written_at: datetime
+    detail: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     @property
     def key(self) -> str:
         """What a store keys it by: the due instant (ms), then the run's id."""
         return f"{iso_millis(self.due)}#{self.firing.id}"
+
+
+def deferred_firing(run_id: str, reason: str) -> Firing:
+    """The firing a stored deferred firing names: its run's id, and what its reason says (a
+    backfill's firing is marked so; its payload says ``"backfill": true``)."""
+    firing = firing_from_id(run_id)
+    return replace(firing, backfill=True) if reason == BACKFILL else firing
 
 
 ClaimOutcome = ClaimResult | StoreError
@@ -270,6 +283,11 @@ class ClaimStore(Protocol):
     def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
         """Forget these deferred firings (their claims have an answer). Raises StoreError when
         any could not be deleted: one left is read again and its claim is LOST, harmless."""
+        ...
+
+    def pending_deferred(self, reason: str) -> Sequence[Deferred]:
+        """Every deferred firing stored for ``reason``, oldest due first: an operator's listing
+        (runtime schedules, a backfill's progress) that reads them all; a tick never does."""
         ...
 
 

@@ -463,6 +463,9 @@ class DynamoDBClaimStore(OneByOne):
     def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
         self._deferred.drop(deferred)
 
+    def pending_deferred(self, reason: str) -> Sequence[Deferred]:
+        return self._deferred.pending(reason)
+
     # -- control ---------------------------------------------------------------------------
 
     def control(self, scope: str) -> Control:

@@ -2,8 +2,9 @@
 an instant no cron statement's next time gives (a retry), kept in the state table until a tick
 has claimed them.
 
-* ``DEFER`` / ``<due instant, ms>#<run id>``: ``reason``, ``origin``, ``writtenAt`` (ISO, ms)
-  and ``expiresAt`` (the TTL: the due instant plus the store's run TTL, as a watch item's). The
+* ``DEFER`` / ``<due instant, ms>#<run id>``: ``reason``, ``origin``, ``writtenAt`` (ISO, ms),
+  ``detail`` (the reason's detail as compact JSON, when it has one) and ``expiresAt`` (the TTL:
+  the due instant plus the store's run TTL, as a watch item's). The
   key says the run's id and its due instant: neither is stored again (:func:`deferred_from`
   reads them from it; the instant has a fixed form without ``#``, the run id may hold one).
 
@@ -11,11 +12,13 @@ A deferred firing is written with ``BatchWriteItem`` (25 a request; the same key
 is the same item), read by the tick with one consistent Query on the sort key (``sk <
 <until>``: one request when none is due, however many wait for later; an item due at ``until``
 itself, ``<until>#...``, sorts after it and is not due yet), and deleted with
-``BatchWriteItem`` once its claim has an answer.
+``BatchWriteItem`` once its claim has an answer. An operator's listing (:meth:`pending`) reads
+the whole partition with a filter on the reason: never a tick's cost.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -23,10 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from mini_scheduler.claims.base import Deferred
+from mini_scheduler.claims.base import Deferred, deferred_firing
 from mini_scheduler.claims.dynamodb_table import failed, named, write_batches
 from mini_scheduler.errors import StoreError
-from mini_scheduler.model import firing_from_id, iso_millis, parse_instant
+from mini_scheduler.model import iso_millis, parse_instant
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -84,6 +87,26 @@ class DeferredFirings:
         except (ClientError, BotoCoreError) as exc:
             raise failed(self._table, "Query (deferred)", exc) from exc
 
+    def pending(self, reason: str) -> list[Deferred]:
+        """Every one stored for ``reason``, oldest due first (reads the partition)."""
+        request = named(
+            {
+                "TableName": self._table,
+                "KeyConditionExpression": "#pk = :defer",
+                "FilterExpression": "#reason = :reason",
+                "ExpressionAttributeValues": {
+                    ":defer": {"S": DEFER},
+                    ":reason": {"S": reason},
+                },
+                "ConsistentRead": True,
+            }
+        )
+        try:
+            pages = self._client.get_paginator("query").paginate(**request)
+            return [deferred_from(item) for page in pages for item in page.get("Items", [])]
+        except (ClientError, BotoCoreError) as exc:
+            raise failed(self._table, "Query (pending deferred)", exc) from exc
+
     def drop(self, deferred: Sequence[Deferred]) -> None:
         """Delete them (one already gone is no error). Raises StoreError when any is left."""
         keys = dict.fromkeys(item.key for item in deferred)
@@ -106,13 +129,16 @@ def deferred_key(key: str) -> dict[str, Any]:
 
 def deferred_item(deferred: Deferred, ttl: timedelta) -> dict[str, Any]:
     """The item of ``deferred``: its key, and what the key does not say."""
-    return {
+    item = {
         **deferred_key(deferred.key),
         "reason": {"S": deferred.reason},
         "origin": {"S": deferred.origin},
         "writtenAt": {"S": iso_millis(deferred.written_at)},
         "expiresAt": {"N": str(int((deferred.due + ttl).timestamp()))},
     }
+    if deferred.detail:
+        item["detail"] = {"S": json.dumps(deferred.detail, separators=(",", ":"))}
+    return item
 
 
 def deferred_from(item: Mapping[str, Any]) -> Deferred:
@@ -120,10 +146,13 @@ def deferred_from(item: Mapping[str, Any]) -> Deferred:
     due, sep, run_id = str(item["sk"]["S"]).partition("#")
     if not sep:
         raise ValueError(f"{due[:100]!r} is not a deferred firing's key (<due>#<run id>)")
+    reason = item["reason"]["S"]
+    detail = json.loads(item["detail"]["S"]) if "detail" in item else {}
     return Deferred(
-        firing=firing_from_id(run_id),
+        firing=deferred_firing(run_id, reason),
         due=parse_instant(due),
-        reason=item["reason"]["S"],
+        reason=reason,
         origin=item["origin"]["S"],
         written_at=parse_instant(item["writtenAt"]["S"]),
+        detail=detail,
     )

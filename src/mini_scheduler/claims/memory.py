@@ -301,3 +301,9 @@ class MemoryClaimStore:
             self.calls += 1
             for item in deferred:
                 self._deferred.pop(item.key, None)
+
+    def pending_deferred(self, reason: str) -> Sequence[Deferred]:
+        with self._lock:
+            self.calls += 1
+            found = sorted((k, d) for k, d in self._deferred.items() if d.reason == reason)
+            return [item for _, item in found]

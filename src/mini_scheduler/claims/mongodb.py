@@ -539,6 +539,10 @@ class MongoDBClaimStore(OneByOne):
     def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
         self._deferred.drop(deferred)
 
+    def pending_deferred(self, reason: str) -> Sequence[Deferred]:
+        self.ensure_indexes()
+        return self._deferred.pending(reason)
+
     # -- control ---------------------------------------------------------------------------
 
     def control(self, scope: str) -> Control:

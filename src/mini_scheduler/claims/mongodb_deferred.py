@@ -4,7 +4,8 @@ primary).
 
 * One document per deferred firing: ``_id`` = :attr:`.Deferred.key` (``<due instant, ms>#<run
   id>``, so the same firing deferred twice to one instant is one document), ``firingId`` (the
-  run's id), ``due``, ``reason``, ``origin``, ``writtenAt``, and ``expiresAt`` (the due instant
+  run's id), ``due``, ``reason``, ``origin``, ``writtenAt``, ``detail`` (the reason's detail,
+  a sub-document, when it has one), and ``expiresAt`` (the due instant
   plus the store's run TTL); times are dates cut to the millisecond.
 * Indexes (:func:`create_indexes`): ``{due: 1, _id: 1}`` serves the tick's read, those due
   before an instant oldest first (``_id`` orders the ones due together as the other stores
@@ -23,10 +24,9 @@ from typing import TYPE_CHECKING, Any
 from pymongo import ASCENDING
 from pymongo.errors import BulkWriteError, PyMongoError
 
-from mini_scheduler.claims.base import Deferred
+from mini_scheduler.claims.base import Deferred, deferred_firing
 from mini_scheduler.claims.mongodb_documents import DUPLICATE_KEY, batch_errors, ms, utc
 from mini_scheduler.claims.mongodb_slots import Fail
-from mini_scheduler.model import firing_from_id
 from mini_scheduler.mongo import Document
 
 if TYPE_CHECKING:
@@ -84,6 +84,16 @@ class DeferredFirings:
         except PyMongoError as exc:
             raise self._fail("find (deferred)", DEFERRED, exc) from exc
 
+    def pending(self, reason: str) -> list[Deferred]:
+        """Every one stored for ``reason``, oldest due first."""
+        try:
+            found = self._collection.find({"reason": reason})
+            return [
+                deferred_from(doc) for doc in found.sort([("due", ASCENDING), ("_id", ASCENDING)])
+            ]
+        except PyMongoError as exc:
+            raise self._fail("find (pending deferred)", DEFERRED, exc) from exc
+
     def drop(self, deferred: Sequence[Deferred]) -> None:
         """Delete them (one already gone is no error)."""
         if not deferred:
@@ -96,7 +106,7 @@ class DeferredFirings:
 
 
 def deferred_doc(deferred: Deferred, ttl: timedelta) -> Document:
-    return {
+    doc: Document = {
         "_id": deferred.key,
         "firingId": deferred.firing.id,
         "due": ms(deferred.due),
@@ -105,6 +115,9 @@ def deferred_doc(deferred: Deferred, ttl: timedelta) -> Document:
         "writtenAt": ms(deferred.written_at),
         "expiresAt": ms(deferred.due + ttl),
     }
+    if deferred.detail:
+        doc["detail"] = dict(deferred.detail)
+    return doc
 
 
 def deferred_from(doc: Mapping[str, Any]) -> Deferred:
@@ -114,10 +127,13 @@ def deferred_from(doc: Mapping[str, Any]) -> Deferred:
         raise ValueError(
             f"deferred firing {str(doc.get('_id'))[:100]!r} has no due or written time"
         )
+    reason = str(doc.get("reason", ""))
+    detail = doc.get("detail")
     return Deferred(
-        firing=firing_from_id(str(doc["firingId"])),
+        firing=deferred_firing(str(doc["firingId"]), reason),
         due=due,
-        reason=str(doc.get("reason", "")),
+        reason=reason,
         origin=str(doc.get("origin", "")),
         written_at=written_at,
+        detail=dict(detail) if isinstance(detail, Mapping) else {},
     )

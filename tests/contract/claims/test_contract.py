@@ -758,6 +758,57 @@ def test_many_deferred_firings_are_written_listed_and_dropped_in_batches(
     assert claim_store.due_deferred(until) == many[55:]
 
 
+def test_a_deferred_firing_keeps_its_reason_and_detail(claim_store: ClaimStore) -> None:
+    """A runtime schedule's entry and a backfill's size read back as written (JSON values at
+    any depth); a backfill's firing comes back marked so (its payload says it)."""
+    entry = {
+        "name": "once",
+        "at": "2026-12-01T10:00:00Z",
+        "service": "mini-scheduler-report",
+        "parameters": {"deep": [1, 2.5, {"x": None, "ok": True}], "text": "é"},
+    }
+    schedule = Deferred(
+        Firing("once", T0), T0, "schedule", ORIGIN, WRITTEN, {"entry": entry, "operator": "jane"}
+    )
+    backfill = Deferred(
+        Firing("report", T0 - timedelta(days=1), backfill=True),
+        T0 + timedelta(minutes=1),
+        "backfill",
+        ORIGIN,
+        WRITTEN,
+        {"backfill": "report@backfill-1", "total": 3},
+    )
+    retry = _deferred(Firing("report", T0).retry(), T0 + timedelta(minutes=2))
+    claim_store.defer([schedule, backfill, retry])
+    read = claim_store.due_deferred(T0 + timedelta(hours=1))
+    assert read == [schedule, backfill, retry]
+    assert [dict(d.detail) for d in read] == [dict(schedule.detail), dict(backfill.detail), {}]
+    assert [d.firing.backfill for d in read] == [False, True, False]
+    assert [d.reason for d in read] == ["schedule", "backfill", "retry"]
+
+
+def test_pending_deferred_firings_of_a_reason_are_listed_however_far_ahead(
+    claim_store: ClaimStore,
+) -> None:
+    """The operator's listing: every one of the reason, due first, years ahead too."""
+    far = Deferred(
+        Firing("b", T0 + timedelta(days=800)),
+        T0 + timedelta(days=800),
+        "schedule",
+        ORIGIN,
+        WRITTEN,
+        {"entry": {"name": "b"}},
+    )
+    near = Deferred(Firing("a", T0), T0, "schedule", ORIGIN, WRITTEN, {"entry": {"name": "a"}})
+    retry = _deferred(Firing("a", T0).retry(), T0 - timedelta(minutes=1))
+    claim_store.defer([far, retry, near])
+    assert claim_store.pending_deferred("schedule") == [near, far]
+    assert claim_store.pending_deferred("retry") == [retry]
+    assert claim_store.pending_deferred("backfill") == []
+    claim_store.drop_deferred([near])
+    assert claim_store.pending_deferred("schedule") == [far]
+
+
 # -- races (on the backends whose conditional writes are atomic: see conftest) ---------------
 
 RACERS = 8
