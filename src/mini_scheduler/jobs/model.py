@@ -27,6 +27,7 @@ __all__ = [
     "MAX_MISFIRE_GRACE",
     "MAX_MISFIRE_MAX",
     "MAX_NAME_LENGTH",
+    "MAX_PAUSE_AFTER_FAILURES",
     "MAX_RETRIES",
     "MAX_TIMEOUT",
     "MISFIRE_POLICIES",
@@ -41,7 +42,9 @@ __all__ = [
     "Problem",
     "Retry",
     "Target",
+    "failure_policy",
     "in_retry_bounds",
+    "pause_after_failures",
     "scheduled_line",
 ]
 
@@ -60,6 +63,8 @@ MAX_FACTOR: Final = 10
 DEFAULT_BACKOFF: Final = 60
 DEFAULT_FACTOR: Final = 2.0
 DEFAULT_MAX_BACKOFF: Final = 3600
+MAX_PAUSE_AFTER_FAILURES: Final = 100
+PAUSE_AFTER_FAILURES: Final = "pause_after_failures"
 
 Level = Literal["error", "warning", "info"]
 Misfire = Literal["fire_now", "fire_all", "skip"]
@@ -152,6 +157,28 @@ class Retry:
         return cls(retries, backoff, float(factor), max_backoff)
 
 
+def failure_policy(retry: Retry | None, pause_after: int | None) -> dict[str, Any] | None:
+    """What a run record keeps of its job's failure policy when it is dispatched (its
+    ``retry``): the :class:`Retry`'s keys (:meth:`Retry.as_record`) and ``pause_after_failures``;
+    None when the job has neither. The recorder, the sweep and a failed dispatch read the
+    failure's policy from there, so all of them decide as the run was dispatched."""
+    policy: dict[str, Any] = retry.as_record() if retry is not None else {}
+    if pause_after is not None:
+        policy[PAUSE_AFTER_FAILURES] = pause_after
+    return policy or None
+
+
+def pause_after_failures(record: object) -> int | None:
+    """``pause_after_failures`` of a policy :func:`failure_policy` wrote; None when missing or
+    out of bounds (1 to :data:`MAX_PAUSE_AFTER_FAILURES`). Never raises."""
+    if not isinstance(record, Mapping):
+        return None
+    value = record.get(PAUSE_AFTER_FAILURES)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if 1 <= value <= MAX_PAUSE_AFTER_FAILURES else None
+
+
 @dataclass(frozen=True, slots=True)
 class Job:
     """One loaded entry of cron.yaml. ``parameters`` is a plain dict: treat it as read-only."""
@@ -171,6 +198,8 @@ class Job:
     entry: int
     retry: Retry | None = None
     """None: a failed run is not retried."""
+    pause_after_failures: int | None = None
+    """Pause the job after this many final failures in a row (None: never)."""
 
     @property
     def service(self) -> str:
@@ -180,6 +209,11 @@ class Job:
     def schedule(self) -> str:
         """``<statement> @<zone>``, the job state record's schedule (as Mercury writes it)."""
         return f"{self.statement} @{self.zone}"
+
+    @property
+    def policy_record(self) -> dict[str, Any] | None:
+        """What its runs keep of ``retry`` and ``pause_after_failures`` (:func:`failure_policy`)."""
+        return failure_policy(self.retry, self.pause_after_failures)
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,6 +38,7 @@ from mini_scheduler.jobs.model import (
     DEFAULT_MAX_BACKOFF,
     MAX_BACKOFF,
     MAX_FACTOR,
+    MAX_PAUSE_AFTER_FAILURES,
     MAX_RETRIES,
     MAX_TIMEOUT,
     MISFIRE_POLICIES,
@@ -100,6 +101,9 @@ _LIKELY: Final = {
     "multiplier": "factor",
     "max_delay": "max_backoff",
     "max_interval": "max_backoff",
+    "pause_after": "pause_after_failures",
+    "max_failures": "pause_after_failures",
+    "max_consecutive_failures": "pause_after_failures",
 }
 
 
@@ -327,6 +331,23 @@ def _retry(value: object, entry: Entry, reading: Reading) -> Retry | None:
     return Retry(found["retries"], found["backoff"], float(found["factor"]), found["max_backoff"])
 
 
+def _pause_after_failures(value: object, entry: Entry, reading: Reading) -> int | None:
+    """Final failures in a row after which the job is paused; None for never (or a reason)."""
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or not 1 <= value <= MAX_PAUSE_AFTER_FAILURES
+    ):
+        entry.reasons.append(
+            f"pause_after_failures must be a whole number from 1 to {MAX_PAUSE_AFTER_FAILURES}, "
+            f"not {describe(value)}"
+        )
+        return None
+    return value
+
+
 def _enabled(value: object, entry: Entry, reading: Reading) -> bool | None:
     enabled = True if value is None else value
     if not isinstance(enabled, bool):
@@ -347,6 +368,7 @@ FIELDS: Final[dict[str, Reader]] = {
     "overlap": _overlap,
     "timeout": _timeout,
     "retry": _retry,
+    "pause_after_failures": _pause_after_failures,
     "enabled": _enabled,
 }
 """Every key a job entry may hold, in the order its reasons are listed."""
@@ -413,6 +435,7 @@ def _job(entry: Entry, raw: dict[Any, Any], values: dict[str, Any], reading: Rea
         enabled=values["enabled"],
         entry=entry.number,
         retry=values["retry"],
+        pause_after_failures=values["pause_after_failures"],
     )
 
 
