@@ -40,6 +40,9 @@ class Settings:
     # Claims and marks 25 to a request (PartiQL BatchExecuteStatement); False: one request each,
     # for an endpoint whose PartiQL ignores conditions (moto: the local run and its tests).
     batch_writes: bool = True
+    # Where a final failure's "Job Run Failed" and a pause's "Job Paused" events go: a bus name
+    # or ARN (EVENT_BUS_NAME; the template's FailureEventBus).
+    event_bus: str = "default"
 
     @property
     def origin(self) -> str:
@@ -82,7 +85,20 @@ class Settings:
             function_name=env.get("AWS_LAMBDA_FUNCTION_NAME") or None,
             dispatch_workers=_int(env, "DISPATCH_WORKERS", 16, 1, 512),
             batch_writes=flag(env, "STATE_TABLE_BATCH_WRITES", default=True),
+            event_bus=_event_bus(env),
         )
+
+
+_BUS = re.compile(r"(arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus/)?[A-Za-z0-9._/-]{1,256}")
+
+
+def _event_bus(env: Mapping[str, str]) -> str:
+    bus = env.get("EVENT_BUS_NAME", "").strip() or "default"
+    if not _BUS.fullmatch(bus):
+        raise ConfigurationError(
+            f"EVENT_BUS_NAME {bus[:300]!r}: name an EventBridge event bus (or give its ARN)"
+        )
+    return bus
 
 
 def flag(env: Mapping[str, str], key: str, *, default: bool) -> bool:

@@ -62,6 +62,11 @@ class DispatchError(SchedulerError):
     """The target refused the firing or could not be reached after the retries."""
 
 
+class AlertError(SchedulerError):
+    """An alert (an event about a failed run or a paused job) was not published after the
+    retries; the message names the bus and the cause."""
+
+
 class EventError(SchedulerError, ValueError):
     """An event the functions cannot act on; nothing was written for it."""
 

@@ -35,6 +35,8 @@ RUNS_FAILED = "RunsFailed"
 RUNS_TIMED_OUT = "RunsTimedOut"
 RETRIES_DEFERRED = "RetriesDeferred"  # a failed run's next attempt, deferred
 RUNS_FAILED_FINAL = "RunsFailedFinal"  # a failure no attempt follows (retries spent, or none)
+JOBS_PAUSED = "JobsPaused"  # paused by the scheduler: pause_after_failures final failures in a row
+ALERTS_UNPUBLISHED = "AlertsUnpublished"  # a Job Run Failed or Job Paused event not published
 TICK_LAG = "TickLagSeconds"
 TICKS = "Ticks"
 

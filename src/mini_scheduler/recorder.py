@@ -15,9 +15,14 @@ from datetime import datetime
 from typing import Any
 
 from mini_scheduler import metrics as m
+from mini_scheduler.alerts.base import Alerts
+from mini_scheduler.alerts.memory import RecordingAlerts
 from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.claims.records import Redrive, RunRecord
+from mini_scheduler.claims.transitions import after_end
 from mini_scheduler.clock import Clock
+from mini_scheduler.failures import FinalFailures
+from mini_scheduler.jobs.model import pause_after_failures
 from mini_scheduler.metrics import Metrics, RecordingMetrics
 from mini_scheduler.model import RunStatus, iso_seconds, job_of, log_keys
 from mini_scheduler.retries import defer_retry, next_attempt
@@ -62,11 +67,19 @@ class Recorder:
         metrics: Metrics | None = None,
         *,
         origin: str = "recorder",
+        alerts: Alerts | None = None,
     ) -> None:
         self.claims = claims
         self.clock = clock
         self.metrics: Metrics = metrics if metrics is not None else RecordingMetrics()
         self.origin = origin  # who defers a retry: this region's
+        self.failures = FinalFailures(
+            claims,
+            alerts if alerts is not None else RecordingAlerts(),
+            clock,
+            self.metrics,
+            origin=origin,
+        )
 
     def record(self, found: Completion | Redriven | None) -> dict[str, Any]:
         """Close (or reopen) the run ``found`` names, and answer what was done; None (an event
@@ -91,9 +104,13 @@ class Recorder:
         if before is None:
             self._retry_again(completion)
             return self._ignored(completion.firing_id, completion.source, count)
+        final = False  # a failure no attempt follows, heard for the first time
         if completion.status in _RETRIED and before.status.open:
             first = not before.earlier_ends  # a redriven run was counted at its first end
-            self._retry(completion.firing_id, before.retry, completion.status, ended, count=first)
+            last = self._retry(
+                completion.firing_id, before.retry, completion.status, ended, count=first
+            )
+            final = first and last
         seen = before.redrives or 0
         late = before.swept and count == seen
         began = redrive.at if redrive and count > seen else before.redriven_at
@@ -109,6 +126,11 @@ class Recorder:
                     RunStatus.TIMED_OUT: m.RUNS_TIMED_OUT,
                 }[completion.status]
             )
+        if final:  # the run as the store wrote it
+            after = after_end(
+                before, completion.status, now=ended, error=completion.error, redrive=redrive
+            )
+            self.failures.failed(after or before, pause_after_failures(before.retry))
         answer: dict[str, Any] = {
             "recorded": True,
             "firingId": completion.firing_id,
@@ -130,10 +152,11 @@ class Recorder:
         ended: datetime,
         *,
         count: bool = False,
-    ) -> None:
+    ) -> bool:
         """Defer the failed run's next attempt, if its policy leaves one (a StoreError fails
-        the invocation: Lambda delivers the event again, and :meth:`_retry_again` defers it)."""
-        defer_retry(
+        the invocation: Lambda delivers the event again, and :meth:`_retry_again` defers it);
+        whether the failure is final (no attempt follows)."""
+        deferred = defer_retry(
             self.claims,
             run_id,
             policy,
@@ -143,6 +166,7 @@ class Recorder:
             now=self.clock.now(),
             metrics=self.metrics if count else None,
         )
+        return deferred is None
 
     def _retry_again(self, completion: Completion) -> None:
         """A failure heard again (an event delivered twice, or again after this function

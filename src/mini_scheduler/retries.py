@@ -52,6 +52,14 @@ def next_attempt(
     return Deferred(firing.retry(), due, "retry", origin, now)
 
 
+def attempt_left(run_id: str, policy: Retry | Mapping[str, Any] | None) -> bool:
+    """Whether a failure of the run ``run_id`` is followed by another attempt under
+    ``policy``: False when it is final (no policy, a manual run, or no attempt left)."""
+    firing = firing_from_id(run_id)
+    retry = policy if isinstance(policy, Retry) else Retry.from_record(policy)
+    return retry is not None and not firing.manual and retry.delay(firing.attempt) is not None
+
+
 def defer_retry(
     claims: ClaimStore,
     run_id: str,
@@ -64,10 +72,12 @@ def defer_retry(
     metrics: Metrics | None = None,
 ) -> Deferred | None:
     """Defer the next attempt of the failed run ``run_id`` when its policy leaves one, and say
-    so; the deferred firing, or None. Raises StoreError when it could not be written (the
-    caller's failure is then retried, and writes it again). With ``metrics`` (the first time
-    the failure is heard), count it: ``RetriesDeferred``, or ``RunsFailedFinal`` when no
-    attempt follows (retries spent, no policy, a manual run)."""
+    so; the deferred firing, or None when the failure is final (the caller then hands it to
+    :class:`mini_scheduler.failures.FinalFailures`, the first time it hears it). Raises
+    StoreError when it could not be written (the caller's failure is then retried, and writes
+    it again). With ``metrics`` (the first time the failure is heard), count it:
+    ``RetriesDeferred``, or ``RunsFailedFinal`` when no attempt follows (retries spent, no
+    policy, a manual run)."""
     retry = policy if isinstance(policy, Retry) else Retry.from_record(policy)
     deferred = next_attempt(run_id, retry, failed_at=failed_at, origin=origin, now=now)
     firing = firing_from_id(run_id)

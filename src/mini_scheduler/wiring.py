@@ -1,7 +1,8 @@
 """Build the scheduler's parts from Settings: stores, dispatchers, the ticker, the recorder.
 
 Used by the entry points only: the Lambda handlers (once per container, on the first event), the
-CLI and the local scheduler. The AWS clients come from :class:`mini_scheduler.aws.Clients`.
+CLI and the local scheduler (which passes alerts of its own: log lines, no bus). The AWS clients
+come from :class:`mini_scheduler.aws.Clients`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from mini_scheduler.alerts import Alerts
 from mini_scheduler.aws import Clients, partition
 from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.clock import Clock, SystemClock
@@ -126,6 +128,13 @@ def fanout(settings: Settings, clients: Clients) -> Callable[[dict[str, Any]], N
     return invoke
 
 
+def alert_publisher(settings: Settings, clients: Clients) -> Alerts:
+    """EventBridge on ``settings.event_bus``; its client is made on the first alert."""
+    from mini_scheduler.alerts.eventbridge import EventBridgeAlerts
+
+    return EventBridgeAlerts(settings.event_bus, lambda: clients("events"))
+
+
 def build_ticker(
     settings: Settings,
     *,
@@ -135,6 +144,7 @@ def build_ticker(
     account: str | None = None,
     dispatch: Dispatchers | None = None,
     cron: Callable[[], CronFile] | None = None,
+    alerts: Alerts | None = None,
 ) -> Ticker:
     from mini_scheduler.tick import Ticker
 
@@ -150,6 +160,7 @@ def build_ticker(
         clock=clock or SystemClock(),
         metrics=metrics,
         fanout=fanout(settings, clients),
+        alerts=alerts if alerts is not None else alert_publisher(settings, clients),
     )
 
 
@@ -159,10 +170,15 @@ def build_recorder(
     clients: Clients | None = None,
     clock: Clock | None = None,
     metrics: Metrics | None = None,
+    alerts: Alerts | None = None,
 ) -> Recorder:
     from mini_scheduler.recorder import Recorder
 
     made = clients or Clients(settings.region, pool=8)
     return Recorder(
-        claim_store(settings, made), clock or SystemClock(), metrics, origin=settings.origin
+        claim_store(settings, made),
+        clock or SystemClock(),
+        metrics,
+        origin=settings.origin,
+        alerts=alerts if alerts is not None else alert_publisher(settings, made),
     )

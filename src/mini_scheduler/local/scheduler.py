@@ -9,6 +9,8 @@ created in it at start.
 * The ticker and the recorder are the deployed ones (:class:`~mini_scheduler.tick.Ticker`,
   :class:`~mini_scheduler.recorder.Recorder`), built by :mod:`mini_scheduler.wiring` on moto's
   DynamoDB and SSM.
+* A final failure's ``Job Run Failed`` event, and a ``Job Paused`` one, is a line of the log
+  (:class:`~mini_scheduler.local.alerts.LogAlerts`): there is no bus to publish them to.
 * Lambda targets run in this process (:class:`~mini_scheduler.local.dispatch.LocalDispatcher`):
   ``mini-scheduler-sample-<x>`` is ``samplecode/functions/<x>/app.py``; other functions get a
   stand-in that logs the event. Their ends reach the recorder as Lambda destination records.
@@ -265,6 +267,7 @@ class LocalScheduler:
 
         from mini_scheduler.aws import Clients
         from mini_scheduler.claims.dynamodb import create_state_table
+        from mini_scheduler.local.alerts import LogAlerts
         from mini_scheduler.wiring import build_recorder, build_ticker
 
         cron_file = self.read_cron_file()  # a file that cannot be read stops us here
@@ -287,9 +290,13 @@ class LocalScheduler:
             )["Role"]["Arn"]
             self._functions(clients, role)
             self._state_machines(clients, role, cron_file)
-            self._recorder = build_recorder(self.settings, clients=clients, clock=self.clock)
+            alerts = LogAlerts()  # no bus here: each event is a line of the log
+            self._recorder = build_recorder(
+                self.settings, clients=clients, clock=self.clock, alerts=alerts
+            )
             self._ticker = build_ticker(
                 self.settings,
+                alerts=alerts,
                 clients=clients,
                 clock=StoppableClock(self.clock, self.stop),
                 dispatch=self._dispatchers(clients),

@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import replace
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
@@ -30,7 +31,9 @@ from mini_scheduler.clock import Clock
 from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers
 from mini_scheduler.errors import DispatchError, StoreError
+from mini_scheduler.failures import FinalFailures, dispatch_failed
 from mini_scheduler.jobs import Job
+from mini_scheduler.jobs.model import pause_after_failures
 from mini_scheduler.metrics import Metrics
 from mini_scheduler.model import (
     Firing,
@@ -131,6 +134,7 @@ class Executor:
         metrics: Metrics,
         fanout: Callable[[dict[str, Any]], None] | None = None,
         retry_sleep: Callable[[float], None] = time.sleep,
+        failures: FinalFailures | None = None,
     ) -> None:
         self.settings = settings
         self.claims = claims
@@ -139,6 +143,7 @@ class Executor:
         self.metrics = metrics
         self.fanout = fanout
         self.retry_sleep = retry_sleep  # worker threads back off on it, not on the clock
+        self.failures = failures  # a final failure's event and pause (None: neither)
 
     def execute(self, plan: TickPlan, *, deadline: datetime | None = None) -> Tally:
         """Carry ``plan`` out. Past ``deadline`` no firing is claimed: each one left is held, so
@@ -473,7 +478,8 @@ class Executor:
                     extra=log_keys(job.name, firing.id),
                 )
                 return None
-            self._defer_retry(firing.id, job.retry, "FAILED (dispatch)", now, tally)
+            failed = dispatch_failed(job, firing, str(exc), origin=self.settings.origin, at=now)
+            self._defer_retry(failed, "FAILED (dispatch)", tally, job.pause_after_failures)
             return None
         log.info(
             DISPATCHED,
@@ -488,7 +494,7 @@ class Executor:
             job.service,
             job.schedule,
             {**parameters, "_origin": self.settings.origin},
-            job.retry.as_record() if job.retry is not None else None,
+            job.policy_record,
         )
         now = self.clock.now()
         return MarkRequest(firing, now + timedelta(seconds=job.timeout), start)
@@ -616,18 +622,23 @@ class Executor:
             run.firing_id,
             extra=log_keys(run.job, run.firing_id),
         )
-        self._defer_retry(run.firing_id, run.retry, str(RunStatus.TIMED_OUT), now, tally)
+        timed_out = replace(run, status=RunStatus.TIMED_OUT, ended_at=now, timed_out_at=now)
+        self._defer_retry(
+            timed_out, str(RunStatus.TIMED_OUT), tally, pause_after_failures(run.retry)
+        )
 
     def _defer_retry(
-        self, run_id: str, policy: Any, status: str, now: datetime, tally: Tally
+        self, run: RunRecord, status: str, tally: Tally, pause_after: int | None
     ) -> None:
         """Defer the failed run's next attempt; a store that cannot write it loses that retry
-        (the run has ended: no later tick looks at it again), which is said, and counted."""
+        (the run has ended: no later tick looks at it again), which is said, and counted. A
+        failure no attempt follows is final: its event, and its job's pause when due."""
+        run_id, now = run.firing_id, run.ended_at or self.clock.now()
         try:
-            defer_retry(
+            deferred = defer_retry(
                 self.claims,
                 run_id,
-                policy,
+                run.retry,
                 status,
                 failed_at=now,
                 origin=self.settings.origin,
@@ -644,6 +655,9 @@ class Executor:
                 exc,
                 extra=log_keys(job_of(run_id), run_id),
             )
+            return
+        if deferred is None and self.failures is not None:
+            self.failures.failed(run, pause_after)
 
     def _take_over(self, run: RunRecord, job: Job, now: datetime, tally: Tally) -> None:
         base = firing_from_id(run.firing_id)

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from mini_scheduler import metrics as m
+from mini_scheduler.alerts import Alerts, RecordingAlerts
 from mini_scheduler.claims.base import ClaimStore, Deferred
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.clock import Clock
@@ -24,6 +25,7 @@ from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers
 from mini_scheduler.environment.active import ActiveEnvironment
 from mini_scheduler.errors import CronFileUnreadableError, EventError, StoreError
+from mini_scheduler.failures import FinalFailures
 from mini_scheduler.jobs import CronFile
 from mini_scheduler.metrics import Metrics, RecordingMetrics
 from mini_scheduler.model import floor_minute, iso_seconds
@@ -76,6 +78,7 @@ class Ticker:
         rng: random.Random | None = None,
         fanout: Callable[[dict[str, Any]], None] | None = None,
         retry_sleep: Callable[[float], None] = time.sleep,
+        alerts: Alerts | None = None,
     ) -> None:
         self.settings = settings
         self._cron = cron
@@ -94,6 +97,13 @@ class Ticker:
             metrics=self.metrics,
             fanout=fanout,
             retry_sleep=retry_sleep,
+            failures=FinalFailures(
+                claims,
+                alerts if alerts is not None else RecordingAlerts(),
+                clock,
+                self.metrics,
+                origin=settings.origin,
+            ),
         )
         self.operator = Operator(
             cron=self.cron_file,

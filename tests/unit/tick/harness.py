@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from mini_scheduler.alerts import Alerts
 from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.claims.memory import MemoryClaimStore
 from mini_scheduler.clock import FixedClock
@@ -80,6 +81,7 @@ def rig(
     store: MemoryEnvironmentStore | None = None,
     dispatcher: FakeDispatcher | None = None,
     region: str = "us-east-1",
+    alerts: Alerts | None = None,
     **settings: Any,
 ) -> Rig:
     clock = FixedClock(at(start))
@@ -105,5 +107,6 @@ def rig(
         dispatchers=Dispatchers({"lambda": dispatcher, "flow": dispatcher}),
         clock=clock,
         metrics=metrics,
+        alerts=alerts,
     )
     return Rig(ticker, clock, claims, store, dispatcher, metrics, config, texts)

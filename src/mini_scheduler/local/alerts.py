@@ -1,0 +1,29 @@
+"""Alerts in the local run's log: ``make run`` has no bus to publish to, so each event is a line
+(``Event Job Run Failed: {...}``), with the detail EventBridge would carry."""
+
+from __future__ import annotations
+
+import logging
+
+from mini_scheduler.alerts.base import (
+    JOB_PAUSED,
+    RUN_FAILED,
+    JobPaused,
+    detail_json,
+    run_failed_detail,
+)
+from mini_scheduler.claims.records import RunRecord
+
+log = logging.getLogger("mini_scheduler.events")
+
+EVENT_LINE = "Event %s: %s"
+
+
+class LogAlerts:
+    """Logs each alert as a warning: the event's detail type and its detail as JSON."""
+
+    def run_failed(self, run: RunRecord) -> None:
+        log.warning(EVENT_LINE, RUN_FAILED, run_failed_detail(run))
+
+    def job_paused(self, paused: JobPaused) -> None:
+        log.warning(EVENT_LINE, JOB_PAUSED, detail_json(paused.to_json()))
