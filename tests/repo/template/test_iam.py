@@ -181,6 +181,13 @@ def test_the_ticker_role_is_exactly_what_the_ticker_calls(template: Template) ->
                 ":function:${AWS::StackName}-ticker"
             ],
         ),
+        "FailureEvents": (
+            ["events:PutEvents"],
+            [
+                "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}"
+                ":event-bus/${FailureEventBus}"
+            ],
+        ),
         "ActiveEnvironment": (
             ["ssm:GetParameter", "ssm:PutParameter"],
             [
@@ -210,7 +217,9 @@ def test_the_ticker_role_is_exactly_what_the_ticker_calls(template: Template) ->
 def test_the_recorder_role_only_closes_runs(template: Template) -> None:
     """It closes runs and releases slots (UpdateItem), reads a run, watches a redriven run it
     reopened (PutItem of a watch item), and defers a failed run's retry or drops it when the run
-    is redriven (BatchWriteItem)."""
+    is redriven (BatchWriteItem). A final failure is an event (PutEvents); for a job with
+    pause_after_failures it reads the job's history and the pauses (Query), and may pause it
+    (PutItem)."""
     assert _grants(template, "RecorderRole") == {
         "Logs": (["logs:CreateLogStream", "logs:PutLogEvents"], ["<RecorderLogGroup.Arn>"]),
         "StateTable": (
@@ -218,6 +227,7 @@ def test_the_recorder_role_only_closes_runs(template: Template) -> None:
                 "dynamodb:BatchWriteItem",
                 "dynamodb:GetItem",
                 "dynamodb:PutItem",
+                "dynamodb:Query",
                 "dynamodb:UpdateItem",
             ],
             ["<StateTable.Arn>"],
@@ -230,6 +240,13 @@ def test_the_recorder_role_only_closes_runs(template: Template) -> None:
             ],
         ),
         "FailedEvents": (["sqs:SendMessage"], ["<DeadLetterQueue.Arn>"]),
+        "FailureEvents": (
+            ["events:PutEvents"],
+            [
+                "arn:${AWS::Partition}:events:${AWS::Region}:${AWS::AccountId}"
+                ":event-bus/${FailureEventBus}"
+            ],
+        ),
         "MongoUri": (["secretsmanager:GetSecretValue"], ["<Ref MongoUriSecretArn>"]),
     }
 
@@ -254,19 +271,24 @@ def test_optional_grants_exist_only_when_needed(
     assert conditional[2] == {"Ref": "AWS::NoValue"}
 
 
-def test_the_alarm_key_admits_only_the_account_and_cloudwatch(template: Template) -> None:
-    """A key policy's Resource "*" means the key itself; who may use it is what matters."""
+def test_the_alarm_key_admits_only_the_account_cloudwatch_and_eventbridge(
+    template: Template,
+) -> None:
+    """A key policy's Resource "*" means the key itself; who may use it is what matters: the
+    account, and the two services that publish to the encrypted alarm topic (the alarms, and
+    the FailureEventsRule), each for this account only."""
     policy = template["Resources"]["AlarmKey"]["Properties"]["KeyPolicy"]
     principals = [s["Principal"] for s in policy["Statement"]]
     assert principals == [
         {"AWS": {"Fn::Sub": "arn:${AWS::Partition}:iam::${AWS::AccountId}:root"}},
         {"Service": "cloudwatch.amazonaws.com"},
+        {"Service": "events.amazonaws.com"},
     ]
-    cloudwatch = policy["Statement"][1]
-    assert sorted(cloudwatch["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey*"]
-    assert cloudwatch["Condition"] == {
-        "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
-    }
+    for service in policy["Statement"][1:]:
+        assert sorted(service["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey*"]
+        assert service["Condition"] == {
+            "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+        }
 
 
 def test_resource_policies_name_their_callers(translated: Template) -> None:

@@ -2,16 +2,16 @@
 the resources the stack created, and the handlers, run with those settings, tick, dispatch to
 the sample targets and record their ends there.
 
-moto does not model AWS::Scheduler::Schedule, AWS::Lambda::EventInvokeConfig, CloudWatch alarms
-or SNS subscriptions: they (and what refers to them) are left out of the stack and checked in the
-translated template instead. moto's claims are not atomic: nothing here is about exclusivity."""
+moto does not model AWS::Scheduler::Schedule, AWS::Lambda::EventInvokeConfig, CloudWatch alarms,
+SNS subscriptions or topic policies: they (and what refers to them) are left out of the stack and
+checked in the translated template instead. moto's claims are not atomic: nothing here is about
+exclusivity."""
 
 from __future__ import annotations
 
 import ast
 import copy
 import json
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -40,7 +40,11 @@ NOT_IN_MOTO = {
     "AWS::Lambda::EventInvokeConfig",
     "AWS::CloudWatch::Alarm",
     "AWS::SNS::Subscription",
+    "AWS::SNS::TopicPolicy",
 }
+NOT_DELIVERED_BY_MOTO = {"FailureEventsRule"}
+"""Rules whose target moto cannot send to (an SNS topic: a matching PutEvents raises there);
+the test that runs the handlers listens to the bus with a rule of its own."""
 ARTIFACTS = "mini-scheduler-artifacts"  # translate.py's stand-in for sam package's bucket
 ACCOUNT = "123456789012"
 
@@ -50,6 +54,7 @@ def for_moto(translated: Template) -> tuple[Template, set[str]]:
     template = copy.deepcopy(translated)
     resources = template["Resources"]
     left_out = {name for name, r in resources.items() if r["Type"] in NOT_IN_MOTO}
+    left_out |= NOT_DELIVERED_BY_MOTO & set(resources)
     while True:
         dependent = {
             name
@@ -146,7 +151,7 @@ def moto_template(translated: Template) -> Template:
 
 def test_moto_leaves_out_only_what_it_cannot_model(translated: Template) -> None:
     _, left_out = for_moto(translated)
-    kinds = {translated["Resources"][name]["Type"] for name in left_out}
+    kinds = {translated["Resources"][name]["Type"] for name in left_out - NOT_DELIVERED_BY_MOTO}
     assert kinds <= NOT_IN_MOTO | {"AWS::CloudWatch::Dashboard"}
     assert "StateTable" not in left_out and "TickerFunction" not in left_out
 
@@ -210,12 +215,14 @@ def test_the_functions_point_at_the_stack_s_resources(aws: None, moto_template: 
         "TICK_LEAD_SECONDS": "0",
         "FANOUT_THRESHOLD": "250",
         "FANOUT_SHARDS": "40",
+        "EVENT_BUS_NAME": "default",
         "POWERTOOLS_SERVICE_NAME": "mini-scheduler",
         "POWERTOOLS_METRICS_NAMESPACE": "MiniScheduler",
         "LOG_LEVEL": "INFO",
     }
     recorder = stack.function("RecorderFunction")
     assert recorder["Environment"]["Variables"]["STATE_TABLE"] == table
+    assert recorder["Environment"]["Variables"]["EVENT_BUS_NAME"] == "default"
     assert recorder["Role"].endswith("/" + stack.resources["RecorderRole"])
 
     described = stack.client("dynamodb").describe_table(TableName=table)["Table"]
@@ -245,6 +252,9 @@ def test_the_ticker_role_names_the_stack_s_resources(aws: None, moto_template: T
         f"arn:aws:lambda:us-east-1:{ACCOUNT}:function:mini-scheduler-*"
     )
     assert granted["FanOut"]["Resource"] == stack.function("TickerFunction")["FunctionArn"]
+    assert granted["FailureEvents"]["Resource"] == (
+        f"arn:aws:events:us-east-1:{ACCOUNT}:event-bus/default"
+    )
     assert set(granted) == {
         "Logs",
         "StateTable",
@@ -252,6 +262,7 @@ def test_the_ticker_role_names_the_stack_s_resources(aws: None, moto_template: T
         "DispatchToFlows",
         "FanOut",
         "ActiveEnvironment",
+        "FailureEvents",
     }
 
 
@@ -380,9 +391,12 @@ def test_the_handlers_run_on_the_stack(
 ) -> None:
     """The ticker, given the variables the stack gave it and the cron file at its package's root
     (CRON_FILE empty), ticks: it dispatches to the sample targets the stack created and records
-    the runs in the stack's table; the recorder closes one of them there. Every request either
-    makes is one its role grants, and each role grants nothing they did not use."""
+    the runs in the stack's table; the recorder closes one of them there. Each publishes a final
+    failure to the stack's bus, and the ticker pauses the heartbeat after 3 of them
+    (pause_after_failures). Every request either makes is one its role grants, and each role
+    grants nothing they did not use."""
     stack = create_stack(moto_template)
+    published = _listen_to_the_bus(stack)
     calls = _Calls(monkeypatch)
     ticker = stack.function("TickerFunction")
     for key, value in ticker["Environment"]["Variables"].items():
@@ -396,7 +410,11 @@ def test_the_handlers_run_on_the_stack(
     # moto's PartiQL ignores conditions: claims and marks one request each here. Their PartiQL
     # statements are the ones test_call_budget counts on DynamoDB Local.
     monkeypatch.setenv("STATE_TABLE_BATCH_WRITES", "false")
-    shutil.copy(ROOT / "samplecode" / "cron.yaml", tmp_path / "cron.yaml")
+    sample = (ROOT / "samplecode" / "cron.yaml").read_text(encoding="utf-8")
+    heartbeat = "    timeout: 60\n"  # the heartbeat's: it is paused after 3 failures in a row
+    assert sample.count(heartbeat) == 1
+    sample = sample.replace(heartbeat, heartbeat + "    pause_after_failures: 3\n")
+    (tmp_path / "cron.yaml").write_text(sample, encoding="utf-8")
     clock = FixedClock(datetime.fromisoformat("2026-11-30T14:14:00+00:00"))
     monkeypatch.setattr(ticker_handler, "CLOCK", clock)
     monkeypatch.setattr(recorder_handler, "CLOCK", clock)
@@ -437,9 +455,20 @@ def test_the_handlers_run_on_the_stack(
         store = DynamoDBClaimStore(stack.resources["StateTable"], stack.client("dynamodb"))
         run = store.run("heartbeat@2026-11-30T14:15:15Z")
         assert run is not None and run.status is RunStatus.DISPATCHED
-        # Three minutes on, the sweep reads the runs it watches (their leases have passed).
+        # Three minutes on, the sweep reads the runs it watches (their leases have passed): the
+        # heartbeats are past their 60 s timeout, each a final failure (no retry), and the
+        # third in a row pauses the job (after this tick's plan, which still dispatches).
         clock.set(datetime.fromisoformat("2026-11-30T14:18:00+00:00"))
         assert tick({"tick": "2026-11-30T14:18:00Z"})["mode"] == "active"
+        assert [e["detail"]["firingId"] for e in published("Job Run Failed")] == [
+            f"heartbeat@2026-11-30T14:{minute}:{second}Z"
+            for minute in ("14", "15")
+            for second in ("00", "15", "30", "45")
+        ]
+        (paused,) = published("Job Paused")
+        assert paused["detail"]["job"] == "heartbeat" and paused["detail"]["failures"] == 3
+        assert paused["detail"]["firingId"] == "heartbeat@2026-11-30T14:14:30Z"
+        assert store.control("us-east-1/prod").paused["heartbeat"].operator == "mini-scheduler"
         # The environment kept in the state table instead (ActiveEnvironmentStore=dynamodb).
         monkeypatch.setenv("ACTIVE_ENVIRONMENT_STORE", "dynamodb")
         ticker_handler.reset()
@@ -473,9 +502,24 @@ def test_the_handlers_run_on_the_stack(
             redriven = recorder_handler.handler(
                 load_event("sfn-status-redriven.json"), recorder_context
             )
+            # A heartbeat of 14:18 fails: final, published; the job is paused already.
+            event["requestPayload"].update(
+                firingId="heartbeat@2026-11-30T14:18:15Z", scheduledTime="2026-11-30T14:18:15Z"
+            )
+            event["requestContext"]["condition"] = "RetriesExhausted"
+            event["responsePayload"] = {"errorType": "Boom", "errorMessage": "heart stopped"}
+            event["responseContext"]["functionError"] = "Unhandled"
+            heart_failed = recorder_handler.handler(event, recorder_context)
         assert recorded["recorded"] is True, recorded
         assert again["recorded"] is False, again
         assert failed["recorded"] is True and redriven["recorded"] is True, (failed, redriven)
+        assert heart_failed["status"] == "FAILED", heart_failed
+        last = published("Job Run Failed")[-1]["detail"]
+        assert (last["firingId"], last["error"]) == (
+            "heartbeat@2026-11-30T14:18:15Z",
+            "Boom: heart stopped",
+        )
+        assert len(published("Job Paused")) == 1
         reopened = store.run("hourly-cleanup@2026-11-30T14:15:00Z")
         assert reopened is not None and reopened.status is RunStatus.DISPATCHED
         run = store.run("heartbeat@2026-11-30T14:15:15Z")
@@ -501,6 +545,29 @@ def test_the_handlers_run_on_the_stack(
     finally:
         ticker_handler.reset()
         recorder_handler.reset()
+
+
+def _listen_to_the_bus(stack: Stack) -> Any:
+    """A queue that a rule on the default bus sends the scheduler's events to, and a function
+    that answers those of a detail type published so far, oldest first."""
+    sqs, events = stack.client("sqs"), stack.client("events")
+    queue = sqs.create_queue(QueueName="heard")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]
+    events.put_rule(Name="heard", EventPattern=json.dumps({"source": ["mini-scheduler"]}))
+    events.put_targets(Rule="heard", Targets=[{"Id": "queue", "Arn": arn["QueueArn"]}])
+    heard: list[dict[str, Any]] = []
+
+    def published(detail_type: str) -> list[dict[str, Any]]:
+        while True:
+            answer = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10)
+            if not answer.get("Messages"):
+                break
+            for message in answer["Messages"]:
+                heard.append(json.loads(message["Body"]))
+                sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
+        return [e for e in heard if e["detail-type"] == detail_type]
+
+    return published
 
 
 def test_the_recorder_hears_the_flows_and_the_sample_roles(

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from mini_scheduler import alerts
 from mini_scheduler import metrics as m
 from mini_scheduler.claims.dynamodb import create_state_table
 from mini_scheduler.config import DEFAULT_PARAMETER, Settings
@@ -108,6 +109,7 @@ def test_the_ticker_is_configured_by_reference(template: Template) -> None:
         "TICK_LEAD_SECONDS": {"Ref": "TickLeadSeconds"},
         "FANOUT_THRESHOLD": {"Ref": "FanoutThreshold"},
         "FANOUT_SHARDS": {"Ref": "FanoutShards"},
+        "EVENT_BUS_NAME": {"Ref": "FailureEventBus"},
         "MONGODB_URI_SECRET_ARN": {
             "Fn::If": ["HasMongoSecret", {"Ref": "MongoUriSecretArn"}, {"Ref": "AWS::NoValue"}]
         },
@@ -127,6 +129,7 @@ def test_the_parameter_defaults_are_the_code_s_defaults(template: Template) -> N
         "TICK_LEAD_SECONDS": _default(template, "TickLeadSeconds"),
         "FANOUT_THRESHOLD": _default(template, "FanoutThreshold"),
         "FANOUT_SHARDS": _default(template, "FanoutShards"),
+        "EVENT_BUS_NAME": _default(template, "FailureEventBus"),
     }
     assert Settings.from_environment(env) == Settings(state_table="state")
     ticker = template["Resources"]["TickerFunction"]["Properties"]
@@ -159,6 +162,10 @@ def test_the_parameter_defaults_are_the_code_s_defaults(template: Template) -> N
         ("AlarmEmail", "", True),
         ("AlarmEmail", "ops@example.com", True),
         ("AlarmEmail", "ops", False),
+        ("FailureEventBus", "default", True),
+        ("FailureEventBus", "ops-alerts_2.prod", True),
+        ("FailureEventBus", "", False),
+        ("FailureEventBus", "arn:aws:events:us-east-1:123456789012:event-bus/ops", False),
     ],
 )
 def test_parameter_patterns(template: Template, parameter: str, value: str, valid: bool) -> None:
@@ -168,6 +175,9 @@ def test_parameter_patterns(template: Template, parameter: str, value: str, vali
         from mini_scheduler.config import valid_environment_name
 
         assert valid_environment_name(value) is valid
+    if parameter == "FailureEventBus" and valid:  # what the template allows, the code takes
+        settings = Settings.from_environment({"STATE_TABLE": "s", "EVENT_BUS_NAME": value})
+        assert settings.event_bus == value
 
 
 def test_the_schedule_ticks_every_minute_with_its_scheduled_time(template: Template) -> None:
@@ -303,6 +313,8 @@ def _code_metrics() -> set[str]:
         m.RUNS_TIMED_OUT,
         m.RETRIES_DEFERRED,
         m.RUNS_FAILED_FINAL,
+        m.JOBS_PAUSED,
+        m.ALERTS_UNPUBLISHED,
         m.TICK_LAG,
         m.TICKS,
     }
@@ -353,15 +365,62 @@ def test_the_alarms_required_by_the_design(template: Template) -> None:
     assert no_tick["Period"] * no_tick["EvaluationPeriods"] == 180
     assert (_runtime.NAMESPACE, m.DISPATCH_ERRORS) in alarms
     assert ("AWS/SQS", "ApproximateNumberOfMessagesVisible") in alarms
-    assert any(
-        query.get("MetricStat", {}).get("Metric", {}).get("MetricName") == m.RUNS_FAILED
-        for a in alarms.values()
-        for query in a.get("Metrics", [])
-    )
+    # A failure no attempt follows, not each failed attempt: a retry that mends it needs nobody.
+    assert (_runtime.NAMESPACE, m.RUNS_FAILED_FINAL) in alarms
+    assert (_runtime.NAMESPACE, m.ALERTS_UNPUBLISHED) in alarms
     for alarm in alarms.values():
         assert alarm["AlarmActions"] == [{"Ref": "AlarmTopic"}]
     topic = template["Resources"]["AlarmTopic"]["Properties"]
     assert topic["KmsMasterKeyId"] == {"Ref": "AlarmKey"}
+
+
+# -- failure events -------------------------------------------------------------------------------
+
+
+def test_failure_events_go_to_the_bus_the_template_names_and_on_to_the_alarm_topic(
+    template: Template,
+) -> None:
+    """Both functions publish to FailureEventBus; the stack's rule on that bus sends what the
+    code publishes (its source and detail types) to the alarm topic."""
+    resources = template["Resources"]
+    for function in ("TickerFunction", "RecorderFunction"):
+        variables = resources[function]["Properties"]["Environment"]["Variables"]
+        assert variables["EVENT_BUS_NAME"] == {"Ref": "FailureEventBus"}, function
+    rules = _resources(template, "AWS::Events::Rule")
+    rule = rules["FailureEventsRule"]["Properties"]
+    assert rule["EventBusName"] == {"Ref": "FailureEventBus"}
+    assert rule["EventPattern"] == {
+        "source": [alerts.SOURCE],
+        "detail-type": [alerts.RUN_FAILED, alerts.JOB_PAUSED],
+    }
+    assert rule["State"] == "ENABLED"
+    assert [target["Arn"] for target in rule["Targets"]] == [{"Ref": "AlarmTopic"}]
+
+
+def test_the_alarm_topic_takes_the_stack_s_alarms_and_its_rule_only(template: Template) -> None:
+    """A topic policy replaces SNS's default one: the account administers the topic, and the
+    two services that publish to it are each held to this stack's own source."""
+    (policy,) = _resources(template, "AWS::SNS::TopicPolicy").values()
+    assert policy["Properties"]["Topics"] == [{"Ref": "AlarmTopic"}]
+    statements = {s["Sid"]: s for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    assert statements["AccountAdministers"]["Principal"] == {
+        "AWS": {"Fn::Sub": "arn:${AWS::Partition}:iam::${AWS::AccountId}:root"}
+    }
+    alarms = statements["CloudWatchAlarmsPublish"]
+    assert alarms["Principal"] == {"Service": "cloudwatch.amazonaws.com"}
+    assert alarms["Action"] == "sns:Publish"
+    (alarm_names,) = alarms["Condition"]["ArnLike"].values()
+    assert alarm_names["Fn::Sub"].endswith(":alarm:${AWS::StackName}-*")
+    for alarm in _resources(template, "AWS::CloudWatch::Alarm").values():
+        assert alarm["Properties"]["AlarmName"]["Fn::Sub"].startswith("${AWS::StackName}-")
+    events = statements["FailureEventsPublish"]
+    assert events["Principal"] == {"Service": "events.amazonaws.com"}
+    assert events["Action"] == "sns:Publish"
+    assert events["Condition"] == {
+        "ArnEquals": {"aws:SourceArn": {"Fn::GetAtt": ["FailureEventsRule", "Arn"]}}
+    }
+    for statement in statements.values():
+        assert statement["Resource"] == {"Ref": "AlarmTopic"}
 
 
 # -- the sample targets ----------------------------------------------------------------------------
