@@ -7,7 +7,9 @@ Sections: 1 expansion (CPU time), 2 tick throughput against DynamoDB Local and a
 template's memory, FANOUT_THRESHOLD and shards within 10 s of CPU an invocation), 3 cold start
 (CPU time of the import, best of N), 4 AWS requests and write units per firing (the batched
 claim store's write model), 5 monthly cost per region and per million firings beside
-EventBridge Scheduler. The targets are issue 13's, judged as ratios in one run. Progress goes
+EventBridge Scheduler, 6 deferred firings at scale (a tick's requests with 100,000 one-time
+schedules pending, the batched writes of creating 1,000). The targets are issues 13's and 14's,
+judged as ratios in one run. Progress goes
 to stderr. The exit status is 1 when a correctness check fails (expansion mismatches; a firing
 not dispatched exactly once raises); a missed performance target is printed, not failed.
 """
@@ -20,7 +22,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from benchmarks import accounting, coldstart, cost, defaults, expansion, throughput
+from benchmarks import accounting, coldstart, cost, defaults, deferred, expansion, throughput
 from benchmarks.rig import rig
 from benchmarks.table import Row, ratio, render
 
@@ -173,6 +175,7 @@ def main(argv: list[str] | None = None) -> int:
             shards=deployed.fanout_shards,
         )
         jobs, minutes, imports, book = min(args.jobs, 200), min(args.minutes, 2), 1, 8
+        pending, created = 2_000, 100
     else:
         plan = throughput.Plan(
             repeats=args.repeats,
@@ -181,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             shards=deployed.fanout_shards,
         )
         jobs, minutes, imports, book = args.jobs, args.minutes, args.import_repeats, 100
+        pending, created = 100_000, 1_000
 
     def progress(message: str) -> None:
         print(f"[bench {time.perf_counter() - started:5.0f} s] {message}", file=sys.stderr)
@@ -193,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
         results = throughput.run(bench_rig, plan, latency, progress)
         progress(f"accounting: requests, item sizes, log bytes of a {book}-firing tick")
         booked = accounting.run(bench_rig, firings=book, workers=plan.workers)
+        waiting = deferred.run(
+            bench_rig, pending=pending, created=created, workers=plan.workers, progress=progress
+        )
     progress(f"cold start: imports in fresh interpreters, best of {imports}")
     cold = coldstart.measure(imports)
     inputs = cost.inputs(
@@ -211,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         *request_rows(results, booked),
         *write_rows(results, booked),
         *cost.rows(inputs),
+        *deferred.rows(waiting),
     ]
     elapsed = time.perf_counter() - started
     print(

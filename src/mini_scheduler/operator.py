@@ -1,5 +1,6 @@
 """What an operator asks of the scheduler: run a job now, pause or resume it, read or set the
-active environment. One implementation, called by the ticker's events and by the CLI alike.
+active environment, create, list, show or delete runtime schedules, backfill a job's past
+window and follow it. One implementation, called by the ticker's events and by the CLI alike.
 
 Each action checks its operator and its job before anything is written, and logs who asked.
 """
@@ -11,6 +12,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from mini_scheduler.backfill import check_rate, check_window, start_backfill
+from mini_scheduler.backfill import status as backfill_status
 from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.clock import Clock
 from mini_scheduler.environment.active import ActiveEnvironment
@@ -24,6 +27,7 @@ from mini_scheduler.jobs import (
     split_reserved,
 )
 from mini_scheduler.model import Firing, RunStatus, log_keys
+from mini_scheduler.schedules import Schedules
 
 log = logging.getLogger("mini_scheduler.ticker")
 
@@ -65,12 +69,16 @@ class Operator:
         environment: ActiveEnvironment | None,
         clock: Clock,
         run: Callable[[Job, Firing], bool] | None = None,
+        origin: str = "operator",
+        default_zone: str = "UTC",
     ) -> None:
         self._cron = cron
         self.claims = claims
         self.environment = environment
         self.clock = clock
         self._run = run
+        self._origin = origin  # who writes a schedule's or a backfill's firings
+        self._default_zone = default_zone  # a runtime schedule's zone when it names none
 
     def job(self, name: Any) -> Job:
         """The cron file's job ``name``; EventError naming it when there is none."""
@@ -167,3 +175,66 @@ class Operator:
         if not isinstance(active, str):
             raise EventError('environment.active must be an environment name, e.g. "DR"')
         return self._environment().activate(active, operator, self.clock.now())
+
+    # -- runtime schedules and backfills -----------------------------------------------------
+
+    def _claims(self) -> ClaimStore:
+        if self.claims is None:
+            raise EventError("no claim store here to keep schedules and backfills in")
+        return self.claims
+
+    def _schedules(self) -> Schedules:
+        return Schedules(
+            self._claims(),
+            cron=self._cron() if self._cron is not None else None,
+            origin=self._origin,
+            default_zone=self._default_zone,
+        )
+
+    def create_schedules(self, entries: Any, operator: Any) -> dict[str, Any]:
+        """Create runtime schedules (a list of entries, or one): all of them, or none."""
+        operator = check_operator(operator)
+        if isinstance(entries, Mapping):
+            entries = [entries]
+        if not isinstance(entries, list):
+            raise EventError("schedules must be a list of schedule entries (or one entry)")
+        made = self._schedules().create(entries, operator=operator, now=self.clock.now())
+        return {"created": [s.to_json() for s in made], "operator": operator}
+
+    def list_schedules(self) -> dict[str, Any]:
+        return {"schedules": [s.to_json() for s in self._schedules().all()]}
+
+    def show_schedule(self, name: Any) -> dict[str, Any]:
+        return self._schedules().show(_job_name(name)).to_json()
+
+    def delete_schedule(self, name: Any, operator: Any) -> dict[str, Any]:
+        operator = check_operator(operator)
+        gone = self._schedules().delete(_job_name(name), operator=operator)
+        return {"deleted": gone.to_json(), "operator": operator}
+
+    def backfill(
+        self, job_name: Any, start: Any, end: Any, rate: Any, operator: Any
+    ) -> dict[str, Any]:
+        """Backfill a cron.yaml job's firings of ``[start, end)`` at ``rate`` a minute."""
+        operator = check_operator(operator)
+        job = self.job(job_name)
+        if not job.enabled:
+            raise EventError(f"job {job.name} is disabled: enable it to backfill it")
+        now = self.clock.now()
+        begin, stop = check_window(start, end, now)
+        found = start_backfill(
+            self._claims(),
+            job,
+            begin,
+            stop,
+            rate=check_rate(rate),
+            operator=operator,
+            origin=self._origin,
+            now=now,
+        )
+        return found.to_json()
+
+    def backfill_status(self, job_name: Any = None) -> dict[str, Any]:
+        """The backfills with firings left to dispatch (of one job, or all)."""
+        name = None if job_name is None else _job_name(job_name)
+        return {"backfills": [b.to_json() for b in backfill_status(self._claims(), name)]}

@@ -262,8 +262,11 @@ def test_make_bench_runs_every_benchmark_at_a_tiny_size(capsys: pytest.CaptureFi
         "4 requests",
         "4 writes",
         "5 cost",
+        "6 deferred",
     ):
         assert section in out
+    deferred_rows = [line for line in out.splitlines() if line.startswith("6 deferred")]
+    assert len(deferred_rows) == 4 and all(" NO" not in line for line in deferred_rows)
     assert "the floor" in out
     assert "claim 1 + mark 1 + close 1" in out
     assert "$ per million firings" in out

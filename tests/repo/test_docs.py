@@ -37,6 +37,22 @@ NOT_RUN = {
         "mini-scheduler failover --to DR --regions us-east-1,us-west-2 --stack mini-scheduler",
     ),
     ("docs/operating.md", "mini-scheduler tick --at 2026-11-30T14:00:00Z --stack mini-scheduler"),
+    (
+        "docs/schedules-and-backfill.md",
+        "mini-scheduler schedule create quarter-close --at 2026-12-31T23:00:00Z --service "
+        "mini-scheduler-sample-report --parameters '{\"period\": \"Q4\"}' --stack mini-scheduler",
+    ),
+    (
+        "docs/schedules-and-backfill.md",
+        "mini-scheduler schedule create --file schedules.yaml --stack mini-scheduler",
+    ),
+    ("docs/schedules-and-backfill.md", "mini-scheduler schedule list --stack mini-scheduler"),
+    (
+        "docs/schedules-and-backfill.md",
+        "mini-scheduler backfill morning-report --from 2026-11-01T00:00:00Z --to "
+        "2026-11-30T00:00:00Z --rate 5 --stack mini-scheduler",
+    ),
+    ("docs/schedules-and-backfill.md", "mini-scheduler backfill status --stack mini-scheduler"),
 }
 """The console examples not run, by page and first command: each needs a deployed stack or runs
 until stopped (its page says why)."""

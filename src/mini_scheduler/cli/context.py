@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, TextIO
@@ -103,6 +104,7 @@ class Context:
     environ: Mapping[str, str]
     clients: ClientsFor = field(default_factory=RegionClients)
     invoke: Invoker = invoke_ticker
+    sleep: Callable[[float], None] = time.sleep  # a command that polls waits on it
 
     def print(self, text: str = "") -> None:
         print(text, file=self.out)
@@ -114,6 +116,34 @@ class Context:
         """One line on stderr naming the command, and the exit code."""
         print(f"{PROG} {command}: {message}", file=self.err)
         return code
+
+
+def ask_ticker(
+    context: Context, command: str, region: str, function: str, event: Mapping[str, Any]
+) -> Any:
+    """Invoke the ticker with an operator's event and return its answer; CommandError when the
+    invoke failed, the function failed, or the ticker refused the event (its reason)."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from mini_scheduler.errors import describe_aws_error
+
+    try:
+        answer = context.invoke(region, function, event)
+    except (BotoCoreError, ClientError) as exc:
+        raise CommandError(
+            f"Lambda Invoke {function} in {region} failed - {describe_aws_error(exc)}"
+        ) from None
+    payload = answer.payload
+    if answer.function_error:
+        detail = (
+            payload
+            if not isinstance(payload, Mapping)
+            else f"{payload.get('errorType', 'Error')}: {payload.get('errorMessage', '')}"
+        )
+        raise CommandError(f"the ticker failed ({answer.function_error}): {detail}")
+    if isinstance(payload, Mapping) and payload.get("status") == "rejected":
+        raise CommandError(f"the ticker refused it: {payload.get('error')}")
+    return payload
 
 
 Handler = Callable[[argparse.Namespace, Context], int]

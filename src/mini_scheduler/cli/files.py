@@ -7,7 +7,7 @@ import argparse
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, Context
@@ -134,14 +134,20 @@ class _Schedule:
     zone: str
     service: str | None = None
     enabled: bool = True
+    start: datetime | None = None  # the job's start and end instants
+    end: datetime | None = None
 
 
 def _firings(schedule: _Schedule, after: datetime, count: int) -> list[datetime]:
     found: list[datetime] = []
     moment = after
+    if schedule.start is not None and schedule.start > moment:
+        moment = schedule.start - timedelta(seconds=1)
     while len(found) < count:
         following = schedule.expression.next_after(moment, schedule.zone)
-        if following is None:
+        if following is not None and schedule.start is not None and following < schedule.start:
+            following = schedule.expression.next_after(following, schedule.zone)
+        if following is None or (schedule.end is not None and following >= schedule.end):
             break
         found.append(following)
         moment = following
@@ -186,7 +192,9 @@ def next_firings(args: argparse.Namespace, context: Context) -> int:
             print(f"{level_tag(problem.level)} {problem.message}", file=context.err)
         complete = cron_file.ok  # a skipped entry fails the command, as in validate
         schedules.extend(
-            _Schedule(j.name, j.statement, j.expression, j.zone, j.service, j.enabled)
+            _Schedule(
+                j.name, j.statement, j.expression, j.zone, j.service, j.enabled, j.start, j.end
+            )
             for j in cron_file.jobs
         )
     else:

@@ -58,7 +58,7 @@ def jobs(args: argparse.Namespace, context: Context) -> int:
     listed: list[dict[str, Any]] = []
     for job in cron_file.jobs:
         state = claims.job_state(job.name)
-        upcoming = job.expression.next_after(now, job.tz) if job.enabled else None
+        upcoming = job.next_after(now) if job.enabled else None
         pause = paused.get(job.name)
         listed.append(
             {

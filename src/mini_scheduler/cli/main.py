@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections.abc import Callable, Mapping
 from typing import Final
 
@@ -33,6 +34,7 @@ from mini_scheduler.cli.context import (
     RegionClients,
     invoke_ticker,
 )
+from mini_scheduler.cli.deferred import add_backfill, add_schedule, backfill, schedule
 from mini_scheduler.cli.files import add_next, add_validate, next_firings, validate
 from mini_scheduler.cli.jobs import add_history, add_jobs, history, jobs
 from mini_scheduler.cli.local import add_local, local
@@ -64,6 +66,8 @@ COMMANDS: Final[dict[str, tuple[Register, Handler]]] = {
     "resume": (add_resume, resume),
     "status": (add_status, status),
     "failover": (add_failover, failover),
+    "schedule": (add_schedule, schedule),
+    "backfill": (add_backfill, backfill),
     "tick": (add_tick, tick),
     "local": (add_local, local),
 }
@@ -91,11 +95,13 @@ def main(
     environ: Mapping[str, str] | None = None,
     clients: ClientsFor | None = None,
     invoke: Invoker | None = None,
+    sleep: Callable[[float], None] | None = None,
 ) -> int:
     """Run one command; return its exit code (argparse's own exits become return values).
 
-    ``clients`` (region -> AWS clients) and ``invoke`` (the ticker's synchronous invoke) are
-    injected by tests; by default they are made on first use, with boto3.
+    ``clients`` (region -> AWS clients), ``invoke`` (the ticker's synchronous invoke) and
+    ``sleep`` (a command that polls) are injected by tests; by default the clients are made on
+    first use, with boto3.
     """
     parser = build_parser()
     try:
@@ -109,6 +115,7 @@ def main(
         environ=os.environ if environ is None else environ,
         clients=clients or RegionClients(),
         invoke=invoke or invoke_ticker,
+        sleep=sleep or time.sleep,
     )
     _, handler = COMMANDS[args.command]
     try:

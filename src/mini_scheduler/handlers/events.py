@@ -3,8 +3,10 @@ wrong, for one that asks for nothing the function does (nothing is written then)
 
 The ticker's (:func:`ticker_request`): a tick (``{"tick": ...}``, maybe a shard's, or an
 EventBridge Scheduled Event), a manual run, a read or change of the active environment, a pause
-or a resume. The parser checks the event's shape; the values an operator gives (the job, the
-operator, the parameters, the environment's name) are checked by the core, as the CLI's are.
+or a resume, a runtime schedule's create, list, show or delete, a backfill and its status. The
+parser checks the event's shape; the values an operator gives (the job, the operator, the
+parameters, the environment's name, a schedule's entry, a window) are checked by the core, as
+the CLI's are.
 
 The recorder's (:func:`completion_from_event`):
 
@@ -78,7 +80,54 @@ class PauseChange:
     operator: object
 
 
-TickerRequest = Tick | ManualRun | EnvironmentStatus | EnvironmentChange | PauseChange
+SCHEDULE_ACTIONS = ("create", "list", "show", "delete")
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleRequest:
+    """Create runtime schedules, list them, show or delete one."""
+
+    action: str
+    name: object = None
+    schedules: object = None
+    operator: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillRequest:
+    """Backfill a job's firings from ``start`` up to ``end`` at ``rate`` a minute."""
+
+    job: object
+    start: object
+    end: object
+    rate: object
+    operator: object
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillStatus:
+    """The backfills with firings left (of ``job``, or all)."""
+
+    job: object = None
+
+
+TickerRequest = (
+    Tick
+    | ManualRun
+    | EnvironmentStatus
+    | EnvironmentChange
+    | PauseChange
+    | ScheduleRequest
+    | BackfillRequest
+    | BackfillStatus
+)
+
+_SCHEDULE_KEYS = {
+    "create": {"schedule", "schedules", "operator"},
+    "list": {"schedule"},
+    "show": {"schedule", "name"},
+    "delete": {"schedule", "name", "operator"},
+}
 
 _FIRST_TICK = datetime(1970, 1, 1, tzinfo=UTC)
 _LAST_TICK = datetime(2999, 12, 31, 23, 59, tzinfo=UTC)
@@ -142,7 +191,7 @@ def ticker_request(event: Any) -> TickerRequest:
     if not isinstance(event, Mapping):
         raise EventError(
             "the ticker takes a JSON object: a tick, a manual run, an environment, "
-            "pause or resume event"
+            "pause, resume, schedule or backfill event"
         )
     tick = parse_tick(event)
     if tick is not None:
@@ -160,6 +209,27 @@ def ticker_request(event: Any) -> TickerRequest:
         if unknown or "active" not in change:
             raise EventError(f'environment takes "active" and "operator" only, got {_keys(change)}')
         return EnvironmentChange(change["active"], change.get("operator"))
+    if "schedule" in event:
+        return _schedule_request(event)
+    if "backfill" in event:
+        unknown = set(event) - {"backfill", "from", "to", "rate", "operator"}
+        if unknown:
+            raise EventError(
+                f"a backfill takes backfill (the job), from, to, rate and operator; unknown: "
+                f"{_keys(unknown)}"
+            )
+        return BackfillRequest(
+            event["backfill"],
+            event.get("from"),
+            event.get("to"),
+            event.get("rate"),
+            event.get("operator"),
+        )
+    if "backfillStatus" in event:
+        asked = event["backfillStatus"]
+        if not isinstance(asked, Mapping) or set(asked) - {"job"}:
+            raise EventError('backfillStatus must be {} (every job) or {"job": "<name>"}')
+        return BackfillStatus(asked.get("job"))
     if "pause" in event or "resume" in event:
         paused = "pause" in event
         return PauseChange(event["pause" if paused else "resume"], paused, event.get("operator"))
@@ -173,8 +243,22 @@ def ticker_request(event: Any) -> TickerRequest:
     raise EventError(
         'unknown event: expected {"tick": ...}, a Scheduled Event, '
         '{"job": ..., "operator": ...}, {"environment": {...}}, '
-        '{"pause": ...} or {"resume": ...}'
+        '{"pause": ...}, {"resume": ...}, {"schedule": ...}, {"backfill": ...} or '
+        '{"backfillStatus": {...}}'
     )
+
+
+def _schedule_request(event: Mapping[str, Any]) -> ScheduleRequest:
+    action = event["schedule"]
+    if action not in SCHEDULE_ACTIONS:
+        raise EventError(
+            f"schedule must be one of {', '.join(SCHEDULE_ACTIONS)}, not {str(action)[:40]!r}"
+        )
+    unknown = set(event) - _SCHEDULE_KEYS[action]
+    if unknown:
+        allowed = ", ".join(sorted(_SCHEDULE_KEYS[action] - {"schedule"})) or "nothing else"
+        raise EventError(f"schedule {action} takes {allowed}; unknown: {_keys(unknown)}")
+    return ScheduleRequest(action, event.get("name"), event.get("schedules"), event.get("operator"))
 
 
 def _keys(keys: Any) -> str:

@@ -19,9 +19,12 @@ from mini_scheduler.handlers._runtime import (
     trim_context_keys,
 )
 from mini_scheduler.handlers.events import (
+    BackfillRequest,
+    BackfillStatus,
     EnvironmentChange,
     EnvironmentStatus,
     PauseChange,
+    ScheduleRequest,
     Tick,
     ticker_request,
 )
@@ -63,7 +66,26 @@ def route(ticker: Ticker, event: Any, deadline: datetime | None = None) -> dict[
         return ticker.set_environment(request.active, request.operator)
     if isinstance(request, PauseChange):
         return ticker.set_paused(request.job, request.paused, request.operator)
+    if isinstance(request, ScheduleRequest):
+        return _schedule(ticker, request)
+    if isinstance(request, BackfillRequest):
+        return ticker.operator.backfill(
+            request.job, request.start, request.end, request.rate, request.operator
+        )
+    if isinstance(request, BackfillStatus):
+        return ticker.operator.backfill_status(request.job)
     return ticker.run_manual(request.job, request.operator, request.parameters)
+
+
+def _schedule(ticker: Ticker, request: ScheduleRequest) -> dict[str, Any]:
+    operator = ticker.operator
+    if request.action == "create":
+        return operator.create_schedules(request.schedules, request.operator)
+    if request.action == "list":
+        return operator.list_schedules()
+    if request.action == "show":
+        return operator.show_schedule(request.name)
+    return operator.delete_schedule(request.name, request.operator)
 
 
 TICK_MARGIN = timedelta(seconds=20)

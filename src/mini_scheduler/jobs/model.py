@@ -5,8 +5,9 @@ report."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any, Final, Literal, Protocol
 from zoneinfo import ZoneInfo
 
@@ -198,8 +199,36 @@ class Job:
     entry: int
     retry: Retry | None = None
     """None: a failed run is not retried."""
+    start: datetime | None = None
+    """No firing before this instant (None: from the first)."""
+    end: datetime | None = None
+    """No firing at or after this instant (None: for ever)."""
     pause_after_failures: int | None = None
     """Pause the job after this many final failures in a row (None: never)."""
+    runtime: Mapping[str, Any] | None = field(default=None, hash=False, compare=False)
+    """A runtime schedule's stored entry (:mod:`mini_scheduler.schedules`); None: cron.yaml's."""
+
+    def firings(self, begin: datetime, end: datetime) -> Iterator[datetime]:
+        """The job's firings in ``[begin, end)`` that its ``start`` and ``end`` allow, in
+        order, as aware UTC datetimes."""
+        if self.start is not None and self.start > begin:
+            begin = self.start
+        if self.end is not None and self.end < end:
+            end = self.end
+        if begin >= end:
+            return iter(())
+        return self.expression.firings(begin, end, self.tz)
+
+    def next_after(self, moment: datetime) -> datetime | None:
+        """The job's first firing strictly after ``moment`` that ``start`` and ``end`` allow."""
+        if self.start is not None and self.start > moment:
+            moment = self.start - timedelta(seconds=1)
+        following = self.expression.next_after(moment, self.tz)
+        if following is not None and self.start is not None and following < self.start:
+            following = self.expression.next_after(following, self.tz)  # a start within a second
+        if following is None or (self.end is not None and following >= self.end):
+            return None
+        return following
 
     @property
     def service(self) -> str:

@@ -29,6 +29,7 @@ from mini_scheduler.cron import CronExpression, CronSyntaxError, parse
 from mini_scheduler.cron.unix import unix_hint
 from mini_scheduler.cron.zones import get_zone, is_fixed_offset, suggest_zone
 from mini_scheduler.errors import UnknownTimeZoneError
+from mini_scheduler.instants import iso_seconds, parse_instant
 from mini_scheduler.jobs.limits import check_parameters_fit, reserved_note, split_reserved
 from mini_scheduler.jobs.model import (
     DEFAULT_BACKOFF,
@@ -331,6 +332,34 @@ def _retry(value: object, entry: Entry, reading: Reading) -> Retry | None:
     return Retry(found["retries"], found["backoff"], float(found["factor"]), found["max_backoff"])
 
 
+def _instant(key: str) -> Reader:
+    """The reader of ``start`` or ``end``: an ISO-8601 instant with its zone."""
+
+    def read(value: object, entry: Entry, reading: Reading) -> datetime | None:
+        if value is None:
+            return None
+        if isinstance(value, datetime):  # a YAML timestamp given its tag, or a caller's value
+            if value.tzinfo is None:
+                entry.reasons.append(f"{key} {value.isoformat()} has no time zone: add Z")
+                return None
+            return value.astimezone(UTC)
+        if not isinstance(value, str):
+            entry.reasons.append(
+                f"{key} must be an instant such as 2027-01-01T00:00:00Z, not {describe(value)}"
+            )
+            return None
+        try:
+            return parse_instant(value)
+        except ValueError as exc:
+            why = str(exc) if "zone" in str(exc) or "range" in str(exc) else "write it as "
+            if why == "write it as ":
+                why += "2027-01-01T00:00:00Z (ISO 8601, with its zone)"
+            entry.reasons.append(f"{key} {quoted(value, 40)} is not an instant: {why}")
+            return None
+
+    return read
+
+
 def _pause_after_failures(value: object, entry: Entry, reading: Reading) -> int | None:
     """Final failures in a row after which the job is paused; None for never (or a reason)."""
     if value is None:
@@ -370,6 +399,8 @@ FIELDS: Final[dict[str, Reader]] = {
     "retry": _retry,
     "pause_after_failures": _pause_after_failures,
     "enabled": _enabled,
+    "start": _instant("start"),
+    "end": _instant("end"),
 }
 """Every key a job entry may hold, in the order its reasons are listed."""
 JOB_KEYS: Final = tuple(FIELDS)
@@ -398,6 +429,9 @@ def read_entry(
         found = check_parameters_fit(target, parameters)
         if found:
             entry.reasons.append(found)
+    start, end = values["start"], values["end"]
+    if start is not None and end is not None and end <= start:
+        entry.reasons.append(f"end {iso_seconds(end)} is not after start {iso_seconds(start)}")
     entry.reasons.extend(
         f"key {duplicate.key} appears twice (lines {duplicate.first} and {duplicate.again})"
         for duplicate in duplicates
@@ -436,6 +470,8 @@ def _job(entry: Entry, raw: dict[Any, Any], values: dict[str, Any], reading: Rea
         entry=entry.number,
         retry=values["retry"],
         pause_after_failures=values["pause_after_failures"],
+        start=values["start"],
+        end=values["end"],
     )
 
 

@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from mini_scheduler.claims.base import ClaimStore, Control
+from mini_scheduler.claims.base import BACKFILL, SCHEDULE, ClaimStore, Control, Deferred
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.config import Settings
 from mini_scheduler.environment.active import ActiveEnvironment
 from mini_scheduler.environment.base import EnvironmentStore
 from mini_scheduler.jobs import CronFile, Job
 from mini_scheduler.logs import Capture, package_logs
-from mini_scheduler.model import Firing, SkipReason, floor_minute, iso_seconds, log_keys
+from mini_scheduler.model import Firing, RunStatus, SkipReason, floor_minute, iso_seconds, log_keys
 from mini_scheduler.tick.lines import (
     DISPATCHED,
     NOT_DISPATCHED,
@@ -257,7 +257,7 @@ def _paused(plan: TickPlan, control: Control, cron_file: CronFile) -> tuple[Paus
         if pause is None or not job.enabled:
             continue
         since = plan.handled or start
-        due = sum(1 for _ in job.expression.firings(since, end, job.tz)) if ran else 0
+        due = sum(1 for _ in job.firings(since, end)) if ran else 0
         paused.append(Paused(job.name, pause.operator, pause.at, due))
     return tuple(paused)
 
@@ -309,7 +309,8 @@ class _Describer:
 
     def _claim(self, d: Dispatch, start: datetime, *, misfire: bool) -> None:
         known = self._existing(d.firing.id)
-        if known is not None:
+        over_skipped = d.firing.backfill and known is not None and known.status is RunStatus.SKIPPED
+        if known is not None and not over_skipped:
             self.lost += 1
             self._already(d.job, d.firing.scheduled, known, start)
             return
@@ -323,7 +324,7 @@ class _Describer:
                 misfire=misfire,
             )
             return
-        if d.deferred is not None:  # a retry: its own instant, its attempt's id
+        if d.deferred is not None:  # its own instant (a retry: its attempt's id)
             self._add(
                 DISPATCH,
                 d.job,
@@ -332,7 +333,7 @@ class _Describer:
                 at=max(d.due, self.began),
                 service=d.job.service,
                 misfire=misfire,
-                reason=f"{d.deferred.reason}, attempt {d.firing.attempt}",
+                reason=_deferred_reason(d.deferred, d.firing),
             )
             return
         deferred = self.cron_file.deferred_start and not misfire
@@ -416,7 +417,7 @@ class _Describer:
             else:
                 kind, since = PAUSED, plan.handled or start
                 reason = f"paused by {left.pause.operator}"
-            for at in job.expression.firings(since, end, job.tz):
+            for at in job.firings(since, end):
                 self._add(kind, job, at, service=job.service, reason=reason, misfire=at < start)
 
 
@@ -457,3 +458,12 @@ def _summary(
 def firing_scheduled(run: RunRecord) -> datetime:
     """The instant a run record's firing was scheduled (a manual run: when it was asked for)."""
     return datetime.fromisoformat(run.scheduled_time.replace("Z", "+00:00"))
+
+
+def _deferred_reason(deferred: Deferred, firing: Firing) -> str:
+    """Why a deferred firing is in the plan, as the dry run says it."""
+    if deferred.reason == BACKFILL:
+        return f"backfill {deferred.detail.get('backfill', '')}".rstrip()
+    if deferred.reason == SCHEDULE:
+        return "runtime schedule"
+    return f"{deferred.reason}, attempt {firing.attempt}"

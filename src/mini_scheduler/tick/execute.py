@@ -25,7 +25,13 @@ from functools import partial
 from typing import Any
 
 from mini_scheduler import metrics as m
-from mini_scheduler.claims.base import ClaimRequest, ClaimResult, ClaimStore, MarkRequest
+from mini_scheduler.claims.base import (
+    ClaimRequest,
+    ClaimResult,
+    ClaimStore,
+    Deferred,
+    MarkRequest,
+)
 from mini_scheduler.claims.records import JobStart, RunRecord
 from mini_scheduler.clock import Clock
 from mini_scheduler.config import Settings
@@ -186,7 +192,7 @@ class Executor:
             for skip_range in plan.ranges:
                 work.submit(self._skip_range, skip_range, tally)
             for s in plan.skips:
-                work.submit(self._skip, s.job, s.firing, s.reason, tally)
+                work.submit(self._skip, s.job, s.firing, s.reason, tally, s.deferred)
             claims = [*plan.dispatches, *(d for group in plan.misfire_runs for d in group)]
             if claims and not self._watch(claims, tally):
                 work.wait()
@@ -218,7 +224,17 @@ class Executor:
         done = [*tally.answered, *(item for item, _ in plan.dropped)]
         if not done:
             return
+        answered = {item.key for item in tally.answered}
+        steps = [(d.deferred, d.then) for d in plan.dispatches]
+        steps += [(s.deferred, s.then) for s in plan.skips]
+        following = [
+            then
+            for deferred, then in steps
+            if then is not None and deferred is not None and deferred.key in answered
+        ]
         try:
+            if following:  # first: a schedule whose firing is forgotten keeps its next one
+                self.claims.defer(following)
             self.claims.drop_deferred(done)
         except StoreError as exc:
             tally.add("errors")
@@ -526,14 +542,24 @@ class Executor:
                 extra=log_keys(job, mark.firing.id),
             )
 
-    def _skip(self, job: Job, firing: Firing, reason: str, tally: Tally) -> None:
+    def _skip(
+        self,
+        job: Job,
+        firing: Firing,
+        reason: str,
+        tally: Tally,
+        deferred: Deferred | None = None,
+    ) -> None:
+        """Record ``firing`` SKIPPED; a deferred firing's is forgotten once recorded (or found
+        recorded), and read again when the write fails (it holds no watermark)."""
         try:
             written = self.claims.record_skipped(
                 firing, now=self.clock.now(), reason=str(reason), origin=self.settings.origin
             )
         except StoreError as exc:
             tally.add("errors")
-            tally.hold(firing.scheduled)
+            if deferred is None:
+                tally.hold(firing.scheduled)
             log.error(
                 "Job %s - firing %s could not be recorded SKIPPED: %s",
                 job.name,
@@ -542,6 +568,8 @@ class Executor:
                 extra=log_keys(job.name, firing.id),
             )
             return
+        if deferred is not None:
+            tally.answer(deferred)
         if not written:
             return  # it has a record already (a peer claimed or skipped it)
         tally.skip(str(reason))

@@ -17,18 +17,21 @@ from __future__ import annotations
 
 import random
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
-from mini_scheduler.claims.base import Control, Deferred, Pause
+from mini_scheduler.claims.base import BACKFILL, SCHEDULE, Control, Deferred, Pause
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.config import Settings
 from mini_scheduler.environment.active import Reading, same_environment
+from mini_scheduler.errors import EventError
 from mini_scheduler.jobs import CronFile, Job
 from mini_scheduler.model import Firing, SkipReason, iso_seconds
+from mini_scheduler.schedules import schedule_job, successor
 from mini_scheduler.tick.sweep import Sweep, plan_sweep
 
+_SECOND = timedelta(seconds=1)
 RANGE_CAP = 100_000  # firings counted in one skipped range (a bound on the work, not a limit)
 
 
@@ -55,7 +58,8 @@ class Dispatch:
     firing: Firing
     due: datetime
     delay: int = 0  # deferred.start's seconds
-    deferred: Deferred | None = None  # a deferred firing's (a retry): forgotten once claimed
+    deferred: Deferred | None = None  # a deferred firing's: forgotten once claimed
+    then: Deferred | None = None  # a runtime schedule's next firing: written as it is forgotten
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +69,8 @@ class Skip:
     job: Job
     firing: Firing
     reason: str
+    deferred: Deferred | None = None  # a deferred firing too late to run: forgotten once recorded
+    then: Deferred | None = None  # a runtime schedule's next firing
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,7 +207,7 @@ def plan_tick(inputs: TickInputs, settings: Settings, rng: random.Random | None 
     if shard is None and inputs.can_fan_out:
         due = sum(_count(job, begin, end) for job in jobs if job.name not in paused)
         if due > settings.fanout_threshold:
-            deferred, dropped = plan_deferred(inputs)
+            deferred, late, dropped = plan_deferred(inputs, settings)
             return replace(
                 base,
                 mode="active",
@@ -210,33 +216,68 @@ def plan_tick(inputs: TickInputs, settings: Settings, rng: random.Random | None 
                 fan_out=settings.fanout_shards,
                 due_count=due,
                 dispatches=tuple(deferred),  # the parent runs the deferred firings itself
+                skips=tuple(late),
                 dropped=tuple(dropped),
             )
     jitter = rng or random.Random()  # nosec B311 # deferred.start jitter, not security
-    return _active(base, inputs, jobs, watermark, begin, sweep, jitter)
+    return _active(base, inputs, settings, jobs, watermark, begin, sweep, jitter)
 
 
-def plan_deferred(inputs: TickInputs) -> tuple[list[Dispatch], list[tuple[Deferred, str]]]:
+def plan_deferred(
+    inputs: TickInputs, settings: Settings
+) -> tuple[list[Dispatch], list[Skip], list[tuple[Deferred, str]]]:
     """The deferred firings the tick dispatches (each at its due instant, or at once when that
-    has passed), and those it forgets because no job of the cron file can run them. A paused
-    job's wait, neither: they are read again after its resume."""
+    has passed), those it records SKIPPED because they are later than ``misfire.grace`` (a
+    backfill's never: its due instants only pace it), and those it forgets because no job can
+    run them. A runtime schedule's firing brings its next (``then``). A paused job's wait,
+    none of them: they are read again after its resume."""
     cron_file = inputs.cron_file
+    start = window(inputs.minute.replace(second=0, microsecond=0), settings)[0]
+    stale_before = start - timedelta(seconds=cron_file.misfire_grace)
     dispatches: list[Dispatch] = []
+    late: list[Skip] = []
     dropped: list[tuple[Deferred, str]] = []
     for item in inputs.deferred:
-        job = cron_file.job(item.firing.job)
+        job, why = deferred_job(item, cron_file)
         if job is None:
-            dropped.append((item, f"no job {item.firing.job} in {cron_file.source}"))
-        elif not job.enabled:
-            dropped.append((item, f"job {job.name} is disabled"))
-        elif job.name not in inputs.control.paused:
-            dispatches.append(Dispatch(job, item.firing, max(item.due, inputs.now), 0, item))
-    return dispatches, dropped
+            dropped.append((item, why))
+            continue
+        if job.name in inputs.control.paused:
+            continue
+        then = None
+        if item.reason == SCHEDULE:
+            then = successor(item, job, start - _SECOND, origin=settings.origin, now=inputs.now)
+        if item.reason != BACKFILL and item.due < stale_before:
+            late.append(Skip(job, item.firing, SkipReason.MISFIRE_GRACE, item, then))
+        else:
+            dispatches.append(Dispatch(job, item.firing, max(item.due, inputs.now), 0, item, then))
+    return dispatches, late, dropped
+
+
+def deferred_job(item: Deferred, cron_file: CronFile) -> tuple[Job | None, str]:
+    """The job that runs a deferred firing: cron.yaml's job of its name, or the runtime
+    schedule its detail keeps (a retry of a schedule's run keeps it too); None and why not."""
+    name = item.firing.job
+    job = cron_file.job(name)
+    entry = item.detail.get("entry")
+    if isinstance(entry, Mapping):
+        if job is not None:
+            return None, f"runtime schedule {name} has the name of a job of {cron_file.source}"
+        try:
+            return schedule_job(entry), ""
+        except (EventError, ValueError) as exc:
+            return None, f"its schedule is refused today: {exc}"
+    if job is None:
+        return None, f"no job {name} in {cron_file.source}"
+    if not job.enabled:
+        return None, f"job {job.name} is disabled"
+    return job, ""
 
 
 def _active(
     base: TickPlan,
     inputs: TickInputs,
+    settings: Settings,
     jobs: list[Job],
     watermark: datetime,
     begin: datetime,
@@ -269,13 +310,14 @@ def _active(
                 skips.extend(job_skips)
                 ranges.extend(job_ranges)
                 missed.append(note)
-        for at in job.expression.firings(begin, end, job.tz):
+        for at in job.firings(begin, end):
             delay = rng.randint(0, 9) if cron_file.deferred_start else 0
             dispatches.append(
                 Dispatch(job, Firing(job.name, at), at + timedelta(seconds=delay), delay)
             )
-    deferred, dropped = plan_deferred(inputs)
+    deferred, late, dropped = plan_deferred(inputs, settings)
     dispatches.extend(deferred)
+    skips.extend(late)
     dispatches.sort(key=lambda d: d.due)
     return replace(
         base,
@@ -300,11 +342,11 @@ def plan_misfires(
     grace_start = max(watermark, start - timedelta(seconds=cron_file.misfire_grace))
     older: list[datetime] = []
     if watermark < grace_start:
-        for at in job.expression.firings(watermark, grace_start, job.tz):
+        for at in job.firings(watermark, grace_start):
             older.append(at)
             if len(older) >= RANGE_CAP:
                 break
-    recent = list(job.expression.firings(grace_start, start, job.tz))
+    recent = list(job.firings(grace_start, start))
     if not older and not recent:
         return None
     limit = cron_file.misfire_max
@@ -373,4 +415,4 @@ def _latest(*moments: datetime | None) -> datetime | None:
 
 
 def _count(job: Job, start: datetime, end: datetime) -> int:
-    return sum(1 for _ in job.expression.firings(start, end, job.tz)) if start < end else 0
+    return sum(1 for _ in job.firings(start, end)) if start < end else 0

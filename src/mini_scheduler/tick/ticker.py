@@ -111,6 +111,8 @@ class Ticker:
             environment=environment,
             clock=clock,
             run=self.executor.run_now,
+            origin=settings.origin,
+            default_zone=settings.default_timezone,
         )
 
     def cron_file(self) -> CronFile:

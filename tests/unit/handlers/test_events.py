@@ -309,6 +309,55 @@ def _redriven(answer: dict[str, Any], aws: Aws, event: dict[str, Any]) -> None:
     assert [end.status for end in run.earlier_ends] == [RunStatus.FAILED]
 
 
+def _schedules_created(answer: dict[str, Any], aws: Aws, event: dict[str, Any]) -> None:
+    once, digest = answer["created"]
+    assert (once["name"], once["kind"], once["nextFiring"]) == (
+        "quarter-close",
+        "one-time",
+        "2026-12-31T23:00:00Z",
+    )
+    assert (digest["kind"], digest["nextFiring"]) == ("cron", "2026-12-01T07:30:00Z")
+    assert answer["operator"] == "jane.doe"
+    stored = aws.store().pending_deferred("schedule")
+    assert sorted(item.firing.id for item in stored) == [
+        "quarter-close@2026-12-31T23:00:00Z",
+        "weekday-digest@2026-12-01T07:30:00Z",
+    ]
+
+
+def _schedules_made(aws: Aws, ticker: Invoke) -> None:
+    ticker(load_event("schedule-create.json"))
+
+
+def _schedules_listed(answer: dict[str, Any], aws: Aws, event: dict[str, Any]) -> None:
+    assert [s["name"] for s in answer["schedules"]] == ["quarter-close", "weekday-digest"]
+
+
+def _schedule_deleted(answer: dict[str, Any], aws: Aws, event: dict[str, Any]) -> None:
+    assert answer["deleted"]["name"] == "quarter-close" and answer["operator"] == "jane.doe"
+    stored = aws.store().pending_deferred("schedule")
+    assert [item.firing.job for item in stored] == ["weekday-digest"]
+
+
+def _backfill_started(answer: dict[str, Any], aws: Aws, event: dict[str, Any]) -> None:
+    assert (answer["job"], answer["total"], answer["pending"], answer["rate"]) == (
+        "heartbeat",
+        4,
+        4,
+        10,
+    )
+    stored = aws.store().pending_deferred("backfill")
+    assert [item.firing.id for item in stored] == [
+        f"heartbeat@2026-11-30T12:00:{s:02d}Z" for s in (0, 15, 30, 45)
+    ]
+    assert all(item.firing.backfill for item in stored)
+
+
+def _backfill_status(answer: dict[str, Any], aws: Aws, event: dict[str, Any]) -> None:
+    (found,) = answer["backfills"]
+    assert (found["job"], found["pending"], found["done"]) == ("heartbeat", 4, 0)
+
+
 EVENT_FILE_EXPECTATIONS: dict[str, EventExpectation] = {
     "tick.json": EventExpectation("ticker", _a_tick_of("2026-11-30T14:00:00Z"), _region_ticked),
     "scheduled-event.json": EventExpectation(
@@ -352,6 +401,13 @@ EVENT_FILE_EXPECTATIONS: dict[str, EventExpectation] = {
         _dispatched_14_15,
     ),
     "sfn-status-redriven.json": EventExpectation("recorder", _redriven, _failed_14_15),
+    "schedule-create.json": EventExpectation("ticker", _schedules_created),
+    "schedule-list.json": EventExpectation("ticker", _schedules_listed, _schedules_made),
+    "schedule-delete.json": EventExpectation("ticker", _schedule_deleted, _schedules_made),
+    "backfill.json": EventExpectation("ticker", _backfill_started),
+    "backfill-status.json": EventExpectation(
+        "ticker", _backfill_status, lambda aws, ticker: ticker(load_event("backfill.json"))
+    ),
 }
 """Every file of events/, what its handler must answer. A file added to events/ fails
 test_every_event_file_gives_its_documented_answer until it has an entry here (and a row in

@@ -1,0 +1,297 @@
+"""The operator's commands for firings beyond cron.yaml's: ``schedule`` (create, list, show and
+delete runtime schedules) and ``backfill`` (a job's past window, with a progress bar, and
+``backfill status``). Each sends the ticker its event, as ``run`` does: the ticker holds the
+deployed cron file (whose names a schedule cannot take, whose jobs a backfill runs) and the
+store, and acts through the one operator path."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, CommandError, Context, ask_ticker
+from mini_scheduler.cli.render import columns, plural
+from mini_scheduler.cli.where import add_operator, add_where, one_region, operator_name, resolve
+from mini_scheduler.errors import CronFileError
+from mini_scheduler.jobs.yaml import compose
+
+PROGRESS_EVERY = 15.0
+"""Seconds between two looks at a backfill's progress (a tick is a minute)."""
+_BAR = 30
+
+
+def _ask(args: argparse.Namespace, context: Context, command: str, event: dict[str, Any]) -> Any:
+    region = one_region(args, context)
+    where = resolve(args, context, region)
+    if "operator" in event:
+        event["operator"] = operator_name(args, context, region)
+    return ask_ticker(context, command, region, where.need_function(), event)
+
+
+# -- schedule ---------------------------------------------------------------------------------
+
+
+def add_schedule(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "schedule",
+        help="create, list, show or delete runtime schedules (one-time or cron)",
+        description=(
+            "Runtime schedules are jobs made while the scheduler runs, beside cron.yaml's: a "
+            "one-time schedule (--at) or a cron schedule with cron.yaml's keys. They live in "
+            "the region that wrote them; a name of cron.yaml cannot be taken."
+        ),
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    create = actions.add_parser(
+        "create",
+        help="create schedules from a file, or one from flags",
+        description=(
+            "From --file (YAML or JSON: a list of entries, or a mapping with a 'schedules' "
+            "list; each entry has cron.yaml's keys, or 'at' in place of 'cron'), or one "
+            "schedule from NAME and flags. All are created, or none (every bad entry is named)."
+        ),
+    )
+    create.add_argument("name", metavar="NAME", nargs="?", help="the schedule's name")
+    create.add_argument("--file", metavar="FILE", help="the schedules to create")
+    create.add_argument("--at", metavar="INSTANT", help="once, at this instant (UTC, with Z)")
+    create.add_argument("--cron", metavar="STATEMENT", help="a Quartz cron statement")
+    create.add_argument("--timezone", metavar="ZONE", help="the cron statement's zone")
+    create.add_argument("--service", metavar="TARGET", help="the function or flow:// to run")
+    create.add_argument("--parameters", metavar="JSON", help="a JSON object of parameters")
+    create.add_argument("--start", metavar="INSTANT", help="no firing before this instant")
+    create.add_argument("--end", metavar="INSTANT", help="no firing from this instant on")
+    add_operator(create)
+    add_where(create, table=False, function=True)
+    listing = actions.add_parser("list", help="every runtime schedule and its next firing")
+    add_where(listing, table=False, function=True)
+    show = actions.add_parser("show", help="one runtime schedule, whole")
+    show.add_argument("name", metavar="NAME")
+    add_where(show, table=False, function=True)
+    delete = actions.add_parser("delete", help="delete a runtime schedule (its runs stay)")
+    delete.add_argument("name", metavar="NAME")
+    add_operator(delete)
+    add_where(delete, table=False, function=True)
+
+
+def schedule(args: argparse.Namespace, context: Context) -> int:
+    command = f"schedule {args.action}"
+    if args.action == "create":
+        event: dict[str, Any] = {
+            "schedule": "create",
+            "schedules": _entries(args),
+            "operator": None,
+        }
+    elif args.action == "list":
+        event = {"schedule": "list"}
+    elif args.action == "show":
+        event = {"schedule": "show", "name": args.name}
+    else:
+        event = {"schedule": "delete", "name": args.name, "operator": None}
+    answer = _ask(args, context, command, event)
+    if args.json:
+        context.print(json.dumps(answer, indent=2))
+        return EXIT_OK
+    if not isinstance(answer, Mapping):
+        raise CommandError(f"the ticker answered {json.dumps(answer)[:200]}")
+    if args.action == "create":
+        made = answer.get("created", [])
+        _print_schedules(context, made)
+        context.print(f"{plural(len(made), 'schedule')} created by {answer.get('operator')}.")
+    elif args.action == "list":
+        found = answer.get("schedules", [])
+        _print_schedules(context, found)
+        context.print(f"{plural(len(found), 'runtime schedule')}.")
+    elif args.action == "show":
+        rows = [[key, json.dumps(value)] for key, value in answer.get("entry", {}).items()]
+        rows += [
+            ["operator", str(answer.get("operator"))],
+            ["created", str(answer.get("createdAt"))],
+            ["next firing", str(answer.get("nextFiring"))],
+        ]
+        for line in columns(rows):
+            context.print(line)
+    else:
+        gone = answer.get("deleted", {})
+        context.print(f"Runtime schedule {gone.get('name')} deleted by {answer.get('operator')}.")
+    return EXIT_OK
+
+
+def _print_schedules(context: Context, schedules: Sequence[Mapping[str, Any]]) -> None:
+    rows = []
+    for item in schedules:
+        entry = item.get("entry", {})
+        when = entry.get("at") or f"{entry.get('cron')} @{entry.get('timezone')}"
+        rows.append(
+            [
+                str(item.get("name")),
+                str(item.get("kind")),
+                str(when),
+                str(entry.get("service")),
+                f"next {item.get('nextFiring')}",
+            ]
+        )
+    for line in columns(rows):
+        context.print(line)
+
+
+def _entries(args: argparse.Namespace) -> list[Any]:
+    """The entries to create: the file's, or one from NAME and the flags."""
+    flags = {
+        key: getattr(args, key)
+        for key in ("at", "cron", "timezone", "service", "start", "end")
+        if getattr(args, key) is not None
+    }
+    if args.parameters is not None:
+        try:
+            flags["parameters"] = json.loads(args.parameters)
+        except ValueError as exc:
+            raise CommandError(f"--parameters is not JSON: {exc}", 2) from None
+    if args.file is not None:
+        if args.name is not None or flags:
+            raise CommandError("give --file, or NAME and flags: not both", 2)
+        return _file_entries(args.file)
+    if args.name is None:
+        raise CommandError("give NAME with --at or --cron and --service, or --file FILE", 2)
+    return [{"name": args.name, **flags}]
+
+
+def _file_entries(path: str) -> list[Any]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CommandError(f"cannot read {path}: {exc}") from None
+    try:
+        _, data, duplicates = compose(text, path)
+    except CronFileError as exc:
+        raise CommandError(str(exc)) from None
+    if duplicates:
+        first = duplicates[0]
+        raise CommandError(
+            f"{path}: key {first.key} appears twice (lines {first.first} and {first.again})"
+        )
+    if isinstance(data, Mapping) and set(data) == {"schedules"}:
+        data = data["schedules"]
+    if not isinstance(data, list):
+        raise CommandError(f"{path} must hold a list of schedules (or 'schedules:' and a list)")
+    return data
+
+
+# -- backfill ---------------------------------------------------------------------------------
+
+
+def add_backfill(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "backfill",
+        help="run a job's firings of a past window again; `backfill status` follows them",
+        description=(
+            "Each scheduled firing of JOB from --from up to --to is claimed by its own firing "
+            'id and dispatched with "backfill": true, --rate a minute: a firing that ran is '
+            "not run again, and a backfill sent twice runs nothing twice. The command shows "
+            "the progress until the last is dispatched (Ctrl-C stops watching, not the "
+            "backfill). `backfill status [JOB]` shows the backfills still going."
+        ),
+    )
+    parser.add_argument("job", metavar="JOB", help="the job (or `status`)")
+    parser.add_argument("status_job", metavar="STATUS_JOB", nargs="?", help=argparse.SUPPRESS)
+    parser.add_argument("--from", dest="start", metavar="INSTANT", help="the window's start")
+    parser.add_argument("--to", dest="end", metavar="INSTANT", help="its end (not included)")
+    parser.add_argument(
+        "--rate", type=int, metavar="N", help="firings dispatched a minute (default 60)"
+    )
+    parser.add_argument(
+        "--no-wait", action="store_true", help="start it and return, without the progress bar"
+    )
+    add_operator(parser)
+    add_where(parser, table=False, function=True)
+
+
+def backfill(args: argparse.Namespace, context: Context) -> int:
+    if args.job == "status" and args.start is None and args.end is None:
+        return _backfill_status(args, context)
+    if args.status_job is not None:
+        raise CommandError(f"unexpected {args.status_job!r}: backfill takes one JOB", 2)
+    if args.start is None or args.end is None:
+        raise CommandError("give the window: --from INSTANT --to INSTANT", 2)
+    event: dict[str, Any] = {
+        "backfill": args.job,
+        "from": args.start,
+        "to": args.end,
+        "operator": None,
+    }
+    if args.rate is not None:
+        event["rate"] = args.rate
+    started = _ask(args, context, "backfill", event)
+    if args.json and args.no_wait:
+        context.print(json.dumps(started, indent=2))
+        return EXIT_OK
+    if not isinstance(started, Mapping) or "id" not in started:
+        raise CommandError(f"the ticker answered {json.dumps(started)[:200]}")
+    if not args.json:
+        context.print(
+            f"Backfill {started['id']}: {plural(started['total'], 'firing')} of {args.job} "
+            f"from {started['from']} to {started['to']}, {started['rate']} a minute, by "
+            f"{started['operator']}."
+        )
+    if args.no_wait:
+        return EXIT_OK
+    return _follow(args, context, started)
+
+
+def _follow(args: argparse.Namespace, context: Context, started: Mapping[str, Any]) -> int:
+    """Draw the backfill's progress until its last firing is dispatched."""
+    ident, total = started["id"], int(started["total"])
+    event = {"backfillStatus": {"job": args.job}}
+    last: Mapping[str, Any] | None = started
+    try:
+        while last is not None:
+            _bar(context, total - int(last["pending"]), total, last.get("nextDue"))
+            context.sleep(PROGRESS_EVERY)
+            answer = _ask(args, context, "backfill", dict(event))
+            found = [b for b in answer.get("backfills", []) if b.get("id") == ident]
+            last = found[0] if found else None
+    except KeyboardInterrupt:
+        context.err.write("\n")
+        context.warn(f"Stopped watching: backfill {ident} goes on (`backfill status {args.job}`).")
+        return EXIT_OK
+    _bar(context, total, total, None)
+    context.err.write("\n")
+    if args.json:
+        context.print(json.dumps({**started, "pending": 0, "done": total}, indent=2))
+    else:
+        context.print(f"Backfill {ident}: all {plural(total, 'firing')} dispatched or found run.")
+    return EXIT_OK
+
+
+def _bar(context: Context, done: int, total: int, next_due: object) -> None:
+    filled = _BAR * done // total if total else _BAR
+    after = f", next due {next_due}" if next_due else ""
+    context.err.write(f"\r[{'#' * filled}{'.' * (_BAR - filled)}] {done}/{total}{after}   ")
+    context.err.flush()
+
+
+def _backfill_status(args: argparse.Namespace, context: Context) -> int:
+    asked = {} if args.status_job is None else {"job": args.status_job}
+    answer = _ask(args, context, "backfill status", {"backfillStatus": asked})
+    if args.json:
+        context.print(json.dumps(answer, indent=2))
+        return EXIT_OK
+    found = answer.get("backfills", []) if isinstance(answer, Mapping) else []
+    rows = [
+        [
+            str(b.get("id")),
+            f"{b.get('done')}/{b.get('total')} done",
+            f"{b.get('from')} to {b.get('to')}",
+            f"{b.get('rate')}/min",
+            f"next {b.get('nextDue')}",
+            f"by {b.get('operator')}",
+        ]
+        for b in found
+    ]
+    for line in columns(rows):
+        context.print(line)
+    what = f" of {args.status_job}" if args.status_job else ""
+    context.print(f"{plural(len(found), 'backfill')}{what} with firings left.")
+    return EXIT_OK if isinstance(answer, Mapping) else EXIT_FAILED

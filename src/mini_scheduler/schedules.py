@@ -1,0 +1,325 @@
+"""Runtime schedules: jobs an operator makes while the scheduler runs, beside cron.yaml's.
+
+* **What one is.** A cron.yaml entry (the same keys, read by the same code: :func:`read_entry`),
+  or a *one-time* schedule: ``at`` (an instant, to the second) in place of ``cron``. Both take
+  ``start`` and ``end``; a one-time schedule needs neither. An unknown key is refused here (a
+  cron file only warns: an API caller gets the error at once).
+* **Where it lives.** As its next firing, and nothing else: one deferred firing (reason
+  ``schedule``) whose detail holds the entry, its operator and when it was made. Creating 1,000
+  schedules writes 1,000 items (40 batched writes on DynamoDB), and a tick that finds none due
+  pays what it pays today: its one read of the deferred firings due.
+* **How it fires.** The tick that reads a schedule's firing due claims it like any firing (by
+  ``<name>@<instant>``) and writes the schedule's next firing in the same step that forgets the
+  one it dispatched (:attr:`Dispatch.then <mini_scheduler.tick.plan.Dispatch>`); a one-time
+  schedule has none and ends. A firing more than ``misfire.grace`` late (a region that was on
+  standby, a ticker stopped for hours) is recorded SKIPPED, and its next firing follows.
+* **Names.** A runtime schedule cannot take a cron.yaml job's name (cron.yaml stays the source
+  of the deployed jobs: a tick that finds one drops the schedule), nor another schedule's.
+* **Where.** A schedule lives in the region (the store) that wrote it: a failover does not
+  carry it to another region's table, a shared store does.
+
+:class:`Schedules` is what the operator path calls: create (all or nothing), list, show, delete.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from mini_scheduler.claims.base import SCHEDULE, ClaimStore, Deferred
+from mini_scheduler.errors import EventError
+from mini_scheduler.jobs import CronFile, Job, name_problem
+from mini_scheduler.jobs.validate import JOB_KEYS, Reading, read_entry, unknown_key
+from mini_scheduler.model import Firing, iso_millis, iso_seconds, log_keys, parse_instant
+
+log = logging.getLogger("mini_scheduler.ticker")
+
+ENTRY_KEYS: Final = (*JOB_KEYS, "at")
+MAX_CREATE: Final = 10_000
+"""Schedules one request may create (a bound on the work and on the answer's size)."""
+_CRON_ONLY: Final = ("timezone", "start", "end", "misfire")
+_SECOND: Final = timedelta(seconds=1)
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeSchedule:
+    """A runtime schedule as stored: its job, the entry it was made from, who made it and when,
+    and its next firing (None: a one-time schedule that fired)."""
+
+    job: Job
+    entry: Mapping[str, Any]
+    operator: str
+    created_at: datetime
+    next_firing: datetime | None
+
+    @property
+    def name(self) -> str:
+        return self.job.name
+
+    @property
+    def one_time(self) -> bool:
+        return "at" in self.entry
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": "one-time" if self.one_time else "cron",
+            "entry": dict(self.entry),
+            "operator": self.operator,
+            "createdAt": iso_millis(self.created_at),
+            "nextFiring": iso_seconds(self.next_firing) if self.next_firing else None,
+        }
+
+
+def at_statement(at: datetime) -> str:
+    """The Quartz statement that selects the instant ``at`` (UTC) and nothing else."""
+    at = at.astimezone(UTC)
+    return f"{at.second} {at.minute} {at.hour} {at.day} {at.month} ? {at.year}"
+
+
+def read_schedule(raw: object, *, default_zone: str, now: datetime) -> tuple[Job, dict[str, Any]]:
+    """A runtime schedule's job and the entry to store (``timezone`` filled in, instants in
+    UTC); EventError naming every reason it cannot be one. ``now``: an ``at`` must be after it,
+    and a cron schedule must fire after it."""
+    if not isinstance(raw, Mapping):
+        raise EventError(f"a schedule is a mapping of job keys, not {type(raw).__name__}")
+    name = raw.get("name")
+    label = f"schedule {name}" if isinstance(name, str) and name else "schedule"
+    reasons = [
+        unknown_key(label, key, ENTRY_KEYS)
+        for key in raw
+        if not isinstance(key, str) or key not in ENTRY_KEYS
+    ]
+    entry = {str(key): value for key, value in raw.items() if key in ENTRY_KEYS}
+    if "at" in entry:
+        reasons.extend(_one_time(entry, now))
+    elif "cron" not in entry:
+        reasons.append("missing cron (a cron statement) or at (an instant, for once)")
+    if reasons:
+        raise EventError(f"{label}: " + "; ".join(reasons))
+    if "at" not in entry:
+        entry.setdefault("timezone", default_zone)
+        for key in ("start", "end"):
+            entry[key] = _instant_text(entry.get(key))
+    entry = {key: value for key, value in entry.items() if value is not None}
+    job = schedule_job(entry, label)
+    if not job.enabled:
+        raise EventError(f"{label}: enabled is false - delete the schedule instead")
+    if job.next_after(now) is None:
+        raise EventError(
+            f"{label}: {job.statement} @{job.zone} never fires after {iso_seconds(now)}"
+            + (" and before its end" if job.end else "")
+        )
+    try:
+        json.dumps(entry)
+    except (TypeError, ValueError) as exc:
+        raise EventError(f"{label}: parameters must be JSON values: {exc}") from None
+    return job, entry
+
+
+def _one_time(entry: dict[str, Any], now: datetime) -> list[str]:
+    reasons = [
+        f"{key} does not go with at (a one-time schedule)"
+        for key in ("cron", *_CRON_ONLY)
+        if entry.get(key) is not None
+    ]
+    value = entry["at"]
+    try:
+        at = value.astimezone(UTC) if isinstance(value, datetime) else parse_instant(str(value))
+    except (ValueError, TypeError) as exc:
+        return [
+            *reasons,
+            f"at {str(value)[:40]!r} is not an instant such as 2027-01-01T09:30:00Z: {exc}",
+        ]
+    if at.microsecond:
+        reasons.append(f"at {iso_millis(at)} must be a whole second")
+    elif at <= now:
+        reasons.append(f"at {iso_seconds(at)} is not in the future (now {iso_seconds(now)})")
+    entry["at"] = iso_seconds(at)
+    return reasons
+
+
+def _instant_text(value: object) -> object:
+    """``start``/``end`` as stored: an instant in UTC to the second, or the value as given (for
+    the entry's reader to refuse)."""
+    if isinstance(value, datetime) and value.tzinfo is not None:
+        return iso_seconds(value)
+    if isinstance(value, str):
+        try:
+            return iso_seconds(parse_instant(value))
+        except ValueError:
+            return value
+    return value
+
+
+def schedule_job(entry: Mapping[str, Any], label: str | None = None) -> Job:
+    """The job of a stored runtime schedule's entry (EventError when it is not one: a stored
+    entry that today's rules refuse)."""
+    name = entry.get("name")
+    label = label or f"schedule {name}"
+    raw: dict[str, Any] = dict(entry)
+    at = raw.pop("at", None)
+    if at is not None:
+        raw["cron"] = at_statement(parse_instant(str(at)))
+        raw["timezone"] = "UTC"
+    found = read_entry(1, raw, (), Reading(str(raw.get("timezone") or "UTC")))
+    problems = [*found.reasons, *found.notes]
+    if found.job is None or problems:
+        raise EventError(f"{label}: " + "; ".join(problems or ["not a job"]))
+    return replace(found.job, runtime=dict(entry))
+
+
+def deferred_of(
+    job: Job, firing_at: datetime, *, detail: Mapping[str, Any], origin: str, now: datetime
+) -> Deferred:
+    """The deferred firing that keeps a runtime schedule: its firing at ``firing_at``."""
+    return Deferred(Firing(job.name, firing_at), firing_at, SCHEDULE, origin, now, detail)
+
+
+def successor(
+    item: Deferred, job: Job, after: datetime, *, origin: str, now: datetime
+) -> Deferred | None:
+    """The schedule's firing after ``item``'s (and after ``after``: a schedule late by several
+    firings runs the latest once), or None: a one-time schedule, or past its end."""
+    if "at" in (job.runtime or {}):
+        return None
+    following = job.next_after(max(item.firing.scheduled, after))
+    if following is None:
+        return None
+    return deferred_of(job, following, detail=item.detail, origin=origin, now=now)
+
+
+def stored(item: Deferred) -> RuntimeSchedule:
+    """The runtime schedule a deferred firing keeps (EventError when its entry is refused)."""
+    detail = item.detail
+    entry = detail.get("entry")
+    if not isinstance(entry, Mapping):
+        raise EventError(f"deferred firing {item.firing.id} keeps no schedule entry")
+    created = detail.get("createdAt")
+    return RuntimeSchedule(
+        job=schedule_job(entry),
+        entry=entry,
+        operator=str(detail.get("operator", "")),
+        created_at=parse_instant(created) if isinstance(created, str) else item.written_at,
+        next_firing=item.firing.scheduled,
+    )
+
+
+class Schedules:
+    """The runtime schedules of one store. ``cron`` gives cron.yaml (whose names a schedule
+    cannot take); without one (the CLI when it cannot read the deployed file) names are checked
+    against the other schedules only."""
+
+    def __init__(
+        self,
+        claims: ClaimStore,
+        *,
+        cron: CronFile | None,
+        origin: str,
+        default_zone: str = "UTC",
+    ) -> None:
+        self._claims = claims
+        self._cron = cron
+        self._origin = origin
+        self._default_zone = default_zone
+
+    def _pending(self) -> list[Deferred]:
+        return list(self._claims.pending_deferred(SCHEDULE))
+
+    def all(self) -> list[RuntimeSchedule]:
+        """Every runtime schedule, by name."""
+        found: dict[str, RuntimeSchedule] = {}
+        for item in self._pending():
+            try:
+                schedule = stored(item)
+            except EventError as exc:
+                log.warning("Runtime schedule %s unreadable: %s", item.firing.job, exc)
+                continue
+            found.setdefault(schedule.name, schedule)
+        return [found[name] for name in sorted(found)]
+
+    def show(self, name: str) -> RuntimeSchedule:
+        for schedule in self.all():
+            if schedule.name == name:
+                return schedule
+        raise EventError(f"no runtime schedule {name[:100]!r}: `schedule list` shows them")
+
+    def create(
+        self, entries: Sequence[object], *, operator: str, now: datetime
+    ) -> list[RuntimeSchedule]:
+        """Create every schedule of ``entries``, or none: EventError listing every entry that
+        cannot be one (a bad key, a name taken by cron.yaml or by a schedule, an ``at`` past)."""
+        if not entries:
+            raise EventError("no schedule to create: give at least one entry")
+        if len(entries) > MAX_CREATE:
+            raise EventError(
+                f"{len(entries)} schedules in one request: at most {MAX_CREATE}, split them"
+            )
+        taken = {schedule.name for schedule in self.all()}
+        reasons: list[str] = []
+        made: list[tuple[Job, dict[str, Any]]] = []
+        seen: set[str] = set()
+        for number, raw in enumerate(entries, 1):
+            try:
+                job, entry = read_schedule(raw, default_zone=self._default_zone, now=now)
+            except EventError as exc:
+                reasons.append(f"entry {number}: {exc}")
+                continue
+            problem = self._name_problem(job.name, taken, seen)
+            if problem:
+                reasons.append(f"entry {number}: {problem}")
+                continue
+            seen.add(job.name)
+            made.append((job, entry))
+        if reasons:
+            shown = reasons[:20] + (
+                [f"... and {len(reasons) - 20} more"] if len(reasons) > 20 else []
+            )
+            raise EventError("nothing created - " + "; ".join(shown))
+        created_at = iso_millis(now)
+        items: list[Deferred] = []
+        schedules: list[RuntimeSchedule] = []
+        for job, entry in made:
+            first = job.next_after(now)
+            assert first is not None  # read_schedule refused one that never fires  # nosec B101
+            detail = {"entry": entry, "operator": operator, "createdAt": created_at}
+            items.append(deferred_of(job, first, detail=detail, origin=self._origin, now=now))
+            schedules.append(RuntimeSchedule(job, entry, operator, now, first))
+        self._claims.defer(items)
+        for schedule in schedules:
+            log.info(
+                "Operator %s created runtime schedule %s (%s), first firing %s",
+                operator,
+                schedule.name,
+                schedule.job.schedule,
+                iso_seconds(schedule.next_firing) if schedule.next_firing else "-",
+                extra=log_keys(schedule.name),
+            )
+        return schedules
+
+    def _name_problem(self, name: str, taken: set[str], seen: set[str]) -> str | None:
+        problem = name_problem(name)
+        if problem:
+            return problem
+        if self._cron is not None and self._cron.job(name) is not None:
+            return f"name {name} is a job of {self._cron.source}: cron.yaml's jobs keep their names"
+        if name in taken:
+            return f"a runtime schedule {name} exists: delete it first, or choose another name"
+        if name in seen:
+            return f"name {name} is given twice"
+        return None
+
+    def delete(self, name: str, *, operator: str) -> RuntimeSchedule:
+        """Delete the runtime schedule ``name`` (its pending firing); its runs stay in the
+        history. EventError when there is none."""
+        items = [item for item in self._pending() if item.firing.job == name]
+        if not items:
+            raise EventError(f"no runtime schedule {name[:100]!r}: `schedule list` shows them")
+        schedule = stored(items[0])
+        self._claims.drop_deferred(items)
+        log.info("Operator %s deleted runtime schedule %s", operator, name, extra=log_keys(name))
+        return schedule

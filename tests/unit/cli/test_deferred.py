@@ -1,0 +1,179 @@
+"""``schedule`` and ``backfill``: the CLI sends the ticker its event (here a ticker on memory
+stores, invoked in-process) and prints the answer; ``backfill`` draws its progress."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mini_scheduler.cli.context import Invocation
+from mini_scheduler.cli.main import main
+from mini_scheduler.errors import EventError
+from mini_scheduler.handlers._runtime import error_answer
+from mini_scheduler.handlers.ticker import route
+from tests.unit.tick.harness import Rig, rig
+
+CRON = """
+jobs:
+  - name: "export"
+    cron: "0 */10 * * * ?"
+    service: "export-fn"
+"""
+ENV = {"AWS_REGION": "us-east-1"}
+OPERATOR = ("--operator", "jane.doe")
+ASKED_BY = {"create", "delete", "export"}  # the commands that take an operator
+
+
+class TickerInvoker:
+    """The ticker function, in-process: what the handler answers, refusals included."""
+
+    def __init__(self, r: Rig) -> None:
+        self.rig = r
+        self.events: list[dict[str, Any]] = []
+
+    def __call__(self, region: str, function: str, event: Mapping[str, Any]) -> Invocation:
+        self.events.append(dict(event))
+        try:
+            return Invocation(json.loads(json.dumps(route(self.rig.ticker, event))), None)
+        except EventError as exc:
+            return Invocation(error_answer(str(exc)), None)
+
+
+def cli(
+    capsys: pytest.CaptureFixture[str], r: Rig, *argv: str, sleep: Any = None
+) -> tuple[int, str, str]:
+    code = main(
+        [*argv, "--function", "ticker", *(OPERATOR if argv[1] in ASKED_BY else [])],
+        clock=r.clock,
+        environ=ENV,
+        invoke=TickerInvoker(r),
+        sleep=sleep,
+    )
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_schedule_create_list_show_delete(capsys: pytest.CaptureFixture[str]) -> None:
+    r = rig(CRON)
+    code, out, err = cli(
+        capsys,
+        r,
+        "schedule",
+        "create",
+        "once",
+        "--at",
+        "2026-11-30T16:00:00Z",
+        "--service",
+        "once-fn",
+        "--parameters",
+        '{"n": 1}',
+    )
+    assert code == 0, err
+    assert out.splitlines()[-1] == "1 schedule created by jane.doe."
+    assert "once  one-time  2026-11-30T16:00:00Z  once-fn  next 2026-11-30T16:00:00Z" in out
+    code, out, _ = cli(capsys, r, "schedule", "list")
+    assert code == 0 and out.splitlines()[-1] == "1 runtime schedule."
+    code, out, _ = cli(capsys, r, "schedule", "show", "once")
+    assert code == 0 and 'parameters   {"n": 1}' in out and "operator     jane.doe" in out
+    code, out, _ = cli(capsys, r, "schedule", "delete", "once")
+    assert (code, out) == (0, "Runtime schedule once deleted by jane.doe.\n")
+    code, _, err = cli(capsys, r, "schedule", "show", "once")
+    assert code == 1 and "no runtime schedule 'once'" in err
+
+
+def test_schedule_create_from_a_file_is_all_or_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    r = rig(CRON)
+    good = tmp_path / "schedules.yaml"
+    good.write_text(
+        "schedules:\n"
+        "  - {name: a, at: '2026-11-30T15:00:00Z', service: fn}\n"
+        "  - {name: b, cron: '0 0 6 * * ?', timezone: Europe/Paris, service: fn,"
+        " retry: {retries: 2}}\n"
+    )
+    code, out, err = cli(capsys, r, "schedule", "create", "--file", str(good))
+    assert code == 0, err and out.splitlines()[-1] == "2 schedules created by jane.doe."
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("- {name: c, at: '2026-11-30T15:00:00Z', service: fn}\n- {name: a, at: x}\n")
+    code, out, err = cli(capsys, r, "schedule", "create", "--file", str(bad))
+    assert code == 1 and out == ""
+    assert "nothing created - entry 2: schedule a: at 'x' is not an instant" in err
+    assert len(r.claims.pending_deferred("schedule")) == 2
+
+
+def test_backfill_draws_its_progress_until_the_last_firing_is_dispatched(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    r = rig(CRON, start="2026-11-30T15:00:00Z")
+
+    def sleep(seconds: float) -> None:  # a tick a minute while the CLI waits
+        r.clock.advance(60)
+        r.ticker.tick(r.clock.now().replace(second=0))
+
+    code, out, err = cli(
+        capsys,
+        r,
+        "backfill",
+        "export",
+        "--from",
+        "2026-11-30T13:00:00Z",
+        "--to",
+        "2026-11-30T14:00:00Z",
+        "--rate",
+        "2",
+        sleep=sleep,
+    )
+    assert code == 0, err
+    first, last = out.splitlines()
+    assert first.startswith("Backfill export@backfill-2026-11-30T15:00:00.000Z-")
+    assert first.endswith(
+        ": 6 firings of export from 2026-11-30T13:00:00Z to "
+        "2026-11-30T14:00:00Z, 2 a minute, by jane.doe."
+    )
+    assert last.endswith(": all 6 firings dispatched or found run.")
+    frames = [f.strip() for f in err.split("\r") if f.strip()]
+    assert frames[0] == "[" + "." * 30 + "] 0/6, next due 2026-11-30T15:00:00Z"
+    assert frames[-1] == "[" + "#" * 30 + "] 6/6"
+    assert len(frames) >= 3
+    backfilled = [c[1] for c in r.dispatcher.calls if c[2].get("backfill")]
+    assert len(backfilled) == 6 and len(set(backfilled)) == 6
+
+
+def test_backfill_status_and_a_refused_window(capsys: pytest.CaptureFixture[str]) -> None:
+    r = rig(CRON, start="2026-11-30T15:00:00Z")
+    code, out, _ = cli(
+        capsys,
+        r,
+        "backfill",
+        "export",
+        "--from",
+        "2026-11-30T13:00:00Z",
+        "--to",
+        "2026-11-30T14:00:00Z",
+        "--no-wait",
+    )
+    assert code == 0
+    code, out, _ = cli(capsys, r, "backfill", "status", "export")
+    assert (
+        code == 0
+        and "0/6 done" in out
+        and out.splitlines()[-1] == ("1 backfill of export with firings left.")
+    )
+    code, out, err = cli(
+        capsys,
+        r,
+        "backfill",
+        "export",
+        "--from",
+        "2026-11-30T13:00:00Z",
+        "--to",
+        "2026-12-30T14:00:00Z",
+    )
+    assert code == 1 and "is in the future" in err
+    code, out, err = cli(capsys, r, "backfill", "export", "--from", "2026-11-30T13:00:00Z")
+    assert code == 2 and "give the window: --from INSTANT --to INSTANT" in err

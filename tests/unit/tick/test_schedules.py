@@ -1,0 +1,196 @@
+"""Runtime schedules: made by an operator, kept as their next firing, fired by the tick like any
+firing (issue 14, part 3); and ``start``/``end`` on a job."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from mini_scheduler.claims.base import SCHEDULE
+from mini_scheduler.errors import EventError
+from mini_scheduler.handlers.ticker import route
+from mini_scheduler.jobs import load
+from mini_scheduler.model import RunStatus
+from mini_scheduler.tick.plan import deferred_job
+from tests.unit.tick.harness import at, rig
+
+CRON = """
+jobs:
+  - name: "export"
+    cron: "0 0 * * * ?"
+    service: "export-fn"
+"""
+FAR = at("2030-01-01T00:00:00Z")
+
+
+def test_a_one_time_schedule_fires_once_at_its_second_and_ends() -> None:
+    r = rig(CRON)
+    answer = r.ticker.operator.create_schedules(
+        {
+            "name": "once",
+            "at": "2026-11-30T14:02:30Z",
+            "service": "once-fn",
+            "parameters": {"n": 1},
+        },
+        "jane.doe",
+    )
+    (created,) = answer["created"]
+    assert created["kind"] == "one-time" and created["nextFiring"] == "2026-11-30T14:02:30Z"
+    assert created["operator"] == "jane.doe"
+    r.tick("2026-11-30T14:01:00Z")
+    assert r.dispatcher.calls == []
+    r.tick("2026-11-30T14:02:00Z")
+    ((target, run_id, body, sent),) = r.dispatcher.calls
+    assert (target, run_id, sent) == (
+        "once-fn",
+        "once@2026-11-30T14:02:30Z",
+        at("2026-11-30T14:02:30Z"),
+    )
+    assert body["job"] == "once" and body["parameters"] == {"n": 1} and body["attempt"] == 1
+    assert r.ticker.operator.list_schedules() == {"schedules": []}  # a one-time schedule ends
+    r.tick("2026-11-30T14:03:00Z")
+    assert len(r.dispatcher.calls) == 1
+    run = r.claims.run("once@2026-11-30T14:02:30Z")
+    assert run is not None and run.status is RunStatus.DISPATCHED
+
+
+def test_a_runtime_cron_schedule_keeps_its_next_firing_and_stops_at_its_end() -> None:
+    r = rig(CRON)
+    r.ticker.operator.create_schedules(
+        [
+            {
+                "name": "every-2",
+                "cron": "0 */2 * * * ?",
+                "service": "fn",
+                "end": "2026-11-30T14:06:00Z",
+            }
+        ],
+        "jane.doe",
+    )
+    (shown,) = r.ticker.operator.list_schedules()["schedules"]
+    assert shown["nextFiring"] == "2026-11-30T14:02:00Z" and shown["entry"]["timezone"] == "UTC"
+    for minute in range(1, 9):
+        r.tick(f"2026-11-30T14:{minute:02d}:00Z")
+    assert r.dispatcher.firing_ids == [
+        "every-2@2026-11-30T14:02:00Z",
+        "every-2@2026-11-30T14:04:00Z",
+    ]
+    assert r.ticker.operator.list_schedules() == {"schedules": []}  # past its end
+
+
+def test_a_schedule_late_past_the_grace_is_skipped_and_its_next_firing_follows() -> None:
+    r = rig(CRON + "misfire.grace: 60\n")
+    r.ticker.operator.create_schedules(
+        [{"name": "s", "cron": "0 */5 * * * ?", "service": "fn"}], "jane.doe"
+    )
+    r.tick("2026-11-30T14:01:00Z")
+    r.clock.set(at("2026-11-30T15:01:00Z"))  # an hour without a tick
+    r.tick("2026-11-30T15:01:00Z")
+    skipped = r.claims.run("s@2026-11-30T14:05:00Z")
+    assert skipped is not None and skipped.status is RunStatus.SKIPPED
+    assert skipped.reason == "misfire_grace"
+    (shown,) = r.ticker.operator.list_schedules()["schedules"]
+    assert shown["nextFiring"] == "2026-11-30T15:05:00Z"  # one skip, not twelve
+    assert [i for i in r.dispatcher.firing_ids if i.startswith("s@")] == []
+
+
+def test_create_is_all_or_nothing_and_names_every_bad_entry() -> None:
+    r = rig(CRON)
+    with pytest.raises(EventError) as refused:
+        r.ticker.operator.create_schedules(
+            [
+                {"name": "ok", "at": "2026-11-30T15:00:00Z", "service": "fn"},
+                {"name": "export", "cron": "0 * * * * ?", "service": "fn"},
+                {"name": "past", "at": "2026-11-30T13:00:00Z", "service": "fn"},
+                {
+                    "name": "both",
+                    "at": "2026-11-30T15:00:00Z",
+                    "cron": "0 * * * * ?",
+                    "service": "fn",
+                },
+                {"name": "bad", "cron": "0 0 * * *", "service": "fn", "colour": 1},
+                {"name": "ok", "at": "2026-11-30T16:00:00Z", "service": "fn"},
+            ],
+            "jane.doe",
+        )
+    message = str(refused.value)
+    assert message.startswith("nothing created - ")
+    assert "entry 2: name export is a job of" in message
+    assert "entry 3: schedule past: at 2026-11-30T13:00:00Z is not in the future" in message
+    assert "entry 4: schedule both: cron does not go with at" in message
+    assert "entry 5: schedule bad: schedule bad key colour ignored" in message
+    assert "entry 6: name ok is given twice" in message
+    assert r.claims.pending_deferred("schedule") == []
+
+
+def test_a_name_is_taken_once_and_delete_frees_it(caplog: pytest.LogCaptureFixture) -> None:
+    r = rig(CRON)
+    one = {"name": "s", "cron": "0 0 * * * ?", "service": "fn"}
+    r.ticker.operator.create_schedules([one], "jane.doe")
+    with pytest.raises(EventError, match="a runtime schedule s exists"):
+        r.ticker.operator.create_schedules([one], "jane.doe")
+    with caplog.at_level(logging.INFO):
+        gone = r.ticker.operator.delete_schedule("s", "bob")
+    assert gone["deleted"]["name"] == "s" and gone["operator"] == "bob"
+    assert "Operator bob deleted runtime schedule s" in caplog.text
+    with pytest.raises(EventError, match="no runtime schedule 's'"):
+        r.ticker.operator.show_schedule("s")
+    r.ticker.operator.create_schedules([one], "jane.doe")  # the name is free again
+
+
+def test_a_cron_yaml_job_that_takes_a_schedule_s_name_wins() -> None:
+    """cron.yaml stays the source of the deployed jobs: a job deployed later under a runtime
+    schedule's name makes the tick drop the schedule (with a line), never run both."""
+    r = rig(CRON)
+    r.ticker.operator.create_schedules(
+        [{"name": "later", "at": "2026-11-30T14:01:10Z", "service": "fn"}], "jane.doe"
+    )
+    (item,) = r.claims.pending_deferred(SCHEDULE)
+    deployed = load(CRON + "  - name: later\n    cron: '0 0 3 * * ?'\n    service: later-fn\n")
+    job, why = deferred_job(item, deployed)
+    assert job is None and why == "runtime schedule later has the name of a job of <string>"
+    job, why = deferred_job(item, load(CRON))
+    assert job is not None and job.name == "later" and job.runtime is not None
+
+
+def test_schedule_events_go_through_the_operator_path() -> None:
+    r = rig(CRON)
+    made = route(
+        r.ticker,
+        {
+            "schedule": "create",
+            "operator": "jane.doe",
+            "schedules": [{"name": "s", "at": "2026-11-30T15:00:00Z", "service": "fn"}],
+        },
+    )
+    assert made["created"][0]["name"] == "s"
+    assert (
+        route(r.ticker, {"schedule": "show", "name": "s"})["entry"]["at"] == "2026-11-30T15:00:00Z"
+    )
+    assert [s["name"] for s in route(r.ticker, {"schedule": "list"})["schedules"]] == ["s"]
+    with pytest.raises(EventError, match="schedule delete takes name, operator; unknown: 'at'"):
+        route(r.ticker, {"schedule": "delete", "name": "s", "at": 1})
+    with pytest.raises(EventError, match="operator is required"):
+        route(r.ticker, {"schedule": "delete", "name": "s"})
+    route(r.ticker, {"schedule": "delete", "name": "s", "operator": "jane.doe"})
+    assert route(r.ticker, {"schedule": "list"}) == {"schedules": []}
+    with pytest.raises(EventError, match="schedule must be one of create, list, show, delete"):
+        route(r.ticker, {"schedule": "update"})
+
+
+def test_start_and_end_bound_a_cron_yaml_job() -> None:
+    r = rig("""
+jobs:
+  - name: "bounded"
+    cron: "0 * * * * ?"
+    service: "fn"
+    start: "2026-11-30T14:02:00Z"
+    end: "2026-11-30T14:04:00Z"
+""")
+    for minute in range(0, 7):
+        r.tick(f"2026-11-30T14:{minute:02d}:00Z")
+    assert r.dispatcher.firing_ids == [
+        "bounded@2026-11-30T14:02:00Z",
+        "bounded@2026-11-30T14:03:00Z",
+    ]
