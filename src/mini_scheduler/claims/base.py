@@ -14,7 +14,11 @@ contract test suite holds each to it.
   as MongoDB and the memory store do, has nothing to do; DynamoDB keeps no index entry that
   moves with every status, so it is told where to look.)
 * A run record moves CLAIMED -> DISPATCHED -> SUCCEEDED | FAILED | TIMED_OUT, or is written
-  SKIPPED once; a record that exists is never overwritten by a claim or a skip.
+  SKIPPED once; a record that exists is never overwritten by a claim or a skip, with one
+  exception: a backfill's claim (``over_skipped``) also wins where the firing's record is
+  SKIPPED (the firing never ran). It is still one conditional write, on the skip as read, so
+  exactly one of its racing claimers wins; over any other status it is LOST. Its CLAIMED run
+  keeps the skip it replaced (``replacedSkip``: :func:`.transitions.replaced`).
 * A run carries a deadline: the claim's lease, then the job's timeout (kept when the run ends).
   ``due_runs`` lists the open runs (CLAIMED or DISPATCHED) past their deadline (the sweep).
 * An exclusive claim (``overlap: skip``) also takes the job's open slot; the slot is released
@@ -59,10 +63,13 @@ class ClaimResult(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ClaimRequest:
-    """One firing to claim; ``exclusive`` (``overlap: skip``) takes the job's open slot too."""
+    """One firing to claim; ``exclusive`` (``overlap: skip``) takes the job's open slot too.
+    ``over_skipped`` (a backfill's firing) wins over a SKIPPED record of the firing as well as
+    where it has none: a skipped firing never ran, and a backfill is for those."""
 
     firing: Firing
     exclusive: bool = False
+    over_skipped: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,10 +150,13 @@ class ClaimStore(Protocol):
         lease_until: datetime,
         origin: str,
         exclusive: bool = False,
+        over_skipped: bool = False,
     ) -> ClaimResult:
         """Claim ``firing`` in one conditional write: WON for exactly one caller. With
         ``exclusive`` the job's open slot must be free as well (else OVERLAP, nothing written).
-        Raises StoreError when the store cannot answer (after retries)."""
+        With ``over_skipped`` the claim also wins over the firing's SKIPPED record, replacing
+        it (:class:`ClaimRequest`). A run of a backfill's firing says ``backfill``. Raises
+        StoreError when the store cannot answer (after retries)."""
         ...
 
     def claim_many(
@@ -315,9 +325,13 @@ class OneByOne:
         lease_until: datetime,
         origin: str,
         exclusive: bool = False,
+        over_skipped: bool = False,
     ) -> ClaimResult:
         (outcome,) = self.claim_many(
-            [ClaimRequest(firing, exclusive)], now=now, lease_until=lease_until, origin=origin
+            [ClaimRequest(firing, exclusive, over_skipped)],
+            now=now,
+            lease_until=lease_until,
+            origin=origin,
         )
         if isinstance(outcome, StoreError):
             raise outcome

@@ -15,6 +15,10 @@ On the hot path a firing of an ``overlap: allow`` job costs three writes of one 
 transaction and no index entry: the claim (a PartiQL ``INSERT``), the mark (a PartiQL
 ``UPDATE``), both 25 to a request (:mod:`.dynamodb_batch`), and the recorder's close (one
 ``UpdateItem``). An ``overlap: skip`` job's slot adds one write at the claim and one at the end.
+A backfill's claim (``over_skipped``) whose ``INSERT`` met an item reads it, as every refused
+claim does (its token tells our own insert sent again from a peer's), and where that item is a
+SKIPPED record replaces it with one ``PutItem``, conditional on the skip as read: one request
+more, for a firing recorded SKIPPED only (PartiQL's ``INSERT`` cannot say "or SKIPPED").
 
 Each write is one of :mod:`.transitions`, made a request by :mod:`.dynamodb_table`.
 """
@@ -48,6 +52,7 @@ from mini_scheduler.claims.dynamodb_slots import JobSlots
 from mini_scheduler.claims.dynamodb_table import (
     RUN,
     code,
+    condition,
     expressions,
     failed,
     get_many,
@@ -167,28 +172,24 @@ class DynamoDBClaimStore(OneByOne):
         for i, request in enumerate(claims):
             if request.exclusive:
                 try:
-                    taken = self._slots.take(request.firing, now=now, lease_until=lease_until)
+                    taken = self._slots.take(
+                        request.firing,
+                        now=now,
+                        lease_until=lease_until,
+                        over_skip=request.over_skipped,
+                    )
                 except StoreError as exc:
                     outcomes[i] = exc
                     continue
                 if not taken:
                     # Another run holds the slot; a firing recorded already is LOST all the same.
-                    outcomes[i] = self._overlap_or_lost(request.firing)
+                    outcomes[i] = self._overlap_or_lost(request)
                     continue
             inserts.append(i)
         items = [
             Insert(
                 run_item(
-                    claims[i].firing,
-                    transitions.claimed(
-                        claims[i].firing,
-                        now=now,
-                        lease_until=lease_until,
-                        origin=origin,
-                        exclusive=claims[i].exclusive,
-                        expires_at=now + self._ttl,
-                        token=token,
-                    ),
+                    claims[i].firing, self._claimed(claims[i], now, lease_until, origin, token)
                 )
             )
             for i in inserts
@@ -207,29 +208,96 @@ class DynamoDBClaimStore(OneByOne):
             # A peer's claim, or our own: the SDK sends a request again when its answer was
             # lost, and the second send meets the first's items. The token tells them apart.
             try:
-                holders = self._tokens([claims[i].firing for i in refused])
+                holders = self._holders([claims[i].firing for i in refused])
             except StoreError as exc:
                 holders = {}
                 for i in refused:
                     outcomes[i] = exc
             for i in refused:
-                if outcomes[i] is None:
-                    ours = holders.get(claims[i].firing.id) == token
-                    outcomes[i] = ClaimResult.WON if ours else ClaimResult.LOST
+                if outcomes[i] is not None:
+                    continue
+                holder, held_by = holders.get(claims[i].firing.id, (None, None))
+                if held_by == token:
+                    outcomes[i] = ClaimResult.WON
+                elif holder is not None and transitions.replaces(claims[i].over_skipped, holder):
+                    run = self._claimed(claims[i], now, lease_until, origin, token, holder)
+                    outcomes[i] = self._claim_over_skip(claims[i].firing, holder, run, token)
+                else:
+                    outcomes[i] = ClaimResult.LOST
         return [outcome for outcome in outcomes if outcome is not None]
 
-    def _overlap_or_lost(self, firing: Firing) -> ClaimOutcome:
+    def _claimed(
+        self,
+        request: ClaimRequest,
+        now: datetime,
+        lease_until: datetime,
+        origin: str,
+        token: str,
+        over: RunRecord | None = None,
+    ) -> dict[str, Any]:
+        return transitions.claimed(
+            request.firing,
+            now=now,
+            lease_until=lease_until,
+            origin=origin,
+            exclusive=request.exclusive,
+            expires_at=now + self._ttl,
+            token=token,
+            over=over,
+        )
+
+    def _claim_over_skip(
+        self, firing: Firing, skip: RunRecord, run: Mapping[str, Any], token: str
+    ) -> ClaimOutcome:
+        """A backfill's claim over ``skip``, the firing's SKIPPED record as read: one PutItem
+        of the claimed ``run``, on condition that the firing has no record or still that
+        skip. Refused, it is LOST, unless the item it met is its own (an earlier send of
+        this request, whose answer was lost)."""
+        values: dict[str, Any] = {}
+        expected = condition(transitions.over_skip(skip), RUN, values)
+        request = named(
+            {
+                "TableName": self.table,
+                "Item": run_item(firing, run),
+                "ConditionExpression": f"attribute_not_exists(#pk) OR ({expected})",
+                "ExpressionAttributeValues": values,
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            }
+        )
         try:
-            return ClaimResult.LOST if self.run(firing.id) else ClaimResult.OVERLAP
+            write_retried(self._client, "put_item", self._sleep, **request)
+        except ClientError as exc:
+            if code(exc) != "ConditionalCheckFailedException":
+                return self._fail("PutItem (claim over skip)", exc)
+            met: Mapping[str, Any] | None = exc.response.get("Item")  # type: ignore[assignment]
+            if met is None:  # an endpoint that does not return it with a refusal
+                try:
+                    met_token = self._holders([firing]).get(firing.id, (None, None))[1]
+                except StoreError as error:
+                    return error
+            else:
+                met_token = met.get(RUN["claim_token"], {}).get("S")
+            return ClaimResult.WON if met_token == token else ClaimResult.LOST
+        except BotoCoreError as exc:
+            return self._fail("PutItem (claim over skip)", exc)
+        return ClaimResult.WON
+
+    def _overlap_or_lost(self, request: ClaimRequest) -> ClaimOutcome:
+        try:
+            run = self.run(request.firing.id)
         except StoreError as exc:
             return exc
+        if run is None or transitions.replaces(request.over_skipped, run):
+            return ClaimResult.OVERLAP
+        return ClaimResult.LOST
 
-    def _tokens(self, firings: Sequence[Firing]) -> dict[str, str | None]:
-        """Each firing's claim token as stored (consistent reads)."""
-        found: dict[str, str | None] = {}
+    def _holders(self, firings: Sequence[Firing]) -> dict[str, tuple[RunRecord, str | None]]:
+        """Each firing's record and claim token as stored (consistent reads)."""
+        found: dict[str, tuple[RunRecord, str | None]] = {}
         keys = [run_key(firing) for firing in firings]
         for raw in get_many(self._client, self.table, "BatchGetItem (claims)", keys, self._sleep):
-            found[run_from(raw).firing_id] = raw.get(RUN["claim_token"], {}).get("S")
+            run = run_from(raw)
+            found[run.firing_id] = run, raw.get(RUN["claim_token"], {}).get("S")
         return found
 
     def watch(self, firing_ids: Sequence[str], at: datetime) -> None:

@@ -12,7 +12,9 @@ A run of an exclusive firing therefore never exists without its slot, so two run
 never open at once. A claimer that dies between the two writes leaves a slot with no run: the
 job is skipped (never run twice) until the claim's lease has passed; the next exclusive claim
 then releases that slot, conditionally on it being as it read it. A slot whose run has ended
-(its release was lost) is released the same way at once (:func:`.transitions.stale_slot`).
+(its release was lost) is released the same way at once (:func:`.transitions.stale_slot`);
+one taken by a backfill's claim over a SKIPPED record (``openOverSkip``) counts that record as no
+run yet, since the claim replaces it after taking the slot.
 MongoDB keeps its slots the same way (:mod:`.mongodb_slots`).
 """
 
@@ -95,9 +97,12 @@ class JobSlots:
             raise self._fail("GetItem (job slot)", exc) from exc
         return plain_item(answer.get("Item") or {})
 
-    def take(self, firing: Firing, *, now: datetime, lease_until: datetime) -> bool:
-        """Set the job's ``openFiring`` to this firing unless another firing holds it."""
-        take = transitions.take_slot(firing.id)
+    def take(
+        self, firing: Firing, *, now: datetime, lease_until: datetime, over_skip: bool = False
+    ) -> bool:
+        """Set the job's ``openFiring`` to this firing unless another firing holds it
+        (``over_skip``: for a backfill's claim over the firing's SKIPPED record)."""
+        take = transitions.take_slot(firing.id, over_skip=over_skip)
         take = replace(take, sets={**take.sets, "open_until": lease_until})
         for _ in range(_ATTEMPTS):
             state = self._update(firing.job, take, "take job slot")
@@ -129,7 +134,8 @@ class JobSlots:
             raise self._fail("GetItem (slot holder)", exc) from exc
         holder = run_from(answer["Item"]) if answer.get("Item") else None
         lease = state.get(JOB_FIELDS["open_until"])
-        why = transitions.stale_slot(holder, instant(lease), now)
+        over_skip = bool(state.get(JOB_FIELDS["open_over_skip"]))
+        why = transitions.stale_slot(holder, instant(lease), now, over_skip=over_skip)
         if why is None:
             return False
         release = transitions.release_slot(held)

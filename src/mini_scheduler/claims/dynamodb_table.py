@@ -140,15 +140,15 @@ def expressions(write: Write, names: Mapping[str, str]) -> dict[str, Any]:
             f"{verb} {', '.join(parts)}" for verb, parts in clauses.items() if parts
         )
     }
-    condition = _condition(write.expect, names, values)
-    if condition:
-        request["ConditionExpression"] = condition
+    expected = condition(write.expect, names, values)
+    if expected:
+        request["ConditionExpression"] = expected
     if values:
         request["ExpressionAttributeValues"] = values
     return request
 
 
-def _condition(expect: Expect, names: Mapping[str, str], values: dict[str, Any]) -> str:
+def condition(expect: Expect, names: Mapping[str, str], values: dict[str, Any]) -> str:
     """``expect`` as a ConditionExpression, its values added to ``values``."""
     parts: list[str] = []
     for field, allowed in expect.one_of.items():

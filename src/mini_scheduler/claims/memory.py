@@ -34,6 +34,7 @@ from mini_scheduler.claims.transitions import (
     job_follows,
     job_started,
     log_slot_held,
+    replaces,
     skipped,
     slot_follows,
     take_slot,
@@ -119,16 +120,26 @@ class MemoryClaimStore:
         lease_until: datetime,
         origin: str,
         exclusive: bool = False,
+        over_skipped: bool = False,
     ) -> ClaimResult:
         with self._lock:
             self.calls += 1
-            if self._key(firing) in self._runs:
+            key = self._key(firing)
+            found = self._runs.get(key)
+            over = found if found is not None and replaces(over_skipped, found) else None
+            if found is not None and over is None:
                 return ClaimResult.LOST
             if exclusive and not self._write_job(firing.job, take_slot(firing.id)):
                 return ClaimResult.OVERLAP
             run = claimed(
-                firing, now=now, lease_until=lease_until, origin=origin, exclusive=exclusive
+                firing,
+                now=now,
+                lease_until=lease_until,
+                origin=origin,
+                exclusive=exclusive,
+                over=over,
             )
+            self._runs.pop(key, None)  # the skip a backfill's claim replaces (under the lock)
             self._put_new(firing, run)
             return ClaimResult.WON
 
@@ -142,7 +153,12 @@ class MemoryClaimStore:
     ) -> list[ClaimOutcome]:
         return [
             self.claim(
-                c.firing, now=now, lease_until=lease_until, origin=origin, exclusive=c.exclusive
+                c.firing,
+                now=now,
+                lease_until=lease_until,
+                origin=origin,
+                exclusive=c.exclusive,
+                over_skipped=c.over_skipped,
             )
             for c in claims
         ]

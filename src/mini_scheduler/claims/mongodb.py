@@ -88,6 +88,15 @@ log = logging.getLogger("mini_scheduler.claims")
 _ATTEMPTS = 3  # a claim insert whose connection broke is tried again, with the same token
 _WATERMARK = "watermark#"  # control document ids: watermark#<scope>, pause#<job>
 _PAUSE = "pause#"
+_HOLDER = {
+    RUN[name]: 1
+    for name in (
+        *("job", "scheduled_time", "status", "claim_token", "open", "exclusive"),
+        *("ended_at", "reason", "skipped_until", "skipped_count"),
+    )
+}
+"""What a lost claim reads of the run it lost to: its token, whether it holds the job's slot,
+and the skip a backfill's claim replaces."""
 
 
 def _retryable(exc: PyMongoError) -> bool:
@@ -196,7 +205,9 @@ class MongoDBClaimStore(OneByOne):
         for index, request in enumerate(claims):
             firing = request.firing
             if request.exclusive:
-                refused = self._slots.refusal(firing, now=now, lease_until=lease_until)
+                refused = self._slots.refusal(
+                    firing, now=now, lease_until=lease_until, over_skipped=request.over_skipped
+                )
                 if refused is not None:
                     answers[index] = refused
                     continue
@@ -212,10 +223,33 @@ class MongoDBClaimStore(OneByOne):
             inserts[index] = run_doc(firing, run)
         inserted = self._insert_claims(list(inserts.values())) if inserts else []
         for index, answer in zip(inserts, inserted, strict=True):
-            if isinstance(answer, dict) and claims[index].exclusive:  # lost to this run
-                answer = self._slots.lost(claims[index].firing, answer)
+            request = claims[index]
+            if isinstance(answer, dict) and transitions.replaces(
+                request.over_skipped, run_from(answer)
+            ):
+                answer = self._claim_over_skip(inserts[index], run_from(answer))
+            if isinstance(answer, dict) and request.exclusive:  # lost to this run
+                answer = self._slots.lost(request.firing, answer)
             answers[index] = ClaimResult.LOST if isinstance(answer, dict) else answer
         return [answers[index] for index in range(len(claims))]
+
+    def _claim_over_skip(self, claim: Document, skip: RunRecord) -> ClaimOutcome | Document:
+        """A backfill's claim over ``skip``, the firing's SKIPPED record as read: one
+        ``replace_one`` of it by ``claim`` (keeping what it replaces), conditional on the record
+        being still that skip. WON, its StoreError, or the run it lost to (a peer's claim over
+        the same skip; read back, with the token that tells our own earlier try)."""
+        doc = {**claim, RUN["replaced_skip"]: transitions.replaced(skip)}
+        still = filter_for({"_id": doc["_id"]}, transitions.over_skip(skip), RUN)
+        try:
+            if self.runs.replace_one(still, doc).matched_count == 1:
+                return ClaimResult.WON
+            holder = self.runs.find_one({"_id": doc["_id"]}, _HOLDER)
+        except PyMongoError as exc:
+            return self._fail("replace (claim over skip)", RUNS, exc)
+        if holder is None:
+            return ClaimResult.LOST
+        token = RUN["claim_token"]
+        return ClaimResult.WON if holder.get(token) == doc[token] else holder
 
     def _insert_claims(self, docs: list[Document]) -> list[ClaimOutcome | Document]:
         """Insert the claims, unordered: for each WON, the run it lost to (LOST when that run
@@ -252,7 +286,7 @@ class MongoDBClaimStore(OneByOne):
         token = RUN["claim_token"]
         wanted = {"_id": {"$in": [docs[index]["_id"] for index in taken]}}
         try:
-            found = self.runs.find(wanted, {token: 1, RUN["open"]: 1, RUN["exclusive"]: 1})
+            found = self.runs.find(wanted, _HOLDER)
             holders = {doc["_id"]: doc for doc in found}
         except PyMongoError as exc:
             for index in taken:

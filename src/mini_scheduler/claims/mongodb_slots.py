@@ -14,8 +14,10 @@ of the job are never open at once. A claimer that dies between the two writes le
 with no run: the job is skipped (never run twice) until the claim's lease (``openUntil``) has
 passed, and then the next exclusive claim releases that slot, conditionally on it being unchanged
 (the same lease assumption as a takeover). A slot whose run has ended (its release was lost) is
-released the same way at once. This is portable (no transaction, so no replica-set requirement
-and nothing mongomock cannot run); the price is a second write on the exclusive path.
+released the same way at once. A slot taken by a backfill's claim over a SKIPPED record
+(``openOverSkip``) counts that record as no run yet: the claim replaces it after the slot.
+This is portable (no transaction, so no replica-set requirement and nothing mongomock cannot
+run); the price is a second write on the exclusive path.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from mini_scheduler.claims.mongodb_documents import RUN, update_job, utc, with_l
 from mini_scheduler.claims.records import JOB_FIELDS
 from mini_scheduler.claims.transitions import Write
 from mini_scheduler.errors import StoreError
-from mini_scheduler.model import Firing
+from mini_scheduler.model import Firing, RunStatus
 from mini_scheduler.mongo import JOB_STATE, RUNS, Document
 
 if TYPE_CHECKING:
@@ -58,9 +60,12 @@ class JobSlots:
         self._states = states
         self._fail = fail
 
-    def take(self, firing: Firing, *, now: datetime, lease_until: datetime) -> bool:
-        """Set the job's ``openFiring`` to this firing unless another firing holds it."""
-        take = with_lease(transitions.take_slot(firing.id), lease_until)
+    def take(
+        self, firing: Firing, *, now: datetime, lease_until: datetime, over_skip: bool = False
+    ) -> bool:
+        """Set the job's ``openFiring`` to this firing unless another firing holds it
+        (``over_skip``: for a backfill's claim over the firing's SKIPPED record)."""
+        take = with_lease(transitions.take_slot(firing.id, over_skip=over_skip), lease_until)
         for _ in range(_ATTEMPTS):
             try:
                 update_job(self._states, firing.job, take, upsert=True)
@@ -83,27 +88,38 @@ class JobSlots:
         return False
 
     def refusal(
-        self, firing: Firing, *, now: datetime, lease_until: datetime
+        self,
+        firing: Firing,
+        *,
+        now: datetime,
+        lease_until: datetime,
+        over_skipped: bool = False,
     ) -> ClaimOutcome | None:
         """Take an exclusive claim's slot: None when taken, else the claim's answer (OVERLAP;
-        LOST for a firing that has a record; the firing's StoreError). Raises StoreError when
-        the store cannot be reached: the batch fails as a whole, not slot by slot."""
+        LOST for a firing that has a record, but a SKIPPED one for a backfill's claim; the
+        firing's StoreError). Raises StoreError when the store cannot be reached: the batch
+        fails as a whole, not slot by slot."""
         try:
-            if self.take(firing, now=now, lease_until=lease_until):
+            if self.take(firing, now=now, lease_until=lease_until, over_skip=over_skipped):
                 return None
             # Nothing written. A firing that already has a record is LOST, as for any claim.
-            recorded = self._recorded(firing.id)
+            status = self._recorded(firing.id)
         except StoreError as exc:
             if isinstance(exc.__cause__, ConnectionFailure):
                 raise
             return exc
-        return ClaimResult.LOST if recorded else ClaimResult.OVERLAP
+        if status is None or (over_skipped and status == RunStatus.SKIPPED):
+            return ClaimResult.OVERLAP
+        return ClaimResult.LOST
 
-    def _recorded(self, firing_id: str) -> bool:
+    def _recorded(self, firing_id: str) -> str | None:
+        """The status of the firing's record, None when it has none."""
+        status = RUN["status"]
         try:
-            return self._runs.find_one({"_id": firing_id}, {"_id": 1}) is not None
+            found = self._runs.find_one({"_id": firing_id}, {status: 1})
         except PyMongoError as exc:
             raise self._fail("find (run)", RUNS, exc) from exc
+        return None if found is None else str(found.get(status))
 
     def lost(self, firing: Firing, holder: Mapping[str, Any]) -> ClaimOutcome:
         """An exclusive claim lost to ``holder``: its slot is released unless ``holder`` is an
@@ -142,6 +158,9 @@ class JobSlots:
             raise self._fail("find (slot holder)", RUNS, exc) from exc
         lease = state.get(JOB_FIELDS["open_until"])
         until = utc(lease)
+        # A slot taken by a backfill's claim over a skip: that SKIPPED record is no run yet.
+        if run is not None and state.get(JOB_FIELDS["open_over_skip"]):
+            run = None if run.get(status) == RunStatus.SKIPPED else run
         if run is not None:
             if run.get(status) in transitions.OPEN:
                 return False

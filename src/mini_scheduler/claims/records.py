@@ -83,6 +83,8 @@ class RunRecord:
     service: str | None = None  # where it was dispatched (the job's service), from its mark
     schedule: str | None = None  # "<statement> @<zone>" when it was dispatched
     retry: Mapping[str, Any] | None = None  # the job's retry policy when it was dispatched
+    backfill: bool = False  # a past firing an operator's backfill ran (:attr:`.Firing.backfill`)
+    replaced_skip: Mapping[str, Any] | None = None  # the skip a backfill's claim replaced
 
     @property
     def attempt(self) -> int:
@@ -129,6 +131,10 @@ class RunRecord:
             out["earlierEnds"] = [end.to_json() for end in self.earlier_ends]
         if self.manual:
             out["manual"] = True
+        if self.backfill:
+            out["backfill"] = True
+        if self.replaced_skip is not None:
+            out["replacedSkip"] = dict(self.replaced_skip)
         if self.attempt > 1:
             out["attempt"] = self.attempt
         if self.retry is not None:
@@ -191,6 +197,8 @@ RUN_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "service": "service",
         "schedule": "schedule",
         "retry": "retry",
+        "backfill": "backfill",
+        "replaced_skip": "replacedSkip",  # {reason, until, count}: :func:`.transitions.replaced`
         # kept by the store only
         "claim_token": "claimToken",  # nosec B105 # a field's name, not a password
         "takeovers": "takeovers",  # how many times the claim was taken over
@@ -212,6 +220,7 @@ JOB_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "last_status": "lastStatus",
         "open_firing": "openFiring",  # the open slot of ``overlap: skip``: the run holding it
         "open_until": "openUntil",  # the slot's claim's lease, for a slot with no run yet
+        "open_over_skip": "openOverSkip",  # taken by a backfill's claim over a SKIPPED record
     }
 )
 """A job state's logical fields and the names they are stored under."""
@@ -257,6 +266,8 @@ def run_record_from(
         service=get("service"),
         schedule=get("schedule"),
         retry=get("retry"),
+        backfill=bool(get("backfill", False)),
+        replaced_skip=get("replaced_skip"),
         earlier_ends=tuple(
             EarlierEnd(
                 RunStatus(end[END_FIELDS["status"]]),

@@ -9,7 +9,9 @@ replace).
 
 Which status may follow which:
 
-* a run is written CLAIMED or SKIPPED once, where its firing has no record;
+* a run is written CLAIMED or SKIPPED once, where its firing has no record; a backfill's claim
+  (``over_skipped``) may also replace a SKIPPED record, as read (:func:`over_skip`), with its
+  CLAIMED run, which keeps what it replaced (:func:`replaced`);
 * CLAIMED -> CLAIMED (a take-over, past the lease, of the claim as it was seen) -> DISPATCHED;
 * CLAIMED or DISPATCHED -> SUCCEEDED | FAILED | TIMED_OUT, in one write (the sweep's TIMED_OUT:
   DISPATCHED past its deadline only);
@@ -111,6 +113,8 @@ def new_run(firing: Firing, status: RunStatus, *, origin: str, **more: Any) -> d
         run["parameters"] = dict(firing.parameters)
     if firing.operator:
         run["operator"] = firing.operator
+    if firing.backfill:
+        run["backfill"] = True
     run.update((name, value) for name, value in more.items() if value is not None)
     return run
 
@@ -124,8 +128,10 @@ def claimed(
     exclusive: bool,
     expires_at: datetime | None = None,
     token: str | None = None,
+    over: RunRecord | None = None,
 ) -> dict[str, Any]:
-    """A claim: the run CLAIMED, open until its lease (``token`` tells the claimer's write)."""
+    """A claim: the run CLAIMED, open until its lease (``token`` tells the claimer's write);
+    with ``over``, a backfill's claim over that SKIPPED record (:func:`replaced`)."""
     return new_run(
         firing,
         RunStatus.CLAIMED,
@@ -136,7 +142,36 @@ def claimed(
         open=True,
         exclusive=exclusive or None,
         claim_token=token,
+        replaced_skip=replaced(over) if over is not None else None,
     )
+
+
+def replaces(over_skipped: bool, record: RunRecord) -> bool:
+    """Whether a claim wins although its firing has ``record``: a backfill's claim
+    (``over_skipped``) over a SKIPPED one, which never ran."""
+    return over_skipped and record.status is RunStatus.SKIPPED
+
+
+def over_skip(skip: RunRecord) -> Expect:
+    """The condition of a backfill's claim over ``skip``: the firing's record is still that
+    SKIPPED one. A skip is written once and never changes, so its status and its end (the
+    instant it was recorded) tell it; a peer's claim over it changes the status, so exactly
+    one of the claimers racing over one skip wins."""
+    return Expect({"status": (RunStatus.SKIPPED,), "ended_at": (skip.ended_at,)})
+
+
+def replaced(skip: RunRecord) -> dict[str, Any]:
+    """What a backfill's run keeps of the SKIPPED record its claim replaced (``replacedSkip``):
+    the skip's ``reason`` and, for a skipped range, its last firing (``until``) and how many
+    firings it covered (``count``).
+
+    A range's remainder (its second firing to ``until``) is not written as a range of its own:
+    its key, the range's second firing, is the job's cron statement's to tell, and a store has
+    none (nor would a second write be atomic with the claim). The run keeps the whole range's
+    trace instead; the remainder's firings have no record of their own, so a backfill claims
+    them as any firing."""
+    kept = {"reason": skip.reason, "until": skip.skipped_until, "count": skip.skipped_count}
+    return {name: value for name, value in kept.items() if value is not None}
 
 
 def skipped(
@@ -315,16 +350,24 @@ def job_follows(firing_id: str, after: RunRecord) -> Write:
     )
 
 
-def take_slot(firing_id: str) -> Write:
-    """An exclusive run takes the job's open slot, if no other run holds it."""
-    return Write({"open_firing": firing_id}, Expect({"open_firing": (None, firing_id)}))
+def take_slot(firing_id: str, *, over_skip: bool = False) -> Write:
+    """An exclusive run takes the job's open slot, if no other run holds it; ``over_skip``: for
+    a backfill's claim over its firing's SKIPPED record (:func:`stale_slot`)."""
+    return Write(
+        {"open_firing": firing_id, "open_over_skip": True if over_skip else None},
+        Expect({"open_firing": (None, firing_id)}),
+    )
 
 
-def stale_slot(holder: RunRecord | None, lease: datetime | None, now: datetime) -> str | None:
+def stale_slot(
+    holder: RunRecord | None, lease: datetime | None, now: datetime, *, over_skip: bool = False
+) -> str | None:
     """Why a job's slot may be released although ``holder``'s firing holds it: its run has
     ended (its release was lost), or no run was recorded within its claim's ``lease`` (the
-    claimer died between taking the slot and writing the claim); None while it is held."""
-    if holder is not None:
+    claimer died between taking the slot and writing the claim); None while it is held. A slot
+    taken ``over_skip`` (by a backfill's claim, which replaces the firing's SKIPPED record
+    after taking the slot) counts that SKIPPED record as no run yet: held until its lease."""
+    if holder is not None and not (over_skip and holder.status is RunStatus.SKIPPED):
         return None if holder.status.open else "its run has ended"
     if lease is not None and lease <= now:
         return "no run was recorded within its claim's lease"
@@ -333,7 +376,9 @@ def stale_slot(holder: RunRecord | None, lease: datetime | None, now: datetime) 
 
 def release_slot(firing_id: str) -> Write:
     """An exclusive run releases the job's open slot, if it holds it (never another's)."""
-    return Write({"open_firing": None}, Expect({"open_firing": (firing_id,)}))
+    return Write(
+        {"open_firing": None, "open_over_skip": None}, Expect({"open_firing": (firing_id,)})
+    )
 
 
 def slot_follows(firing_id: str, before: RunRecord, after: RunRecord) -> Write | None:

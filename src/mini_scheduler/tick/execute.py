@@ -412,7 +412,10 @@ class Executor:
                 self._out_of_time(d, tally, deadline)
             return
         lease = now + timedelta(seconds=self.settings.claim_lease_seconds)
-        requests = [ClaimRequest(d.firing, d.job.overlap == "skip") for d in batch]
+        requests = [
+            ClaimRequest(d.firing, d.job.overlap == "skip", over_skipped=d.firing.backfill)
+            for d in batch
+        ]
         try:
             outcomes = self.claims.claim_many(
                 requests, now=now, lease_until=lease, origin=self.settings.origin

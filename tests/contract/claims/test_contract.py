@@ -5,12 +5,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
 
 import pytest
 
 from mini_scheduler.claims.base import (
+    ClaimOutcome,
     ClaimRequest,
     ClaimResult,
     ClaimStore,
@@ -809,6 +811,161 @@ def test_pending_deferred_firings_of_a_reason_are_listed_however_far_ahead(
     assert claim_store.pending_deferred("schedule") == [far]
 
 
+# -- a backfill's claim over a SKIPPED record (issue 14, part 4) -----------------------------
+
+
+def _backfill(
+    store: ClaimStore, firing: Firing, *, exclusive: bool = False, now: datetime = T0
+) -> ClaimOutcome:
+    """A backfill's claim (``over_skipped``), as the executor makes it, in a batch of one."""
+    (outcome,) = _claim_many(
+        store, [ClaimRequest(replace(firing, backfill=True), exclusive, True)], now=now
+    )
+    return outcome
+
+
+def test_a_backfills_claim_wins_over_a_skipped_firing_once(claim_store: ClaimStore) -> None:
+    firing = Firing("report", T0 - timedelta(hours=1))
+    assert claim_store.record_skipped(firing, now=T0, reason="misfire", origin="us-west-2/DR")
+    assert _claim(claim_store, firing) is ClaimResult.LOST  # without the flag: still LOST
+    assert _backfill(claim_store, firing) is ClaimResult.WON
+    assert _backfill(claim_store, firing) is ClaimResult.LOST  # it has run now
+    assert _claim(claim_store, firing) is ClaimResult.LOST
+    run = claim_store.run(firing.id)
+    assert run is not None and run.status is RunStatus.CLAIMED and run.backfill
+    assert run.origin == ORIGIN and run.claimed_at == T0 and run.ended_at is None
+    assert run.reason is None and run.skipped_count is None
+    assert run.replaced_skip == {"reason": "misfire"}
+    assert run.to_json()["backfill"] is True
+    assert run.to_json()["replacedSkip"] == {"reason": "misfire"}
+    assert [r.firing_id for r in claim_store.history("report")] == [firing.id]
+    # it runs as any claimed run: dispatched, then ended; the sweep sees it while open
+    assert [r.firing_id for r in claim_store.due_runs(T0 + timedelta(minutes=3))] == [firing.id]
+    claim_store.mark_dispatched(firing, now=T0, deadline=T0 + TIMEOUT, start=START)
+    claim_store.close(firing.id, RunStatus.SUCCEEDED, now=T0 + timedelta(seconds=5))
+    run = claim_store.run(firing.id)
+    assert run is not None and run.status is RunStatus.SUCCEEDED and run.backfill
+
+
+def test_a_backfills_claim_over_a_skipped_range_keeps_the_range(claim_store: ClaimStore) -> None:
+    """The range is one record keyed by its first firing: the backfill's run replaces it and
+    keeps its reason, last firing and count; the later firings of the range have no record."""
+    first, last = T0 - timedelta(hours=2), T0 - timedelta(hours=1)
+    claim_store.record_skipped_range(
+        "report", first, last, 61, now=T0, reason="misfire_grace", origin=ORIGIN
+    )
+    assert _backfill(claim_store, Firing("report", first)) is ClaimResult.WON
+    (run,) = claim_store.history("report")
+    assert run.status is RunStatus.CLAIMED and run.backfill and run.skipped_count is None
+    expected = {"reason": "misfire_grace", "until": "2026-11-30T13:00:00Z", "count": 61}
+    assert run.replaced_skip == expected and run.to_json()["replacedSkip"] == expected
+    assert _backfill(claim_store, Firing("report", first + timedelta(minutes=1))) is (
+        ClaimResult.WON
+    )
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        RunStatus.CLAIMED,
+        RunStatus.DISPATCHED,
+        RunStatus.SUCCEEDED,
+        RunStatus.FAILED,
+        RunStatus.TIMED_OUT,
+    ],
+)
+def test_a_backfills_claim_loses_over_any_run_but_a_skip(
+    claim_store: ClaimStore, status: RunStatus
+) -> None:
+    firing = Firing("report", T0)
+    assert _claim(claim_store, firing) is ClaimResult.WON
+    if status is not RunStatus.CLAIMED:
+        claim_store.mark_dispatched(firing, now=T0, deadline=T0 + TIMEOUT, start=START)
+    if status in (RunStatus.SUCCEEDED, RunStatus.FAILED):
+        claim_store.close(firing.id, status, now=T0 + timedelta(seconds=5), error="boom")
+    if status is RunStatus.TIMED_OUT:
+        _time_out(claim_store, firing)
+    before = claim_store.run(firing.id)
+    assert before is not None and before.status is status
+    assert _backfill(claim_store, firing) is ClaimResult.LOST
+    assert _backfill(claim_store, firing, exclusive=True) is ClaimResult.LOST
+    assert claim_store.run(firing.id) == before
+
+
+def test_a_claim_of_a_backfills_firing_says_backfill(claim_store: ClaimStore) -> None:
+    plain, backfilled = Firing("report", T0), Firing("report", T0 + timedelta(minutes=1))
+    assert _claim(claim_store, plain) is ClaimResult.WON
+    assert _claim(claim_store, replace(backfilled, backfill=True)) is ClaimResult.WON
+    run, other = claim_store.run(backfilled.id), claim_store.run(plain.id)
+    assert run is not None and run.backfill and run.replaced_skip is None
+    assert run.to_json()["backfill"] is True
+    assert other is not None and not other.backfill and "backfill" not in other.to_json()
+
+
+def test_an_exclusive_backfill_over_a_skip_holds_the_job_and_waits_for_its_slot(
+    claim_store: ClaimStore,
+) -> None:
+    """Over a skip as anywhere: OVERLAP while another run holds the slot (the skip stays), then
+    WON with the slot; a batch's later exclusive firing of the job finds the slot held by the
+    backfill's firing, whose SKIPPED record is about to be replaced (not a run that ended)."""
+    skipped = Firing("solo", T0 - timedelta(hours=1))
+    assert claim_store.record_skipped(skipped, now=T0, reason="overlap", origin=ORIGIN)
+    held = Firing("solo", T0 - timedelta(minutes=1))
+    assert _claim(claim_store, held, exclusive=True) is ClaimResult.WON
+    assert _backfill(claim_store, skipped, exclusive=True) is ClaimResult.OVERLAP
+    assert claim_store.run(skipped.id).status is RunStatus.SKIPPED  # type: ignore[union-attr]
+    claim_store.close(held.id, RunStatus.SUCCEEDED, now=T0)
+    later = Firing("solo", T0)
+    requests = [
+        ClaimRequest(replace(skipped, backfill=True), exclusive=True, over_skipped=True),
+        ClaimRequest(later, exclusive=True),
+    ]
+    assert _claim_many(claim_store, requests) == [ClaimResult.WON, ClaimResult.OVERLAP]
+    state = claim_store.job_state("solo")
+    assert state is not None and state.open_firing == skipped.id
+    assert claim_store.run(skipped.id).exclusive  # type: ignore[union-attr]
+    claim_store.close(skipped.id, RunStatus.SUCCEEDED, now=T0 + timedelta(seconds=5))
+    assert _claim(claim_store, Firing("solo", T0 + timedelta(minutes=1)), exclusive=True) is (
+        ClaimResult.WON
+    )
+
+
+def test_a_lost_exclusive_backfill_leaves_the_job_free(claim_store: ClaimStore) -> None:
+    ran = Firing("solo", T0 - timedelta(hours=1))
+    _dispatched(claim_store, ran, exclusive=True)
+    claim_store.close(ran.id, RunStatus.SUCCEEDED, now=T0 - timedelta(minutes=50))
+    assert _backfill(claim_store, ran, exclusive=True) is ClaimResult.LOST
+    assert _claim(claim_store, Firing("solo", T0), exclusive=True) is ClaimResult.WON
+
+
+def test_a_batch_of_backfills_wins_the_skipped_and_new_firings_only(
+    claim_store: ClaimStore,
+) -> None:
+    """30 firings (more than one request's 25): skipped ones (WON), a range's first (WON),
+    ones that ran (LOST) and ones with no record (WON), in order."""
+    firings = [Firing("report", T0 - timedelta(minutes=30 - i)) for i in range(30)]
+    for i in (2, 11, 26):
+        claim_store.record_skipped(firings[i], now=T0, reason="misfire", origin=ORIGIN)
+    claim_store.record_skipped_range(
+        "report", firings[5].scheduled, firings[8].scheduled, 4, now=T0, reason="x", origin=ORIGIN
+    )
+    for i in (3, 20, 29):
+        assert _claim(claim_store, firings[i]) is ClaimResult.WON
+    requests = [ClaimRequest(replace(f, backfill=True), over_skipped=True) for f in firings]
+    expected = [ClaimResult.LOST if i in (3, 20, 29) else ClaimResult.WON for i in range(30)]
+    assert _claim_many(claim_store, requests) == expected
+    assert _claim_many(claim_store, requests) == [ClaimResult.LOST] * 30
+    for i, firing in enumerate(firings):
+        run = claim_store.run(firing.id)
+        assert run is not None and run.status is RunStatus.CLAIMED
+        assert run.backfill is (i not in (3, 20, 29))
+    assert claim_store.run(firings[5].id).replaced_skip == {  # type: ignore[union-attr]
+        "reason": "x",
+        "until": firings[8].scheduled_time,
+        "count": 4,
+    }
+
+
 # -- races (on the backends whose conditional writes are atomic: see conftest) ---------------
 
 RACERS = 8
@@ -859,6 +1016,34 @@ def _together(actions: list[Callable[[], object]]) -> list[object]:
 
     with ThreadPoolExecutor(max_workers=len(actions)) as pool:
         return list(pool.map(one, actions))
+
+
+def test_racing_backfills_over_one_skip_have_exactly_one_winner(
+    racing_claim_store: ClaimStore,
+) -> None:
+    """8 claimers over the same SKIPPED firing (a skip, or a range's first), exclusive or not:
+    one wins, the others lose to it; an exclusive winner holds the job's slot."""
+    store = racing_claim_store
+    for round_ in range(ROUNDS):
+        exclusive = round_ % 2 == 1
+        firing = Firing(f"backfill-{round_}", T0)
+        if round_ % 3:
+            store.record_skipped(firing, now=T0, reason="misfire", origin=ORIGIN)
+        else:
+            store.record_skipped_range(
+                firing.job, T0, T0 + timedelta(hours=1), 61, now=T0, reason="x", origin=ORIGIN
+            )
+        results = _together(
+            [partial(_backfill, store, firing, exclusive=exclusive) for _ in range(RACERS)]
+        )
+        assert results.count(ClaimResult.WON) == 1, results
+        assert results.count(ClaimResult.LOST) == RACERS - 1, results
+        run = store.run(firing.id)
+        assert run is not None and run.status is RunStatus.CLAIMED and run.backfill
+        assert run.replaced_skip is not None and run.replaced_skip["reason"] in ("misfire", "x")
+        if exclusive:
+            later = Firing(firing.job, T0 + timedelta(minutes=1))
+            assert _claim(store, later, exclusive=True) is ClaimResult.OVERLAP
 
 
 def test_racing_late_ends_and_redrives_change_a_run_once(racing_claim_store: ClaimStore) -> None:

@@ -118,3 +118,21 @@ def test_backfill_events_go_through_the_operator_path() -> None:
     assert status["pending"] == 6 and status["lastDue"] == "2026-11-30T15:01:00Z"
     assert route(r.ticker, {"backfillStatus": {}})["backfills"] == [status]
 
+
+def test_a_backfill_runs_the_firings_recorded_skipped_and_keeps_what_they_were() -> None:
+    """An outage past the grace: the misfires are recorded SKIPPED (the first of a range keys
+    it). They never ran, so the backfill runs each, the range's first too."""
+    r = rig(CRON + "misfire.grace: 60\n", start="2026-11-30T14:00:00Z")
+    r.tick("2026-11-30T14:00:00Z")
+    r.clock.set(at("2026-11-30T15:00:30Z"))
+    r.tick("2026-11-30T15:00:00Z")  # 14:10 to 14:50 missed, past the grace: SKIPPED
+    first = r.claims.run("export@2026-11-30T14:10:00Z")
+    assert first is not None and first.status is RunStatus.SKIPPED
+    r.ticker.operator.backfill(
+        "export", "2026-11-30T14:00:00Z", "2026-11-30T15:00:00Z", 10, "jane.doe"
+    )
+    r.tick("2026-11-30T15:01:00Z")
+    ids = [c[1] for c in r.dispatcher.calls if c[2].get("backfill")]
+    assert ids == [f"export@2026-11-30T14:{m}0:00Z" for m in range(1, 6)]  # 14:00 ran
+    rerun = r.claims.run("export@2026-11-30T14:10:00Z")
+    assert rerun is not None and rerun.status is RunStatus.DISPATCHED and rerun.backfill
