@@ -22,6 +22,7 @@ from typing import Any
 from mini_scheduler import metrics as m
 from mini_scheduler.claims.base import ClaimStore, Deferred
 from mini_scheduler.jobs import Retry
+from mini_scheduler.jobs.model import RUNTIME_SCHEDULE
 from mini_scheduler.metrics import Metrics
 from mini_scheduler.model import firing_from_id, iso_seconds, log_keys
 
@@ -49,7 +50,9 @@ def next_attempt(
     if delay is None:
         return None
     due = failed_at + timedelta(seconds=delay)
-    return Deferred(firing.retry(), due, "retry", origin, now)
+    runtime = policy.get(RUNTIME_SCHEDULE) if isinstance(policy, Mapping) else None
+    detail = {"entry": dict(runtime)} if isinstance(runtime, Mapping) else {}
+    return Deferred(firing.retry(), due, "retry", origin, now, detail)
 
 
 def attempt_left(run_id: str, policy: Retry | Mapping[str, Any] | None) -> bool:
@@ -79,7 +82,7 @@ def defer_retry(
     ``RetriesDeferred``, or ``RunsFailedFinal`` when no attempt follows (retries spent, no
     policy, a manual run)."""
     retry = policy if isinstance(policy, Retry) else Retry.from_record(policy)
-    deferred = next_attempt(run_id, retry, failed_at=failed_at, origin=origin, now=now)
+    deferred = next_attempt(run_id, policy, failed_at=failed_at, origin=origin, now=now)
     firing = firing_from_id(run_id)
     if deferred is None:
         if metrics is not None:

@@ -34,6 +34,7 @@ __all__ = [
     "MISFIRE_POLICIES",
     "OVERLAP_POLICIES",
     "RETRY_BOUNDS",
+    "RUNTIME_SCHEDULE",
     "CronFile",
     "Job",
     "Level",
@@ -66,6 +67,7 @@ DEFAULT_FACTOR: Final = 2.0
 DEFAULT_MAX_BACKOFF: Final = 3600
 MAX_PAUSE_AFTER_FAILURES: Final = 100
 PAUSE_AFTER_FAILURES: Final = "pause_after_failures"
+RUNTIME_SCHEDULE: Final = "runtimeSchedule"
 
 Level = Literal["error", "warning", "info"]
 Misfire = Literal["fire_now", "fire_all", "skip"]
@@ -158,14 +160,22 @@ class Retry:
         return cls(retries, backoff, float(factor), max_backoff)
 
 
-def failure_policy(retry: Retry | None, pause_after: int | None) -> dict[str, Any] | None:
+def failure_policy(
+    retry: Retry | None,
+    pause_after: int | None,
+    runtime: Mapping[str, Any] | None = None,
+) -> dict[str, Any] | None:
     """What a run record keeps of its job's failure policy when it is dispatched (its
     ``retry``): the :class:`Retry`'s keys (:meth:`Retry.as_record`) and ``pause_after_failures``;
     None when the job has neither. The recorder, the sweep and a failed dispatch read the
-    failure's policy from there, so all of them decide as the run was dispatched."""
+    failure's policy from there, so all of them decide as the run was dispatched. A runtime
+    schedule's run with a retry keeps the schedule's entry too (``runtimeSchedule``): its next
+    attempt is run from it, as no cron file holds the job."""
     policy: dict[str, Any] = retry.as_record() if retry is not None else {}
     if pause_after is not None:
         policy[PAUSE_AFTER_FAILURES] = pause_after
+    if retry is not None and runtime is not None:
+        policy[RUNTIME_SCHEDULE] = dict(runtime)
     return policy or None
 
 
@@ -242,7 +252,7 @@ class Job:
     @property
     def policy_record(self) -> dict[str, Any] | None:
         """What its runs keep of ``retry`` and ``pause_after_failures`` (:func:`failure_policy`)."""
-        return failure_policy(self.retry, self.pause_after_failures)
+        return failure_policy(self.retry, self.pause_after_failures, self.runtime)
 
 
 @dataclass(frozen=True, slots=True)

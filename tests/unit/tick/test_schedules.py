@@ -12,6 +12,7 @@ from mini_scheduler.errors import EventError
 from mini_scheduler.handlers.ticker import route
 from mini_scheduler.jobs import load
 from mini_scheduler.model import RunStatus
+from mini_scheduler.recorder import Completion, Recorder
 from mini_scheduler.tick.plan import deferred_job
 from tests.unit.tick.harness import at, rig
 
@@ -194,3 +195,63 @@ jobs:
         "bounded@2026-11-30T14:02:00Z",
         "bounded@2026-11-30T14:03:00Z",
     ]
+
+
+def test_a_runtime_schedule_s_failed_run_is_retried_from_its_entry() -> None:
+    """No cron file holds the job: the run keeps the schedule's entry with its retry policy, so
+    the sweep, the recorder and a failed dispatch all defer an attempt the tick can run."""
+    r = rig(CRON)
+    r.ticker.operator.create_schedules(
+        [
+            {
+                "name": "once",
+                "at": "2026-11-30T14:01:00Z",
+                "service": "flaky-fn",
+                "retry": {"retries": 1, "backoff": 60},
+            }
+        ],
+        "jane.doe",
+    )
+    r.dispatcher.failing.add("flaky-fn")
+    r.tick("2026-11-30T14:01:00Z")
+    failed = r.claims.run("once@2026-11-30T14:01:00Z")
+    assert failed is not None and failed.status is RunStatus.FAILED
+    (retry,) = r.claims.due_deferred(at("2026-12-01T00:00:00Z"))
+    assert retry.reason == "retry" and retry.detail["entry"]["service"] == "flaky-fn"
+    r.dispatcher.failing.clear()
+    r.tick("2026-11-30T14:02:00Z")
+    assert r.dispatcher.firing_ids == ["once@2026-11-30T14:01:00Z#2"]
+    ((_, _, body, _),) = r.dispatcher.calls
+    assert (body["firingId"], body["attempt"]) == ("once@2026-11-30T14:01:00Z", 2)
+    assert r.claims.due_deferred(at("2026-12-01T00:00:00Z")) == []
+
+
+def test_a_runtime_schedule_s_run_failed_at_its_target_is_retried_by_the_recorder() -> None:
+    r = rig(CRON)
+    r.ticker.operator.create_schedules(
+        [
+            {
+                "name": "s",
+                "cron": "0 */5 * * * ?",
+                "service": "fn",
+                "parameters": {"x": 1.5},
+                "retry": {"retries": 1, "backoff": 30},
+            }
+        ],
+        "jane.doe",
+    )
+    r.tick("2026-11-30T14:05:00Z")
+    run = r.claims.run("s@2026-11-30T14:05:00Z")
+    assert run is not None and run.retry is not None
+    assert run.retry["runtimeSchedule"]["parameters"] == {"x": 1.5}
+    recorder = Recorder(r.claims, r.clock, r.metrics, origin="us-east-1/prod")
+    recorder.record(
+        Completion(
+            "s@2026-11-30T14:05:00Z", RunStatus.FAILED, at("2026-11-30T14:05:20Z"), "boom", "lambda"
+        )
+    )
+    (retry,) = r.claims.pending_deferred("retry")
+    assert retry.firing.id == "s@2026-11-30T14:05:00Z#2" and retry.detail["entry"]["name"] == "s"
+    r.tick("2026-11-30T14:06:00Z")
+    assert "s@2026-11-30T14:05:00Z#2" in r.dispatcher.firing_ids  # due 14:05:50
+    assert r.claims.run("s@2026-11-30T14:05:00Z#2") is not None
