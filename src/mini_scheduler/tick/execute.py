@@ -85,11 +85,17 @@ class _Work:
             self._futures.append(future)
 
     def settle(self, timeout: float) -> None:
-        """Wait up to ``timeout`` seconds for the tasks running now (errors are ``wait``'s)."""
-        with self._lock:
-            pending = [f for f in self._futures if not f.done()]
-        if pending:
-            wait(pending, timeout=timeout)
+        """Wait up to ``timeout`` seconds (real time) until no task runs, counting those the
+        running ones add meanwhile: a claimed batch submits its dispatches, whose marks must be
+        in before the caller flushes them. Errors are ``wait``'s."""
+        end = time.monotonic() + timeout
+        while True:
+            with self._lock:
+                pending = [f for f in self._futures if not f.done()]
+            left = end - time.monotonic()
+            if not pending or left <= 0:
+                return
+            wait(pending, timeout=left)
 
     def wait(self) -> None:
         """Wait for every task, those added meanwhile too; the first error raised is raised."""
