@@ -97,6 +97,15 @@ def banner(scheduler: LocalScheduler) -> str:
         f"  functions    run here: {SAMPLE_PREFIX}<x> is {_shown(functions)}/<x>/app.py",
         "  flows        run in moto's Step Functions",
         f"  environment  prod, active (SSM {DEFAULT_PARAMETER} unset: prod)",
+        *(
+            [
+                "  demo         at start: a one-time schedule (demo-once), a retry "
+                "(demo-retry), a final failure and its event (demo-failure), a backfill of "
+                "heartbeat (--no-demo: none)"
+            ]
+            if scheduler.demo
+            else []
+        ),
         "Ticking every minute on the wall clock; log times are UTC. Press Ctrl-C to stop.",
     ]
     return "\n".join(lines)
@@ -111,6 +120,13 @@ def _parser() -> argparse.ArgumentParser:
         "--cron-file",
         metavar="PATH",
         help=f"the cron file to tick (default {_shown(SAMPLECODE / 'cron.yaml')})",
+    )
+    parser.add_argument(
+        "--demo",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="at start, a one-time schedule, a retry, a final failure and a backfill (default: "
+        "on with the sample cron file, off with --cron-file)",
     )
     return parser
 
@@ -145,7 +161,13 @@ def main(
         return 1
     stop = stop or threading.Event()
     with _console(out) as console:
-        scheduler = LocalScheduler(cron_path, clock=clock, stop=stop, console=console)
+        scheduler = LocalScheduler(
+            cron_path,
+            clock=clock,
+            stop=stop,
+            console=console,
+            demo=args.cron_file is None if args.demo is None else args.demo,
+        )
         previous = _on_signals(stop)
         try:
             scheduler.read_cron_file()

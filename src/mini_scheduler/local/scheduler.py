@@ -16,6 +16,8 @@ created in it at start.
   stand-in that logs the event. Their ends reach the recorder as Lambda destination records.
 * Flows start in moto's Step Functions, which runs their states (a Lambda task there answers its
   input: moto runs no Lambda code); their ends reach the recorder as status-change events.
+* With ``demo``, it starts with a one-time schedule, a retry, a final failure and a backfill
+  (:mod:`mini_scheduler.local.demo`), so each shows in the log within two minutes.
 * It ticks on the wall clock: the current minute at start (from the start instant on: nothing
   before it is a misfire), then every minute at the minute boundary.
 
@@ -200,6 +202,7 @@ class LocalScheduler:
         samplecode: Path | None = None,
         console: logging.StreamHandler[Any] | None = None,
         flow_wait: float = 30.0,
+        demo: bool = False,
     ) -> None:
         self.cron_path = Path(cron_file)
         self.clock: Clock = clock or SystemClock()
@@ -207,6 +210,7 @@ class LocalScheduler:
         self.samplecode = samplecode or SAMPLECODE
         self.console = console
         self.flow_wait = flow_wait
+        self.demo = demo  # at start: the firings beyond cron.yaml's (mini_scheduler.local.demo)
         self._source = CronFileSource(f"file:{self.cron_path}", default_timezone="UTC")
         self.settings = Settings(
             state_table=STATE_TABLE,
@@ -307,6 +311,10 @@ class LocalScheduler:
             self.ticker.claims.advance_watermark(
                 self.settings.origin, self.clock.now().replace(microsecond=0)
             )
+            if self.demo:
+                from mini_scheduler.local import demo
+
+                demo.start(self.ticker.operator, self.clock.now())
         except BaseException:
             self._exit.close()
             raise

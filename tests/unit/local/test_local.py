@@ -587,3 +587,36 @@ def test_the_local_scheduler_dispatches_within_a_minute_and_stops_cleanly(
     assert "Traceback" not in text
     assert text.splitlines()[-1].endswith("Stopped")
     assert not (tmp_path / ".aws").exists()
+
+
+def test_make_run_s_demo_shows_a_schedule_a_retry_a_final_failure_and_a_backfill(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What issue 14 asks make run to show, each in the log within three minutes."""
+    for name in ("mini_scheduler.ticker", "mini_scheduler.recorder"):
+        logger = logging.getLogger(name)
+        monkeypatch.setattr(logger, "handlers", [logging.StreamHandler(sys.stderr)])
+        monkeypatch.setattr(logger, "propagate", False)
+    stop = threading.Event()
+    clock = StoppingClock(START, START + timedelta(minutes=3), stop)
+    out = io.StringIO()
+    code = local_run.main([], clock=clock, stop=stop, out=out)
+    text = out.getvalue()
+    assert code == 0, text
+    assert "  demo         at start: a one-time schedule (demo-once)" in text
+
+    def logged(fragment: str) -> bool:
+        return any(fragment in line for line in text.splitlines())
+
+    assert logged("Operator make-run created runtime schedule demo-once")
+    assert logged("Job demo-once ended SUCCEEDED after ")
+    assert logged("Job demo-retry attempt 1 ended FAILED - firing demo-retry@2026-11-30T13:59:31Z")
+    assert logged("Job demo-retry ended SUCCEEDED after ") and logged(
+        "firing demo-retry@2026-11-30T13:59:31Z#2"
+    )
+    assert logged("Job demo-failure attempt 2 ended FAILED - firing demo-failure@")
+    assert logged('Event Job Run Failed: {"firingId":"demo-failure@2026-11-30T13:59:41Z#2"')
+    assert logged("Operator make-run backfills heartbeat: 8 firings from 2026-11-30T13:57:00Z")
+    backfilled = [line for line in text.splitlines() if '"backfill": true' in line]
+    assert len(backfilled) == 8, text
+    assert "Traceback" not in text
