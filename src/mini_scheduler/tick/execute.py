@@ -233,11 +233,13 @@ class Executor:
         answered = {item.key for item in tally.answered}
         steps = [(d.deferred, d.then) for d in plan.dispatches]
         steps += [(s.deferred, s.then) for s in plan.skips]
-        following = [
-            then
-            for deferred, then in steps
-            if then is not None and deferred is not None and deferred.key in answered
-        ]
+        following = list(
+            {
+                then.key: then
+                for deferred, then in steps
+                if then is not None and deferred is not None and deferred.key in answered
+            }.values()
+        )
         try:
             if following:  # first: a schedule whose firing is forgotten keeps its next one
                 self.claims.defer(following)

@@ -229,10 +229,11 @@ def plan_deferred(
     """The deferred firings the tick dispatches (each at its due instant, or at once when that
     has passed), those it records SKIPPED because they are later than ``misfire.grace`` (a
     backfill's never: its due instants only pace it), and those it forgets because no job can
-    run them. A runtime schedule's firing brings its next (``then``). A paused job's wait,
-    none of them: they are read again after its resume."""
+    run them. A runtime schedule's firing brings the schedule's other firings of the window (a
+    schedule may fire more than once a minute) and its next one after the window (``then``). A
+    paused job's wait, none of them: they are read again after its resume."""
     cron_file = inputs.cron_file
-    start = window(inputs.minute.replace(second=0, microsecond=0), settings)[0]
+    start, end = window(inputs.minute.replace(second=0, microsecond=0), settings)
     stale_before = start - timedelta(seconds=cron_file.misfire_grace)
     dispatches: list[Dispatch] = []
     late: list[Skip] = []
@@ -246,7 +247,12 @@ def plan_deferred(
             continue
         then = None
         if item.reason == SCHEDULE:
-            then = successor(item, job, start - _SECOND, origin=settings.origin, now=inputs.now)
+            then = successor(item, job, end - _SECOND, origin=settings.origin, now=inputs.now)
+            after = max(item.firing.scheduled + _SECOND, start)
+            dispatches.extend(  # forgotten with the item: it held them all
+                Dispatch(job, Firing(job.name, at), max(at, inputs.now), 0, item)
+                for at in job.firings(after, end)
+            )
         if item.reason != BACKFILL and item.due < stale_before:
             late.append(Skip(job, item.firing, SkipReason.MISFIRE_GRACE, item, then))
         else:

@@ -193,6 +193,66 @@ def test_eight_tickers_racing_the_same_deferred_retries_dispatch_each_attempt_on
     assert region.claims.due_deferred(T0 + timedelta(days=1)) == []
 
 
+def test_eight_tickers_racing_runtime_schedules_and_a_backfill_dispatch_each_once(
+    region: Region,
+) -> None:
+    """40 runtime cron schedules (their first firing 10 minutes late) and 20 one-time ones due
+    in one minute, and a backfill of 30 past firings (10 of which ran): 8 tickers tick that
+    minute at once. Each firing reaches its
+    target once; each cron schedule keeps exactly one next firing (8 tickers wrote it: one
+    item), the one-time ones end, the backfill is forgotten; what ran is not run again."""
+    cron = 'jobs:\n  - name: "past"\n    cron: "0 * * * * ?"\n    service: "past-fn"\n'
+    minute = T0 - timedelta(minutes=40)
+    seed = region.ticker(cron, clock=FixedClock(minute))
+    seed.tick(minute - timedelta(minutes=1))  # the region's first tick
+    for k in range(10):  # past@13:20 .. 13:29 run on schedule
+        seed.tick(minute + timedelta(minutes=k))
+    operator = region.ticker(cron, clock=FixedClock(T0 - timedelta(minutes=10))).operator
+    operator.create_schedules(
+        [
+            {"name": f"cron-{i:02d}", "cron": f"{i} * * * * ?", "service": f"target-{i % 7}"}
+            for i in range(1, 41)
+        ]
+        + [
+            {"name": f"once-{i:02d}", "at": f"2026-11-30T14:00:{40 + i}Z", "service": "once-fn"}
+            for i in range(20)
+        ],
+        "jane.doe",
+    )
+    operator.backfill("past", "2026-11-30T13:20:00Z", "2026-11-30T13:50:00Z", 1000, "jane.doe")
+    before = Counter(region.dispatcher.firing_ids)
+    barrier = threading.Barrier(8)
+
+    def run() -> None:
+        ticker = region.ticker(cron, clock=FixedClock(T0))
+        barrier.wait()
+        ticker.tick(T0)
+
+    threads = [threading.Thread(target=run) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    sent = Counter(region.dispatcher.firing_ids) - before
+    assert set(sent.values()) == {1}
+    stamp = "%Y-%m-%dT%H:%M:%SZ"
+    assert {i for i in sent if i.startswith("cron-")} == {
+        f"cron-{i:02d}@2026-11-30T{hm}:{i:02d}Z"
+        for i in range(1, 41)
+        for hm in ("13:50", "14:00")  # the first, 10 minutes late, then the window's own
+    }
+    assert sum(1 for i in sent if i.startswith("once-")) == 20
+    backfilled = sorted(c[1] for c in region.dispatcher.calls if c[2].get("backfill"))
+    assert backfilled == [
+        f"past@{(T0 - timedelta(minutes=30 - k)).strftime(stamp)}" for k in range(20)
+    ]  # 13:30 to 13:49: 13:20 to 13:29 ran
+    pending = region.claims.pending_deferred("schedule")
+    assert sorted(item.firing.id for item in pending) == [
+        f"cron-{i:02d}@2026-11-30T14:01:{i:02d}Z" for i in range(1, 41)
+    ]
+    assert region.claims.pending_deferred("backfill") == []
+
+
 def test_a_duplicate_tick_and_a_retried_tick_dispatch_nothing_twice(region: Region) -> None:
     cron = _cron(10)
     ticker = region.ticker(cron)

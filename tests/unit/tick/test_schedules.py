@@ -255,3 +255,19 @@ def test_a_runtime_schedule_s_run_failed_at_its_target_is_retried_by_the_recorde
     r.tick("2026-11-30T14:06:00Z")
     assert "s@2026-11-30T14:05:00Z#2" in r.dispatcher.firing_ids  # due 14:05:50
     assert r.claims.run("s@2026-11-30T14:05:00Z#2") is not None
+
+
+def test_a_runtime_schedule_firing_every_15_seconds_runs_each_firing_of_a_minute() -> None:
+    """One deferred item keeps the schedule, whatever its pace: the tick that reads it runs the
+    schedule's every firing of its window, and keeps the first after the window."""
+    r = rig(CRON)
+    r.ticker.operator.create_schedules(
+        [{"name": "fast", "cron": "*/15 * * * * ?", "service": "fn"}], "jane.doe"
+    )
+    r.tick("2026-11-30T14:00:00Z")  # created at 14:00:00: its first firing is 14:00:15
+    r.tick("2026-11-30T14:01:00Z")
+    expected = ["00:15", "00:30", "00:45", "01:00", "01:15", "01:30", "01:45"]
+    fast = [(i, sent) for _, i, _, sent in r.dispatcher.calls if i.startswith("fast@")]
+    assert fast == [(f"fast@2026-11-30T14:{ms}Z", at(f"2026-11-30T14:{ms}Z")) for ms in expected]
+    (shown,) = r.ticker.operator.list_schedules()["schedules"]
+    assert shown["nextFiring"] == "2026-11-30T14:02:00Z"
