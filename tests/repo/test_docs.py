@@ -40,7 +40,7 @@ NOT_RUN = {
     (
         "docs/schedules-and-backfill.md",
         "mini-scheduler schedule create quarter-close --at 2026-12-31T23:00:00Z --service "
-        "mini-scheduler-sample-report --parameters '{\"period\": \"Q4\"}' --stack mini-scheduler",
+        'mini-scheduler-sample-report --parameters \'{"period": "Q4"}\' --stack mini-scheduler',
     ),
     (
         "docs/schedules-and-backfill.md",
