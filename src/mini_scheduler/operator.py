@@ -140,11 +140,13 @@ class Operator:
         return merged
 
     def set_paused(self, job_name: Any, paused: bool, operator: Any) -> dict[str, Any]:
-        """Pause or resume a job: persisted; ticks leave a paused job alone until resumed."""
+        """Pause or resume a job, cron.yaml's or a runtime schedule (one that
+        ``pause_after_failures`` paused is resumed so): persisted; ticks leave a paused job
+        alone until resumed."""
         operator = check_operator(operator)
-        name = self.job(job_name).name if self._cron is not None else _job_name(job_name)
         if self.claims is None:
             raise EventError("no claim store here to keep pauses in")
+        name = self._pausable(job_name)
         self.claims.set_paused(name, paused, operator=operator, now=self.clock.now())
         log.info(
             "Job %s %s by %s",
@@ -154,6 +156,22 @@ class Operator:
             extra=log_keys(name),
         )
         return {"job": name, "paused": paused, "operator": operator}
+
+    def _pausable(self, job_name: Any) -> str:
+        """A job of cron.yaml, else a runtime schedule's name (read only when the cron file has
+        none of that name); without a cron file, any well-formed name."""
+        if self._cron is None:
+            return _job_name(job_name)
+        try:
+            return self.job(job_name).name
+        except EventError:
+            name = _job_name(job_name)
+            if any(schedule.name == name for schedule in self._schedules().all()):
+                return name
+            raise EventError(
+                f"unknown job {name[:100]!r}: no job of that name in cron.yaml, nor a runtime "
+                "schedule"
+            ) from None
 
     def _environment(self) -> ActiveEnvironment:
         if self.environment is None:

@@ -271,3 +271,22 @@ def test_a_runtime_schedule_firing_every_15_seconds_runs_each_firing_of_a_minute
     assert fast == [(f"fast@2026-11-30T14:{ms}Z", at(f"2026-11-30T14:{ms}Z")) for ms in expected]
     (shown,) = r.ticker.operator.list_schedules()["schedules"]
     assert shown["nextFiring"] == "2026-11-30T14:02:00Z"
+
+
+def test_a_runtime_schedule_is_paused_and_resumed_like_a_job() -> None:
+    r = rig(CRON)
+    r.ticker.operator.create_schedules(
+        [{"name": "s", "cron": "30 * * * * ?", "service": "fn"}], "jane.doe"
+    )
+    assert route(r.ticker, {"pause": "s", "operator": "jane.doe"})["paused"] is True
+    r.tick("2026-11-30T14:00:00Z")
+    r.tick("2026-11-30T14:01:00Z")
+    assert not [i for i in r.dispatcher.firing_ids if i.startswith("s@")]
+    route(r.ticker, {"resume": "s", "operator": "jane.doe"})
+    r.tick("2026-11-30T14:02:00Z")  # its 14:00:30 firing waited: it runs late, then 14:02:30
+    assert [i for i in r.dispatcher.firing_ids if i.startswith("s@")] == [
+        "s@2026-11-30T14:00:30Z",
+        "s@2026-11-30T14:02:30Z",
+    ]
+    with pytest.raises(EventError, match=r"no job of that name in cron\.yaml, nor a runtime"):
+        route(r.ticker, {"pause": "nope", "operator": "jane.doe"})
