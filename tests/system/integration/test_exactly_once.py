@@ -84,6 +84,22 @@ def region(dynamodb_local_endpoint: str) -> Iterator[Region]:
     yield Region(DynamoDBClaimStore(table, client), MemoryEnvironmentStore(), FakeDispatcher())
 
 
+def _race(region: Region, cron: str, minute: datetime, tickers: int = 8) -> None:
+    """``tickers`` tickers of ``cron`` tick ``minute`` at once (a barrier starts them)."""
+    barrier = threading.Barrier(tickers)
+
+    def run() -> None:
+        ticker = region.ticker(cron, clock=FixedClock(minute))
+        barrier.wait()
+        ticker.tick(minute)
+
+    threads = [threading.Thread(target=run) for _ in range(tickers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
 def _expected(cron: str, start: datetime, minutes: int) -> Counter[str]:
     parsed = load(cron, source="race.yaml")
     expected: Counter[str] = Counter()
@@ -175,18 +191,7 @@ def test_eight_tickers_racing_the_same_deferred_retries_dispatch_each_attempt_on
         )
     ]
     region.claims.defer(waiting)
-    barrier = threading.Barrier(8)
-
-    def run() -> None:
-        ticker = region.ticker(cron, clock=FixedClock(T0))
-        barrier.wait()
-        ticker.tick(T0)
-
-    threads = [threading.Thread(target=run) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    _race(region, cron, T0)
     dispatched = Counter(region.dispatcher.firing_ids) - first
     retries = {run_id: n for run_id, n in dispatched.items() if run_id.endswith("#2")}
     assert len(retries) == 100 and set(retries.values()) == {1}
@@ -198,9 +203,9 @@ def test_eight_tickers_racing_runtime_schedules_and_a_backfill_dispatch_each_onc
 ) -> None:
     """40 runtime cron schedules (their first firing 10 minutes late) and 20 one-time ones due
     in one minute, and a backfill of 30 past firings (10 of which ran): 8 tickers tick that
-    minute at once. Each firing reaches its
-    target once; each cron schedule keeps exactly one next firing (8 tickers wrote it: one
-    item), the one-time ones end, the backfill is forgotten; what ran is not run again."""
+    minute at once. Each firing reaches its target once; each cron schedule keeps exactly one
+    next firing (8 tickers wrote it: one item), the one-time ones end, the backfill is
+    forgotten; what ran is not run again."""
     cron = 'jobs:\n  - name: "past"\n    cron: "0 * * * * ?"\n    service: "past-fn"\n'
     minute = T0 - timedelta(minutes=40)
     seed = region.ticker(cron, clock=FixedClock(minute))
@@ -221,18 +226,7 @@ def test_eight_tickers_racing_runtime_schedules_and_a_backfill_dispatch_each_onc
     )
     operator.backfill("past", "2026-11-30T13:20:00Z", "2026-11-30T13:50:00Z", 1000, "jane.doe")
     before = Counter(region.dispatcher.firing_ids)
-    barrier = threading.Barrier(8)
-
-    def run() -> None:
-        ticker = region.ticker(cron, clock=FixedClock(T0))
-        barrier.wait()
-        ticker.tick(T0)
-
-    threads = [threading.Thread(target=run) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    _race(region, cron, T0)
     sent = Counter(region.dispatcher.firing_ids) - before
     assert set(sent.values()) == {1}
     stamp = "%Y-%m-%dT%H:%M:%SZ"

@@ -25,6 +25,7 @@ jobs:
 """
 ENV = {"AWS_REGION": "us-east-1"}
 OPERATOR = ("--operator", "jane.doe")
+WINDOW = ("--from", "2026-11-30T13:00:00Z", "--to", "2026-11-30T14:00:00Z")
 ASKED_BY = {"create", "delete", "export"}  # the commands that take an operator
 
 
@@ -120,10 +121,7 @@ def test_backfill_draws_its_progress_until_the_last_firing_is_dispatched(
         r,
         "backfill",
         "export",
-        "--from",
-        "2026-11-30T13:00:00Z",
-        "--to",
-        "2026-11-30T14:00:00Z",
+        *WINDOW,
         "--rate",
         "2",
         sleep=sleep,
@@ -151,10 +149,7 @@ def test_backfill_status_and_a_refused_window(capsys: pytest.CaptureFixture[str]
         r,
         "backfill",
         "export",
-        "--from",
-        "2026-11-30T13:00:00Z",
-        "--to",
-        "2026-11-30T14:00:00Z",
+        *WINDOW,
         "--no-wait",
     )
     assert code == 0

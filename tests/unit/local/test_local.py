@@ -328,14 +328,19 @@ def test_on_the_real_clock_a_stop_ends_a_wait_at_once() -> None:
     assert unstopped.waits == [(0.01, False)]
 
 
-def test_main_prints_a_banner_logs_one_line_each_and_exits_0(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # as Powertools leaves them once the Lambda handlers were imported in this process
+def _handler_loggers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The functions' loggers as Powertools leaves them once the Lambda handlers were imported
+    in this process: a handler of their own, not propagating."""
     for name in ("mini_scheduler.ticker", "mini_scheduler.recorder"):
         logger = logging.getLogger(name)
         monkeypatch.setattr(logger, "handlers", [logging.StreamHandler(sys.stderr)])
         monkeypatch.setattr(logger, "propagate", False)
+
+
+def test_main_prints_a_banner_logs_one_line_each_and_exits_0(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _handler_loggers(monkeypatch)
     stop = threading.Event()
     clock = StoppingClock(START, START + timedelta(minutes=2), stop)
     out = io.StringIO()
@@ -593,10 +598,7 @@ def test_make_run_s_demo_shows_a_schedule_a_retry_a_final_failure_and_a_backfill
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What issue 14 asks make run to show, each in the log within three minutes."""
-    for name in ("mini_scheduler.ticker", "mini_scheduler.recorder"):
-        logger = logging.getLogger(name)
-        monkeypatch.setattr(logger, "handlers", [logging.StreamHandler(sys.stderr)])
-        monkeypatch.setattr(logger, "propagate", False)
+    _handler_loggers(monkeypatch)
     stop = threading.Event()
     clock = StoppingClock(START, START + timedelta(minutes=3), stop)
     out = io.StringIO()
