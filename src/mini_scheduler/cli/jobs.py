@@ -190,6 +190,11 @@ def _run_note(run: RunRecord) -> str:
     parts: list[str] = []
     if run.manual:
         parts.append(f"manual run by {run.operator}" if run.operator else "manual run")
+    if run.attempt > 1:
+        parts.append(f"attempt {run.attempt}")
+    if run.backfill:
+        replaced = (run.replaced_skip or {}).get("reason")
+        parts.append(f"backfill (was SKIPPED: {replaced})" if replaced else "backfill")
     if run.skipped_count is not None and run.skipped_until:
         parts.append(f"{run.skipped_count} firings to {run.skipped_until}")
     if run.reason:
