@@ -1,32 +1,142 @@
-"""The developer's commands on a cron file: ``validate`` (the load report) and ``next`` (the
-next firings of each job, or of one statement)."""
+"""The developer's commands on a cron file: ``validate`` (the load report; with ``--deploy``,
+also whether a deployed ticker may invoke each job's target) and ``next`` (the next firings of
+each job, or of one statement)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, Context
+from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, Context
 from mini_scheduler.cli.render import instant, level_tag, plural, utc_iso, utc_offset
 from mini_scheduler.cron import CronExpression, CronSyntaxError, parse
 from mini_scheduler.cron.unix import unix_hint
 from mini_scheduler.cron.zones import get_zone, is_fixed_offset, suggest_zone
 from mini_scheduler.errors import CronFileError, UnknownTimeZoneError
-from mini_scheduler.jobs import DEFAULT_TIMEZONE, CronFile
+from mini_scheduler.jobs import DEFAULT_TIMEZONE, CronFile, Problem, Target
 from mini_scheduler.jobs.locations import CronFileSource
 
 MAX_COUNT: Final = 1000
 _UTC_NAMES: Final = frozenset({"UTC", "Etc/UTC"})
+DEFAULT_TARGET_PREFIX: Final = "mini-scheduler-"
+"""The template's TargetFunctionPrefix and TargetStateMachinePrefix by default."""
+_TARGET_PREFIX: Final = re.compile(r"[A-Za-z0-9_-]{1,66}")
+_ACCOUNT: Final = re.compile(r"[0-9]{12}")
+_REGION: Final = re.compile(r"[a-z]{2}(?:-[a-z]+)+-\d{1,2}")
 
 
 def _read_cron_file(location: str, context: Context) -> CronFile:
     """The cron file at ``location`` (a path, ``file:<path>`` or ``s3://bucket/key``)."""
     zone = context.environ.get("DEFAULT_TIMEZONE", "").strip() or DEFAULT_TIMEZONE
     return CronFileSource(location, default_timezone=zone).load()
+
+
+# -- what a deployed ticker may invoke ----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """What a deployed ticker's role may invoke (template.yaml's TickerRole): the Lambda
+    functions named ``function_prefix``*, the state machines named ``state_machine_prefix``*,
+    of its own account and region. One cron file goes to every region in ``regions``; an
+    ``account`` of None is not checked (a build has no account)."""
+
+    function_prefix: str = DEFAULT_TARGET_PREFIX
+    state_machine_prefix: str = DEFAULT_TARGET_PREFIX
+    regions: tuple[str, ...] = ()
+    account: str | None = None
+
+    def describe(self) -> str:
+        where = ", ".join(self.regions) or "its region"
+        account = f", account {self.account}" if self.account else ""
+        return (
+            f"TargetFunctionPrefix {self.function_prefix}, TargetStateMachinePrefix "
+            f"{self.state_machine_prefix}, in {where}{account}"
+        )
+
+
+def _target_parts(target: Target) -> tuple[str | None, str | None, str]:
+    """A target's region and account (None: the ticker's own) and its bare name."""
+    parts = target.name.split(":")
+    if target.kind == "flow":
+        if parts[0] == "arn":  # arn:<partition>:states:<region>:<account>:stateMachine:<name>
+            return parts[3], parts[4], parts[6]
+        return None, None, parts[0]
+    if parts[0] == "arn":  # arn:<partition>:lambda:<region>:<account>:function:<name>[:q]
+        return parts[3], parts[4], parts[6]
+    if len(parts) >= 3 and parts[1] == "function":  # <account>:function:<name>[:q]
+        return None, parts[0], parts[2]
+    return None, None, parts[0]  # <name>[:qualifier]
+
+
+def target_problem(target: Target, grant: Grant) -> str | None:
+    """Why a ticker deployed with ``grant`` cannot invoke ``target`` (what to do included), or
+    None when every region of the grant may."""
+    region, account, name = _target_parts(target)
+    if target.kind == "flow":
+        prefix, parameter, what = grant.state_machine_prefix, "TargetStateMachinePrefix", "start"
+        things = "state machines"
+    else:
+        prefix, parameter, what = grant.function_prefix, "TargetFunctionPrefix", "invoke"
+        things = "functions"
+    reasons: list[str] = []
+    if not name.startswith(prefix):
+        reasons.append(
+            f"the ticker may {what} only {things} named {prefix}* ({parameter}): rename it, or "
+            f"deploy with {parameter} set to a prefix of {name}"
+        )
+    others = [r for r in grant.regions if r != region] if region is not None else []
+    if others:
+        reasons.append(
+            f"its ARN is in {region}, and the ticker in {', '.join(others)} may {what} only "
+            f"its own region's {things}: name it without the ARN, and deploy it in every region"
+        )
+    if account is not None and grant.account is not None and account != grant.account:
+        reasons.append(
+            f"it is in account {account}, and the ticker may {what} only account "
+            f"{grant.account}'s {things}"
+        )
+    return "; ".join(reasons) or None
+
+
+def deploy_problems(cron_file: CronFile, grant: Grant) -> list[Problem]:
+    """An error for each job whose target a ticker deployed with ``grant`` cannot invoke."""
+    found: list[Problem] = []
+    for job in cron_file.jobs:
+        reason = target_problem(job.target, grant)
+        if reason is not None:
+            message = f"Job {job.name}: the deployed ticker cannot run {job.service} - {reason}"
+            found.append(Problem("error", message, job.entry))
+    return found
+
+
+def _prefix(text: str) -> str:
+    if not _TARGET_PREFIX.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"not a target prefix: {text!r} (1 to 66 letters, digits, '-' or '_')"
+        )
+    return text
+
+
+def _account(text: str) -> str:
+    if not _ACCOUNT.fullmatch(text.strip()):
+        raise argparse.ArgumentTypeError(f"not an AWS account id: {text!r} (12 digits)")
+    return text.strip()
+
+
+def _regions(text: str) -> tuple[str, ...]:
+    regions = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
+    for region in regions:
+        if not _REGION.fullmatch(region):
+            raise argparse.ArgumentTypeError(f"not an AWS region: {region!r} (e.g. us-east-1)")
+    if not regions:
+        raise argparse.ArgumentTypeError("name at least one region, e.g. us-east-1,us-west-2")
+    return regions
 
 
 # -- validate ---------------------------------------------------------------------------------
@@ -45,9 +155,62 @@ def add_validate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument("file", metavar="FILE", help="a path, file:<path> or s3://bucket/key")
     parser.add_argument("--quiet", "-q", action="store_true", help="print problems only")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    deploy = parser.add_argument_group(
+        "the deployment (make build runs validate --deploy on the file it packages)"
+    )
+    deploy.add_argument(
+        "--deploy",
+        action="store_true",
+        help="also fail on a target the deployed ticker's role may not invoke: outside the "
+        "target prefixes, or an ARN of another region or account",
+    )
+    deploy.add_argument(
+        "--function-prefix",
+        type=_prefix,
+        default=DEFAULT_TARGET_PREFIX,
+        metavar="PREFIX",
+        help=f"the stack's TargetFunctionPrefix (default {DEFAULT_TARGET_PREFIX})",
+    )
+    deploy.add_argument(
+        "--state-machine-prefix",
+        type=_prefix,
+        default=DEFAULT_TARGET_PREFIX,
+        metavar="PREFIX",
+        help=f"the stack's TargetStateMachinePrefix (default {DEFAULT_TARGET_PREFIX})",
+    )
+    deploy.add_argument(
+        "--regions",
+        "--region",
+        dest="regions",
+        type=_regions,
+        metavar="R1,R2",
+        help="every region the file is deployed to (default AWS_REGION)",
+    )
+    deploy.add_argument(
+        "--account", type=_account, help="the stacks' account (default: not checked)"
+    )
+
+
+def _grant(args: argparse.Namespace, context: Context) -> Grant | None:
+    """The grant ``--deploy`` checks against; None without ``--deploy``."""
+    if not args.deploy:
+        return None
+    regions: tuple[str, ...] = args.regions or ()
+    if not regions:
+        region = context.environ.get("AWS_REGION", "").strip()
+        if not region:
+            raise CommandError(
+                "--deploy: give --regions (every region the file goes to)", EXIT_USAGE
+            )
+        regions = _regions(region)
+    return Grant(args.function_prefix, args.state_machine_prefix, regions, args.account)
 
 
 def validate(args: argparse.Namespace, context: Context) -> int:
+    try:
+        grant = _grant(args, context)
+    except argparse.ArgumentTypeError as exc:
+        return context.fail("validate", f"AWS_REGION: {exc}")
     try:
         cron_file = _read_cron_file(args.file, context)
     except CronFileError as exc:
@@ -56,32 +219,44 @@ def validate(args: argparse.Namespace, context: Context) -> int:
         else:
             context.print(f"{level_tag('error')} {exc}")
         return EXIT_FAILED
+    deploy = deploy_problems(cron_file, grant) if grant is not None else []
+    checked = replace(cron_file, problems=(*cron_file.problems, *deploy))
     if args.json:
-        report = {
-            "source": cron_file.source,
-            "ok": cron_file.ok,
-            "version": cron_file.version,
-            "jobs": [job.name for job in cron_file.jobs],
-            "skipped": cron_file.skipped,
+        report: dict[str, Any] = {
+            "source": checked.source,
+            "ok": checked.ok,
+            "version": checked.version,
+            "jobs": [job.name for job in checked.jobs],
+            "skipped": checked.skipped,
             "problems": [
-                {"level": p.level, "message": p.message, "entry": p.entry}
-                for p in cron_file.problems
+                {"level": p.level, "message": p.message, "entry": p.entry} for p in checked.problems
             ],
         }
+        if grant is not None:
+            report["deploy"] = {
+                "functionPrefix": grant.function_prefix,
+                "stateMachinePrefix": grant.state_machine_prefix,
+                "regions": list(grant.regions),
+                "account": grant.account,
+                "targetsRefused": len(deploy),
+            }
         context.print(json.dumps(report, indent=2))
-        return EXIT_OK if cron_file.ok else EXIT_FAILED
-    lines = cron_file.problems if args.quiet else cron_file.lines()
+        return EXIT_OK if checked.ok else EXIT_FAILED
+    lines = checked.problems if args.quiet else checked.lines()
     for line in lines:
         context.print(f"{level_tag(line.level)} {line.message}")
-    warnings = sum(1 for p in cron_file.problems if p.level == "warning")
+    warnings = sum(1 for p in checked.problems if p.level == "warning")
     summary = (
-        f"{cron_file.source}: {plural(len(cron_file.jobs), 'job')} loaded, "
-        f"{plural(cron_file.skipped, 'entry', 'entries')} skipped"
+        f"{checked.source}: {plural(len(checked.jobs), 'job')} loaded, "
+        f"{plural(checked.skipped, 'entry', 'entries')} skipped"
     )
     if warnings:
         summary += f" ({plural(warnings, 'warning')})"
+    if grant is not None:
+        refused = plural(len(deploy), "target") + " the deployed ticker cannot run"
+        summary += f"; {refused if deploy else 'every target can be run'} ({grant.describe()})"
     context.print(summary)
-    return EXIT_OK if cron_file.ok else EXIT_FAILED
+    return EXIT_OK if checked.ok else EXIT_FAILED
 
 
 # -- next -------------------------------------------------------------------------------------
