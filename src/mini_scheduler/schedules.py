@@ -81,10 +81,12 @@ def at_statement(at: datetime) -> str:
     return f"{at.second} {at.minute} {at.hour} {at.day} {at.month} ? {at.year}"
 
 
-def read_schedule(raw: object, *, default_zone: str, now: datetime) -> tuple[Job, dict[str, Any]]:
-    """A runtime schedule's job and the entry to store (``timezone`` filled in, instants in
-    UTC); EventError naming every reason it cannot be one. ``now``: an ``at`` must be after it,
-    and a cron schedule must fire after it."""
+def read_schedule(
+    raw: object, *, default_zone: str, now: datetime
+) -> tuple[Job, dict[str, Any], datetime]:
+    """A runtime schedule's job, the entry to store (``timezone`` filled in, instants in UTC)
+    and its first firing after ``now``; EventError naming every reason it cannot be one (an
+    ``at`` not after ``now``, a cron schedule that never fires after it)."""
     if not isinstance(raw, Mapping):
         raise EventError(f"a schedule is a mapping of job keys, not {type(raw).__name__}")
     name = raw.get("name")
@@ -109,7 +111,8 @@ def read_schedule(raw: object, *, default_zone: str, now: datetime) -> tuple[Job
     job = schedule_job(entry, label)
     if not job.enabled:
         raise EventError(f"{label}: enabled is false - delete the schedule instead")
-    if job.next_after(now) is None:
+    first = job.next_after(now)
+    if first is None:
         raise EventError(
             f"{label}: {job.statement} @{job.zone} never fires after {iso_seconds(now)}"
             + (" and before its end" if job.end else "")
@@ -118,7 +121,7 @@ def read_schedule(raw: object, *, default_zone: str, now: datetime) -> tuple[Job
         json.dumps(entry)
     except (TypeError, ValueError) as exc:
         raise EventError(f"{label}: parameters must be JSON values: {exc}") from None
-    return job, entry
+    return job, entry, first
 
 
 def _one_time(entry: dict[str, Any], now: datetime) -> list[str]:
@@ -261,11 +264,11 @@ class Schedules:
             )
         taken = {schedule.name for schedule in self.all()}
         reasons: list[str] = []
-        made: list[tuple[Job, dict[str, Any]]] = []
+        made: list[tuple[Job, dict[str, Any], datetime]] = []
         seen: set[str] = set()
         for number, raw in enumerate(entries, 1):
             try:
-                job, entry = read_schedule(raw, default_zone=self._default_zone, now=now)
+                job, entry, first = read_schedule(raw, default_zone=self._default_zone, now=now)
             except EventError as exc:
                 reasons.append(f"entry {number}: {exc}")
                 continue
@@ -274,7 +277,7 @@ class Schedules:
                 reasons.append(f"entry {number}: {problem}")
                 continue
             seen.add(job.name)
-            made.append((job, entry))
+            made.append((job, entry, first))
         if reasons:
             shown = reasons[:20] + (
                 [f"... and {len(reasons) - 20} more"] if len(reasons) > 20 else []
@@ -283,9 +286,7 @@ class Schedules:
         created_at = iso_millis(now)
         items: list[Deferred] = []
         schedules: list[RuntimeSchedule] = []
-        for job, entry in made:
-            first = job.next_after(now)
-            assert first is not None  # read_schedule refused one that never fires  # nosec B101
+        for job, entry, first in made:
             detail = {"entry": entry, "operator": operator, "createdAt": created_at}
             items.append(deferred_of(job, first, detail=detail, origin=self._origin, now=now))
             schedules.append(RuntimeSchedule(job, entry, operator, now, first))
