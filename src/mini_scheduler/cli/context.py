@@ -28,6 +28,7 @@ EXIT_OK: Final = 0
 EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
 INVOKE_READ_TIMEOUT: Final = 300  # seconds a manual run may take to answer (the ticker's limit)
+MAX_DOWNLOAD_BYTES: Final = 300 * 1024 * 1024  # a Lambda package: 250 MB unzipped at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +95,20 @@ def invoke_ticker(region: str, function: str, event: Mapping[str, Any]) -> Invoc
     return Invocation(payload, answer.get("FunctionError"))
 
 
+def download(url: str) -> bytes:
+    """The default downloader: GET an ``https://`` URL (a Lambda package's presigned URL, from
+    GetFunction), at most :data:`MAX_DOWNLOAD_BYTES`."""
+    import urllib.request
+
+    if not url.startswith("https://"):
+        raise CommandError(f"will not download {url.split('?', 1)[0]}: not an https:// URL")
+    with urllib.request.urlopen(url, timeout=60) as answer:  # nosec B310 # https only, above
+        body: bytes = answer.read(MAX_DOWNLOAD_BYTES + 1)
+    if len(body) > MAX_DOWNLOAD_BYTES:
+        raise CommandError(f"{url.split('?', 1)[0]} is larger than {MAX_DOWNLOAD_BYTES} bytes")
+    return body
+
+
 @dataclass(frozen=True, slots=True)
 class Context:
     """What a subcommand may use besides its arguments."""
@@ -105,6 +120,7 @@ class Context:
     clients: ClientsFor = field(default_factory=RegionClients)
     invoke: Invoker = invoke_ticker
     sleep: Callable[[float], None] = time.sleep  # a command that polls waits on it
+    download: Callable[[str], bytes] = download  # a deployed ticker's package (its cron file)
 
     def print(self, text: str = "") -> None:
         print(text, file=self.out)

@@ -34,7 +34,9 @@ from mini_scheduler.cli.context import (
     RegionClients,
     invoke_ticker,
 )
+from mini_scheduler.cli.context import download as default_download
 from mini_scheduler.cli.deferred import add_backfill, add_schedule, backfill, schedule
+from mini_scheduler.cli.doctor import add_doctor, doctor
 from mini_scheduler.cli.files import add_next, add_validate, next_firings, validate
 from mini_scheduler.cli.jobs import add_history, add_jobs, history, jobs
 from mini_scheduler.cli.local import add_local, local
@@ -69,6 +71,7 @@ COMMANDS: Final[dict[str, tuple[Register, Handler]]] = {
     "schedule": (add_schedule, schedule),
     "backfill": (add_backfill, backfill),
     "tick": (add_tick, tick),
+    "doctor": (add_doctor, doctor),
     "local": (add_local, local),
 }
 
@@ -96,12 +99,13 @@ def main(
     clients: ClientsFor | None = None,
     invoke: Invoker | None = None,
     sleep: Callable[[float], None] | None = None,
+    download: Callable[[str], bytes] | None = None,
 ) -> int:
     """Run one command; return its exit code (argparse's own exits become return values).
 
-    ``clients`` (region -> AWS clients), ``invoke`` (the ticker's synchronous invoke) and
-    ``sleep`` (a command that polls) are injected by tests; by default the clients are made on
-    first use, with boto3.
+    ``clients`` (region -> AWS clients), ``invoke`` (the ticker's synchronous invoke),
+    ``sleep`` (a command that polls) and ``download`` (a ticker's package) are injected by
+    tests; by default the clients are made on first use, with boto3.
     """
     parser = build_parser()
     try:
@@ -116,6 +120,7 @@ def main(
         clients=clients or RegionClients(),
         invoke=invoke or invoke_ticker,
         sleep=sleep or time.sleep,
+        download=download or default_download,
     )
     _, handler = COMMANDS[args.command]
     try:

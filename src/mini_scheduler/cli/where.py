@@ -5,17 +5,25 @@ Operator commands are configured like the functions, by ``STATE_TABLE``, ``CRON_
 ``ACTIVE_ENVIRONMENT_STORE``, ``ENVIRONMENT_NAME`` and ``AWS_REGION``, and by flags that win over
 them: ``--table``, ``--cron-file``, ``--parameter``, ``--function``, ``--region`` /
 ``--regions``, and ``--stack NAME``, which reads the stack's outputs (``StateTableName``,
-``TickerFunctionName``, ``ActiveEnvironmentParameter``, and ``EnvironmentName`` when the stack
-has it) in each region. A flag wins over the stack, the stack over the environment
-variables.
+``TickerFunctionName``, ``ActiveEnvironmentParameter``, and ``EnvironmentName`` and
+``CronFileLocations`` when the stack has them) in each region. A flag wins over the stack, the
+stack over the environment variables.
+
+The stack's cron file is read where its ticker reads it: an ``s3://`` location from S3 in the
+stack's region, a ``file:`` location from the ticker's package (Lambda GetFunction, then a
+download of the package). Only with no flag, stack or ``CRON_FILE`` does a command read
+``cron.yaml`` in the current folder, and it says so.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import re
+import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from mini_scheduler.cli.context import EXIT_USAGE, CommandError, Context
@@ -28,14 +36,17 @@ from mini_scheduler.errors import (
     SchedulerError,
     describe_aws_error,
 )
-from mini_scheduler.jobs import DEFAULT_TIMEZONE, CronFile
-from mini_scheduler.jobs.locations import CronFileSource, default_locations
+from mini_scheduler.jobs import DEFAULT_TIMEZONE, CronFile, load
+from mini_scheduler.jobs.locations import CronFileSource, Location, default_locations
+from mini_scheduler.jobs.yaml import MAX_FILE_BYTES
 
 if TYPE_CHECKING:
     from mini_scheduler.claims.base import ClaimStore
     from mini_scheduler.environment.base import EnvironmentStore
 
 _REGION: Final = re.compile(r"[a-z]{2}(?:-[a-z]+)+-\d{1,2}")
+CRON_OUTPUT: Final = "CronFileLocations"
+_TASK_ROOT: Final = "/var/task/"  # LAMBDA_TASK_ROOT: where the package is unpacked
 
 
 def _region_name(text: str) -> str:
@@ -135,6 +146,7 @@ class Where:
     store: str  # ssm:<parameter> or dynamodb
     environment_name: str | None  # None: not known for this region
     cron_file: str | None
+    cron_from_stack: bool = False  # cron_file is the stack's: its file: locations are packaged
 
     def need_table(self) -> str:
         if self.table:
@@ -236,6 +248,8 @@ def resolve(args: argparse.Namespace, context: Context, region: str, *, one_of: 
         store = _store_text(outputs["ActiveEnvironmentParameter"])
     else:
         store = env.get("ACTIVE_ENVIRONMENT_STORE", "").strip() or f"ssm:{DEFAULT_PARAMETER}"
+    flagged: str | None = getattr(args, "cron_file", None)
+    from_stack = not flagged and bool(outputs.get(CRON_OUTPUT))
     name = outputs.get("EnvironmentName")
     if one_of == 1:
         name = getattr(args, "environment_name", None) or name
@@ -248,7 +262,8 @@ def resolve(args: argparse.Namespace, context: Context, region: str, *, one_of: 
         function=pick("function", "TickerFunctionName", None),
         store=store,
         environment_name=name,
-        cron_file=pick("cron_file", "", "CRON_FILE"),
+        cron_file=pick("cron_file", CRON_OUTPUT, "CRON_FILE"),
+        cron_from_stack=from_stack,
     )
 
 
@@ -297,10 +312,120 @@ def settings_for(context: Context, where: Where) -> Settings:
 
 
 def cron_source(context: Context, where: Where) -> CronFileSource:
-    locations = where.cron_file or default_locations({})
+    """The cron file the ticker of ``where`` reads: ``--cron-file``, the stack's
+    ``CronFileLocations`` (its ``file:`` locations in the ticker's package), ``CRON_FILE``; with
+    none of them, ``cron.yaml`` in the current folder (a note says so), unless a stack was
+    named: its own file, or an error."""
+    locations = where.cron_file
+    if locations is None:
+        if where.stack:
+            raise CommandError(
+                f"stack {where.stack} in {where.region} has no output {CRON_OUTPUT} (deployed "
+                "before it had one): give --cron-file (the file the ticker reads), or deploy "
+                "the stack again"
+            )
+        locations = default_locations({})
+        if Path(locations.removeprefix("file:")).is_file():
+            context.warn(
+                f"{level_tag('info')} reading {locations} in the current folder: give --stack "
+                "or --cron-file for the file a deployed ticker reads"
+            )
     zone = context.environ.get("DEFAULT_TIMEZONE", "").strip() or DEFAULT_TIMEZONE
     s3 = context.clients(where.region)("s3") if "s3://" in locations else None
+    if where.cron_from_stack:
+        return PackagedCronFile(
+            locations, s3_client=s3, default_timezone=zone, package=_Package(context, where)
+        )
     return CronFileSource(locations, s3_client=s3, default_timezone=zone)
+
+
+class _Package:
+    """The ticker's deployment package, downloaded on first use (GetFunction's presigned URL)."""
+
+    def __init__(self, context: Context, where: Where) -> None:
+        self.context = context
+        self.where = where
+        self._zip: zipfile.ZipFile | None = None
+
+    @property
+    def name(self) -> str:
+        return f"the package of {self.where.function or 'the ticker'} in {self.where.region}"
+
+    def read(self, member: str) -> bytes | None:
+        """A file of the package (None: not in it), at most MAX_FILE_BYTES + 1 bytes."""
+        archive = self._open()
+        try:
+            info = archive.getinfo(member)
+        except KeyError:
+            return None
+        with archive.open(info) as handle:
+            return handle.read(MAX_FILE_BYTES + 1)
+
+    def _open(self) -> zipfile.ZipFile:
+        if self._zip is not None:
+            return self._zip
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        function = self.where.need_function()
+        client = self.context.clients(self.where.region)("lambda")
+        try:
+            answer = client.get_function(FunctionName=function)
+        except (BotoCoreError, ClientError) as exc:
+            raise CommandError(
+                f"Lambda GetFunction {function} in {self.where.region} failed - "
+                f"{describe_aws_error(exc)}: the cron file is in its package"
+            ) from exc
+        url = str(answer.get("Code", {}).get("Location", ""))
+        if not url:
+            raise CommandError(f"Lambda GetFunction {function} gave no package to download")
+        try:
+            self._zip = zipfile.ZipFile(io.BytesIO(self.context.download(url)))
+        except (OSError, zipfile.BadZipFile) as exc:
+            raise CommandError(f"{self.name} cannot be read: {exc}") from exc
+        return self._zip
+
+
+class PackagedCronFile(CronFileSource):
+    """A stack's cron file locations as its ticker reads them: S3 from the stack's region, and
+    ``file:`` locations from the ticker's package (relative ones, and those under /var/task)."""
+
+    def __init__(
+        self, locations: str, *, s3_client: Any, default_timezone: str, package: _Package
+    ) -> None:
+        super().__init__(locations, s3_client=s3_client, default_timezone=default_timezone)
+        self._package = package
+
+    def load(self) -> CronFile:
+        for location in self.locations:
+            if location.kind == "s3":
+                read = self._read_s3(location)
+                if read is None:
+                    continue
+                if isinstance(read.result, str):
+                    raise CronFileError(read.result)
+                return read.result
+            found = self._read_packaged(location)
+            if found is not None:
+                return found
+        raise CronFileError(f"Scheduler configuration not found in [{self.text}]")
+
+    def _read_packaged(self, location: Location) -> CronFile | None:
+        path = location.path
+        if path.startswith(_TASK_ROOT):
+            path = path[len(_TASK_ROOT) :]
+        elif path.startswith("/"):
+            raise CronFileError(
+                f"Cron file {location.text} is outside the ticker's package (a layer?): the CLI "
+                "cannot read it - give --cron-file"
+            )
+        member = path.removeprefix("./")
+        raw = self._package.read(member)
+        if raw is None:
+            return None
+        source = f"{location.text} ({self._package.name})"
+        if len(raw) > MAX_FILE_BYTES:
+            raise CronFileError(f"Cron file {source} is larger than {MAX_FILE_BYTES} bytes")
+        return load(raw, source=source, default_timezone=self.default_timezone)
 
 
 def load_cron(context: Context, where: Where) -> CronFile:
