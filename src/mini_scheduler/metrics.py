@@ -39,6 +39,7 @@ JOBS_PAUSED = "JobsPaused"  # paused by the scheduler: pause_after_failures fina
 ALERTS_UNPUBLISHED = "AlertsUnpublished"  # a Job Run Failed or Job Paused event not published
 TICK_LAG = "TickLagSeconds"
 TICKS = "Ticks"
+CRON_ENTRIES_SKIPPED = "CronEntriesSkipped"  # each tick: the cron file's entries that did not load
 
 
 def skipped(reason: str) -> str:

@@ -199,8 +199,8 @@ def test_the_ticker_role_is_exactly_what_the_ticker_calls(template: Template) ->
         "CronFile": (
             ["s3:GetObject"],
             [
-                "arn:${AWS::Partition}:s3:::<Object:{'Fn::Select': [1, {'Fn::Split': "
-                "['s3://', {'Fn::Sub': '${CronFile}s3://'}]}]}>"
+                "arn:${AWS::Partition}:s3:::<Object:{'Fn::Select': [0, {'Fn::Split': [',', "
+                "{'Fn::Select': [1, {'Fn::Split': ['s3://', {'Fn::Sub': '${CronFile}s3://'}]}]}]}]}>"
             ],
         ),
         "CronFileBucket": (

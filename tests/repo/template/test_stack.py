@@ -299,6 +299,36 @@ def test_options_change_the_grants(aws: None, moto_template: Template) -> None:
     assert stack.function("RecorderFunction")["MemorySize"] == 256
     assert not any(name.startswith("Sample") for name in stack.resources)
     assert stack.outputs["ActiveEnvironmentParameter"] == "dynamodb"  # the CLI reads it so
+    assert stack.outputs["CronFileLocations"] == "s3://jobs-bucket/team/a/cron.yaml"
+
+
+@pytest.mark.parametrize(
+    ("locations", "grants"),
+    [
+        # the region's own bucket, then the packaged file: S3 grants for the object only
+        (
+            "s3://jobs-us-west-2/cron.yaml,file:cron.yaml",
+            ("arn:aws:s3:::jobs-us-west-2/cron.yaml", "arn:aws:s3:::jobs-us-west-2"),
+        ),
+        ("file:/opt/jobs/cron.yaml,file:cron.yaml", None),  # files only: no S3 grant
+        ("", None),  # the packaged file
+    ],
+    ids=["s3-then-package", "files", "package"],
+)
+def test_the_cron_file_list_the_template_takes(
+    aws: None, moto_template: Template, locations: str, grants: tuple[str, str] | None
+) -> None:
+    """CronFile takes the comma-separated fallback list CRON_FILE reads; the stack says where
+    its file is (CronFileLocations, read by the CLI), the packaged file as file:cron.yaml."""
+    stack = create_stack(moto_template, region="us-west-2", CronFile=locations)
+    granted = {s["Sid"]: s for s in stack.role_policy("TickerRole")}
+    if grants is None:
+        assert "CronFile" not in granted and "CronFileBucket" not in granted
+    else:
+        assert (granted["CronFile"]["Resource"], granted["CronFileBucket"]["Resource"]) == grants
+    variables = stack.function("TickerFunction")["Environment"]["Variables"]
+    assert variables.get("CRON_FILE", "") == locations
+    assert stack.outputs["CronFileLocations"] == (locations or "file:cron.yaml")
 
 
 def test_the_dr_stack_in_its_region(aws: None, translated: Template) -> None:

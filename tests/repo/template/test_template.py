@@ -153,8 +153,15 @@ def test_the_parameter_defaults_are_the_code_s_defaults(template: Template) -> N
         ("ActiveEnvironmentStore", "ssm:no-leading-slash", False),
         ("CronFile", "", True),
         ("CronFile", "s3://my-bucket/jobs/cron.yaml", True),
-        ("CronFile", "file:cron.yaml", False),
+        # the fallback list: the region's own bucket, then the packaged file
+        ("CronFile", "s3://my-bucket-us-west-2/cron.yaml,file:cron.yaml", True),
+        ("CronFile", "file:cron.yaml", True),
+        ("CronFile", "file:/opt/jobs/cron.yaml,file:cron.yaml", True),
         ("CronFile", "s3://my-bucket", False),
+        ("CronFile", "cron.yaml", False),
+        ("CronFile", "s3://a-bucket/cron.yaml,s3://b-bucket/cron.yaml", False),  # one grant
+        ("CronFile", "file:cron.yaml,s3://a-bucket/cron.yaml", False),  # S3 first, if at all
+        ("CronFile", "s3://a-bucket/cron.yaml, file:cron.yaml", False),
         ("MongoUriSecretArn", "", True),
         ("MongoUriSecretArn", "arn:aws:secretsmanager:us-east-1:123456789012:secret:m-AbC", True),
         ("TargetFunctionPrefix", "", False),
@@ -233,6 +240,7 @@ def test_the_outputs_the_cli_reads(template: Template) -> None:
         "TickerFunctionName",
         "ActiveEnvironmentParameter",
         "EnvironmentName",
+        "CronFileLocations",
     ):
         assert f'"{output}"' in Path(where.__file__).read_text(encoding="utf-8"), output
         assert output in template["Outputs"], output
@@ -315,6 +323,7 @@ def _code_metrics() -> set[str]:
         m.RUNS_FAILED_FINAL,
         m.JOBS_PAUSED,
         m.ALERTS_UNPUBLISHED,
+        m.CRON_ENTRIES_SKIPPED,
         m.TICK_LAG,
         m.TICKS,
     }
@@ -368,6 +377,9 @@ def test_the_alarms_required_by_the_design(template: Template) -> None:
     # A failure no attempt follows, not each failed attempt: a retry that mends it needs nobody.
     assert (_runtime.NAMESPACE, m.RUNS_FAILED_FINAL) in alarms
     assert (_runtime.NAMESPACE, m.ALERTS_UNPUBLISHED) in alarms
+    # an entry skipped at load: a gauge written every tick, so its Maximum
+    skipped = alarms[(_runtime.NAMESPACE, m.CRON_ENTRIES_SKIPPED)]
+    assert (skipped["Statistic"], skipped["Threshold"]) == ("Maximum", 1)
     for alarm in alarms.values():
         assert alarm["AlarmActions"] == [{"Ref": "AlarmTopic"}]
     topic = template["Resources"]["AlarmTopic"]["Properties"]

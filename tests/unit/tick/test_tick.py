@@ -551,3 +551,15 @@ def test_a_manual_run_s_reserved_key_is_logged_on_one_short_line(
         r.ticker.run_manual("minutely", "jane.doe", {key: 1})
     [line] = [rec.getMessage() for rec in caplog.records if "reserved" in rec.getMessage()]
     assert "\n" not in line and "forged" not in line and len(line) < 200
+
+
+def test_each_tick_counts_the_cron_entries_skipped_at_load() -> None:
+    """CronEntriesSkipped, once a tick and 0 too: the template's alarm reads its Maximum, so a
+    job that never runs because its entry did not load is an alarm, not only a log line."""
+    r = rig(EVERY_MINUTE)
+    r.tick("2026-11-30T14:00:00Z")
+    assert r.metrics.totals["CronEntriesSkipped"] == 0
+    r.cron_text[0] = EVERY_MINUTE + '  - {name: "bad", cron: "0 0 25 * * ?", service: "x"}\n'
+    r.tick("2026-11-30T14:01:00Z")
+    r.tick("2026-11-30T14:02:00Z")
+    assert r.metrics.totals["CronEntriesSkipped"] == 2  # one skipped entry, at each of two ticks
