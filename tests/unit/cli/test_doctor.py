@@ -320,7 +320,7 @@ def test_doctor_finds_what_stops_the_jobs_and_says_what_to_do(
     assert text.code == 1
     assert "What to do:" in text.lines
     assert text.lines[-1] == (
-        f"4 findings stop jobs; 1 warning (stack {STACK} in us-east-1, us-west-2)."
+        f"4 findings stop the jobs; 1 warning (stack {STACK} in us-east-1, us-west-2)."
     )
 
 
