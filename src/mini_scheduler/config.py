@@ -11,6 +11,7 @@ from mini_scheduler.errors import ConfigurationError
 
 _ENVIRONMENT_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 DEFAULT_PARAMETER = "/mini-scheduler/active-environment"
+DEFAULT_KNOWN = ("prod", "DR")  # the names samconfig.toml gives the two stacks
 
 
 def valid_environment_name(value: str) -> bool:
@@ -18,10 +19,32 @@ def valid_environment_name(value: str) -> bool:
     return bool(_ENVIRONMENT_NAME.fullmatch(value))
 
 
+def environment_names(text: str, what: str) -> tuple[str, ...]:
+    """A comma-separated list of environment names (``prod,DR``), each checked, duplicates
+    (without regard to case) dropped; ConfigurationError naming ``what`` and the bad one."""
+    names: list[str] = []
+    for part in text.split(","):
+        name = part.strip()
+        if not name:
+            continue
+        if not valid_environment_name(name):
+            raise ConfigurationError(
+                f"{what}: {name[:100]!r} is not an environment name (one word of letters, "
+                "digits, '-' and '_'); give them comma-separated, e.g. prod,DR"
+            )
+        if name.casefold() not in (n.casefold() for n in names):
+            names.append(name)
+    return tuple(names)
+
+
 @dataclass(frozen=True, slots=True)
 class Settings:
     state_table: str
     environment_name: str = "prod"
+    # The environment names the deployment's stacks have (KNOWN_ENVIRONMENTS): the only values
+    # the environment event accepts unforced; a tick reads any other as "nobody is active".
+    # This region's own name is always known.
+    known_environments: tuple[str, ...] = DEFAULT_KNOWN
     active_environment_store: str = f"ssm:{DEFAULT_PARAMETER}"
     claim_store: str = "dynamodb"
     cron_file: str | None = None
@@ -60,6 +83,7 @@ class Settings:
             raise ConfigurationError(
                 f"ENVIRONMENT_NAME {name!r} is not one word of letters, digits, '-' and '_'"
             )
+        known = environment_names(env.get("KNOWN_ENVIRONMENTS", ""), "KNOWN_ENVIRONMENTS")
         store = env.get("ACTIVE_ENVIRONMENT_STORE", "").strip() or f"ssm:{DEFAULT_PARAMETER}"
         if not (store in ("dynamodb", "mongodb") or (store.startswith("ssm:") and len(store) > 4)):
             raise ConfigurationError(
@@ -72,6 +96,7 @@ class Settings:
         return cls(
             state_table=table,
             environment_name=name,
+            known_environments=known or DEFAULT_KNOWN,
             active_environment_store=store,
             claim_store=claims,
             cron_file=env.get("CRON_FILE", "").strip() or None,

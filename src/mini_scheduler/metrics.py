@@ -37,6 +37,9 @@ RETRIES_DEFERRED = "RetriesDeferred"  # a failed run's next attempt, deferred
 RUNS_FAILED_FINAL = "RunsFailedFinal"  # a failure no attempt follows (retries spent, or none)
 JOBS_PAUSED = "JobsPaused"  # paused by the scheduler: pause_after_failures final failures in a row
 ALERTS_UNPUBLISHED = "AlertsUnpublished"  # a Job Run Failed or Job Paused event not published
+# Each tick: 1 when the active environment it read is a name it does not know (no stack has
+# it, so no region is active), 0 when known; none when the store gave no name (fail closed).
+ACTIVE_ENVIRONMENT_UNKNOWN = "ActiveEnvironmentUnknown"
 TICK_LAG = "TickLagSeconds"
 TICKS = "Ticks"
 CRON_ENTRIES_SKIPPED = "CronEntriesSkipped"  # each tick: the cron file's entries that did not load

@@ -187,12 +187,30 @@ class Operator:
             status["error"] = reading.error
         return status
 
-    def set_environment(self, active: Any, operator: Any) -> dict[str, Any]:
-        """Persist ``active`` as the active environment, then answer the status."""
+    def set_environment(
+        self, active: Any, operator: Any, force: Any = False, reason: Any = None
+    ) -> dict[str, Any]:
+        """Persist ``active`` as the active environment in this region's store, then answer
+        the status and that the other regions were not changed. A name the region does not
+        know is refused unless ``force`` with a ``reason`` (logged with the operator)."""
         operator = check_operator(operator)
         if not isinstance(active, str):
             raise EventError('environment.active must be an environment name, e.g. "DR"')
-        return self._environment().activate(active, operator, self.clock.now())
+        if not isinstance(force, bool):
+            raise EventError("environment.force must be true or false")
+        if reason is not None and not force:
+            raise EventError('environment.reason goes with "force": true (a known name needs none)')
+        environment = self._environment()
+        status = environment.activate(
+            active, operator, self.clock.now(), force=force, reason=reason
+        )
+        here = self._origin.split("/")[0] if "/" in self._origin else "this region"
+        status["otherRegions"] = (
+            f"not changed: this wrote {environment.store.name} in {here} only; a region "
+            "that reads another store keeps its value, and the regions disagree until "
+            f"mini-scheduler failover --to {status['active']} --regions R1,R2 writes them all"
+        )
+        return status
 
     # -- runtime schedules and backfills -----------------------------------------------------
 

@@ -154,7 +154,9 @@ def build_ticker(
         cron=cron or cron_source(settings, clients),
         claims=claim_store(settings, clients),
         environment=ActiveEnvironment(
-            environment_store(settings, clients), settings.environment_name
+            environment_store(settings, clients),
+            settings.environment_name,
+            settings.known_environments,
         ),
         dispatchers=dispatch or dispatchers(settings, clients, account),
         clock=clock or SystemClock(),

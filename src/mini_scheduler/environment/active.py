@@ -7,6 +7,10 @@ Rules (Mercury's; docs/how-a-tick-works.md, "The active environment"):
 * no value stored yet means ``prod``;
 * a store that cannot be read, or holds a value that is not a valid name, leaves the last value
   this container read, with a warning; with none, the tick fails closed (never active on error).
+
+The names it knows are this region's own and the deployment's list (KNOWN_ENVIRONMENTS): a
+name outside them is one no stack has, so no region is active. ``activate`` refuses such a
+name unless forced with a reason; ``knows`` is what each tick reports as a metric.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from mini_scheduler.config import valid_environment_name
+from mini_scheduler.config import DEFAULT_KNOWN, valid_environment_name
 from mini_scheduler.environment.base import EnvironmentStore
 from mini_scheduler.errors import EnvironmentStoreError, EventError
 
@@ -38,16 +42,51 @@ def same_environment(active: str | None, name: str) -> bool:
     return active is not None and active.casefold() == name.casefold()
 
 
+_REASON_MAX = 200
+
+
+def check_reason(reason: Any) -> str:
+    """A forced change's reason: required, one line of at most 200 characters."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise EventError(
+            "a forced change needs a reason: say why the name is not one of the known "
+            'environments (e.g. "reason": "DR stack renamed DR2, list not updated yet")'
+        )
+    text = " ".join(reason.split())
+    if len(text) > _REASON_MAX or not text.isprintable():
+        raise EventError(f"reason must be one line of at most {_REASON_MAX} printable characters")
+    return text
+
+
 class ActiveEnvironment:
-    def __init__(self, store: EnvironmentStore, environment_name: str) -> None:
+    def __init__(
+        self,
+        store: EnvironmentStore,
+        environment_name: str,
+        known: tuple[str, ...] = DEFAULT_KNOWN,
+    ) -> None:
         self.store = store
         self.environment_name = environment_name
+        names = [environment_name]
+        names += [n for n in known if n.casefold() not in {m.casefold() for m in names}]
+        self.known: tuple[str, ...] = tuple(names)  # this region's name first
         self._last: str | None = None
         self._announced = False
+        self._warned_unknown: str | None = None
         self._lock = threading.Lock()
 
     def is_active(self, active: str | None) -> bool:
         return same_environment(active, self.environment_name)
+
+    def knows(self, name: str | None) -> bool:
+        """Whether ``name`` is this region's environment or one of the known ones."""
+        return any(same_environment(name, known) for known in self.known)
+
+    def _unknown_note(self, name: str) -> str:
+        return (
+            f"{name} is not a known environment ({', '.join(self.known)}: this region's name "
+            "and KNOWN_ENVIRONMENTS) - no stack has it, so no region is active"
+        )
 
     def read(self) -> Reading:
         """Read the store now; on failure fall back to the last good value, or fail closed."""
@@ -81,8 +120,17 @@ class ActiveEnvironment:
             self._last = active
             first = not self._announced
             self._announced = True
+            warn = not self.knows(active) and self._warned_unknown != active.casefold()
+            self._warned_unknown = None if self.knows(active) else active.casefold()
         if first:
             self._announce(active, stored is not None)
+        if warn:
+            log.warning(
+                "Active environment %s read from %s - no job runs in this region: %s",
+                active,
+                self.store.name,
+                self._unknown_note(active),
+            )
         return Reading(active)
 
     def _announce(self, active: str, stored: bool) -> None:
@@ -100,33 +148,69 @@ class ActiveEnvironment:
             log.warning(memory_only, self.environment_name, active, source, mode)
 
     def status(self, active: str | None) -> dict[str, Any]:
-        """Mercury's status: environment, active, mode, persistent, store."""
-        return {
+        """Mercury's status: environment, active, mode, persistent, store; and a ``warning``
+        when the active name is not a known one."""
+        status: dict[str, Any] = {
             "environment": self.environment_name,
             "active": active,
             "mode": "active" if self.is_active(active) else "standby",
             "persistent": self.store.persistent,
             "store": self.store.name,
         }
+        if active is not None and not self.knows(active):
+            status["warning"] = self._unknown_note(active)
+        return status
 
-    def activate(self, name: str, operator: str, now: datetime) -> dict[str, Any]:
+    def activate(
+        self,
+        name: str,
+        operator: str,
+        now: datetime,
+        *,
+        force: bool = False,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
         """Persist ``name`` as the active environment (before anything else), then answer the
-        status. A refusal by the store raises and changes nothing."""
+        status. A name this region does not know is refused unless ``force`` with a
+        ``reason``; a refusal (here or by the store) raises and changes nothing."""
         if not isinstance(name, str) or not valid_environment_name(name.strip()):
             raise EventError(
                 f"environment.active {str(name)[:100]!r} is not an environment name "
                 "(one word of letters, digits, '-' and '_')"
             )
         name = name.strip()
+        known = self.knows(name)
+        if not known and not force:
+            raise EventError(
+                f"environment.active {name!r} is not a known environment (known: "
+                f"{', '.join(self.known)}): no region would be active. Check the name, or "
+                'force it with "force": true and a "reason"'
+            )
+        if force:
+            reason = check_reason(reason)
         self.store.set(name, operator=operator, now=now)
         with self._lock:
             self._last = name
         mode = "active" if self.is_active(name) else "on standby"
-        log.info(
-            "Active environment set to %s by %s - this instance (%s) is %s",
-            name,
-            operator,
-            self.environment_name,
-            mode,
-        )
-        return self.status(name)
+        if force:
+            log.warning(
+                "Active environment set to %s by %s, forced: %s - this instance (%s) is %s%s",
+                name,
+                operator,
+                reason,
+                self.environment_name,
+                mode,
+                "" if known else f"; {self._unknown_note(name)}",
+            )
+        else:
+            log.info(
+                "Active environment set to %s by %s - this instance (%s) is %s",
+                name,
+                operator,
+                self.environment_name,
+                mode,
+            )
+        status = self.status(name)
+        if force:
+            status |= {"forced": True, "reason": reason}
+        return status

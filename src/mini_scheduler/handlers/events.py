@@ -65,10 +65,13 @@ class EnvironmentStatus:
 
 @dataclass(frozen=True, slots=True)
 class EnvironmentChange:
-    """Make ``active`` the active environment."""
+    """Make ``active`` the active environment (``force``, with a ``reason``: a name the
+    region does not know)."""
 
     active: object
     operator: object
+    force: object = False
+    reason: object = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,10 +208,18 @@ def ticker_request(event: Any) -> TickerRequest:
             )
         if not change:
             return EnvironmentStatus()
-        unknown = set(change) - {"active", "operator"}
+        unknown = set(change) - {"active", "operator", "force", "reason"}
         if unknown or "active" not in change:
-            raise EventError(f'environment takes "active" and "operator" only, got {_keys(change)}')
-        return EnvironmentChange(change["active"], change.get("operator"))
+            raise EventError(
+                'environment takes "active", "operator", and "force" with "reason" only, got '
+                f"{_keys(change)}"
+            )
+        return EnvironmentChange(
+            change["active"],
+            change.get("operator"),
+            change.get("force", False),
+            change.get("reason"),
+        )
     if "schedule" in event:
         return _schedule_request(event)
     if "backfill" in event:

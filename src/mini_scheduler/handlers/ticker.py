@@ -63,7 +63,9 @@ def route(ticker: Ticker, event: Any, deadline: datetime | None = None) -> dict[
     if isinstance(request, EnvironmentStatus):
         return ticker.environment_status()
     if isinstance(request, EnvironmentChange):
-        return ticker.set_environment(request.active, request.operator)
+        return ticker.set_environment(
+            request.active, request.operator, request.force, request.reason
+        )
     if isinstance(request, PauseChange):
         return ticker.set_paused(request.job, request.paused, request.operator)
     if isinstance(request, ScheduleRequest):

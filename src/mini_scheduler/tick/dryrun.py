@@ -162,7 +162,9 @@ def dry_run(
     with package_logs(capture):  # the lines the tick would log, kept for --verbose
         cron_file = cron()
         cron_file.log(log)
-        reading = ActiveEnvironment(environment, settings.environment_name).read()
+        reading = ActiveEnvironment(
+            environment, settings.environment_name, settings.known_environments
+        ).read()
         control = claims.control(settings.origin)
         sweeping = sweeps(minute, control, reading, None, settings)
         due = claims.due_runs(now) if sweeping else ()

@@ -153,6 +153,9 @@ class Ticker:
         scope = self.settings.origin + (shard.suffix if shard else "")
         control = self.claims.control(scope)
         reading = self.environment.read()
+        if reading.active is not None:  # 1: a name no stack has, so no region is active
+            known = self.environment.knows(reading.active)
+            self.metrics.add(m.ACTIVE_ENVIRONMENT_UNKNOWN, 0 if known else 1)
         sweeping = sweeps(minute, control, reading, shard, self.settings)
         due, errors = self._due_runs(now) if sweeping else ((), 0)
         deferred: Sequence[Deferred] = ()
@@ -228,8 +231,10 @@ class Ticker:
     def environment_status(self) -> dict[str, Any]:
         return self.operator.environment_status()
 
-    def set_environment(self, active: Any, operator: Any) -> dict[str, Any]:
-        return self.operator.set_environment(active, operator)
+    def set_environment(
+        self, active: Any, operator: Any, force: Any = False, reason: Any = None
+    ) -> dict[str, Any]:
+        return self.operator.set_environment(active, operator, force, reason)
 
     def set_paused(self, job_name: Any, paused: bool, operator: Any) -> dict[str, Any]:
         return self.operator.set_paused(job_name, paused, operator)

@@ -209,6 +209,7 @@ def test_the_functions_point_at_the_stack_s_resources(aws: None, moto_template: 
     assert variables == {
         "STATE_TABLE": table,
         "ENVIRONMENT_NAME": "prod",
+        "KNOWN_ENVIRONMENTS": "prod,DR",
         "ACTIVE_ENVIRONMENT_STORE": "ssm:/mini-scheduler/active-environment",
         "CLAIM_STORE": "dynamodb",
         "CRON_FILE": "",

@@ -103,6 +103,7 @@ def test_the_ticker_is_configured_by_reference(template: Template) -> None:
     assert variables == {
         "STATE_TABLE": {"Ref": "StateTable"},
         "ENVIRONMENT_NAME": {"Ref": "EnvironmentName"},
+        "KNOWN_ENVIRONMENTS": {"Ref": "KnownEnvironments"},
         "ACTIVE_ENVIRONMENT_STORE": {"Ref": "ActiveEnvironmentStore"},
         "CLAIM_STORE": {"Ref": "ClaimStore"},
         "CRON_FILE": {"Ref": "CronFile"},
@@ -123,6 +124,7 @@ def test_the_parameter_defaults_are_the_code_s_defaults(template: Template) -> N
     env = {
         "STATE_TABLE": "state",
         "ENVIRONMENT_NAME": _default(template, "EnvironmentName"),
+        "KNOWN_ENVIRONMENTS": _default(template, "KnownEnvironments"),
         "ACTIVE_ENVIRONMENT_STORE": _default(template, "ActiveEnvironmentStore"),
         "CLAIM_STORE": _default(template, "ClaimStore"),
         "CRON_FILE": _default(template, "CronFile"),
@@ -146,6 +148,11 @@ def test_the_parameter_defaults_are_the_code_s_defaults(template: Template) -> N
         ("EnvironmentName", "prod-2_b", True),
         ("EnvironmentName", "two words", False),
         ("EnvironmentName", "", False),
+        ("KnownEnvironments", "prod,DR", True),
+        ("KnownEnvironments", "blue", True),
+        ("KnownEnvironments", "prod, DR", False),
+        ("KnownEnvironments", "prod,,DR", False),
+        ("KnownEnvironments", "", False),
         ("ActiveEnvironmentStore", "ssm:/mini-scheduler/active-environment", True),
         ("ActiveEnvironmentStore", "dynamodb", True),
         ("ActiveEnvironmentStore", "mongodb", True),
@@ -182,6 +189,9 @@ def test_parameter_patterns(template: Template, parameter: str, value: str, vali
         from mini_scheduler.config import valid_environment_name
 
         assert valid_environment_name(value) is valid
+    if parameter == "KnownEnvironments" and valid:  # what the template allows, the code takes
+        settings = Settings.from_environment({"STATE_TABLE": "s", "KNOWN_ENVIRONMENTS": value})
+        assert ",".join(settings.known_environments) == value
     if parameter == "FailureEventBus" and valid:  # what the template allows, the code takes
         settings = Settings.from_environment({"STATE_TABLE": "s", "EVENT_BUS_NAME": value})
         assert settings.event_bus == value
@@ -311,6 +321,7 @@ def _alarm_metrics(template: Template) -> list[dict[str, Any]]:
 
 def _code_metrics() -> set[str]:
     names = {
+        m.ACTIVE_ENVIRONMENT_UNKNOWN,
         m.FIRINGS_CLAIMED,
         m.FIRINGS_DISPATCHED,
         m.DISPATCH_ERRORS,
@@ -387,6 +398,28 @@ def test_the_alarms_required_by_the_design(template: Template) -> None:
 
 
 # -- failure events -------------------------------------------------------------------------------
+
+
+def test_an_active_environment_no_stack_has_rings_at_once(template: Template) -> None:
+    """Each tick writes ActiveEnvironmentUnknown, 0 or 1: the name it read is not this region's
+    nor one of KnownEnvironments, so no region is active (issue 15). The ticker knows the list
+    the stack outputs, and the CLI reads it there."""
+    alarm = template["Resources"]["ActiveEnvironmentUnknownAlarm"]["Properties"]
+    assert (alarm["Namespace"], alarm["MetricName"]) == (
+        _runtime.NAMESPACE,
+        m.ACTIVE_ENVIRONMENT_UNKNOWN,
+    )
+    assert (alarm["Statistic"], alarm["Period"], alarm["EvaluationPeriods"]) == ("Maximum", 60, 1)
+    assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (
+        1,
+        "GreaterThanOrEqualToThreshold",
+    )
+    assert alarm["TreatMissingData"] == "notBreaching"  # a fail-closed tick writes none
+    assert alarm["AlarmActions"] == [{"Ref": "AlarmTopic"}]
+    ticker = template["Resources"]["TickerFunction"]["Properties"]["Environment"]["Variables"]
+    assert ticker["KNOWN_ENVIRONMENTS"] == {"Ref": "KnownEnvironments"}
+    # mini-scheduler status|failover --stack read it (tests/unit/cli/test_operator.py)
+    assert template["Outputs"]["KnownEnvironments"]["Value"] == {"Ref": "KnownEnvironments"}
 
 
 def test_failure_events_go_to_the_bus_the_template_names_and_on_to_the_alarm_topic(

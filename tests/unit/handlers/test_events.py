@@ -265,6 +265,10 @@ def _environment_set(answer: dict[str, Any], aws: Aws, event: dict[str, Any]) ->
     assert answer["active"] == "DR" and answer["mode"] == "standby"
     stored = aws.ssm.get_parameter(Name="/mini-scheduler/active-environment")["Parameter"]
     assert stored["Value"] == "DR"
+    # one region's store only: the answer says the others were not changed (issue 15)
+    assert answer["otherRegions"].startswith(
+        "not changed: this wrote ssm:/mini-scheduler/active-environment in us-east-1 only"
+    )
 
 
 def _paused(paused: bool) -> Check:
@@ -462,3 +466,44 @@ def test_every_expectation_names_a_file_in_events() -> None:
     assert sorted(EVENT_FILE_EXPECTATIONS) == [
         name for name in EVENT_FILES if name in EVENT_FILE_EXPECTATIONS
     ]
+
+
+# -- the environment event: a known name, or forced with a reason (issue 15) ----------------------
+
+
+@pytest.mark.dynamodb_local
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        (
+            {"active": "DRR"},
+            "environment.active 'DRR' is not a known environment (known: prod, DR)",
+        ),
+        ({"active": "DRR", "force": True}, "a forced change needs a reason"),
+        ({"active": "DR", "reason": "why"}, 'environment.reason goes with "force": true'),
+        ({"active": "DR", "forced": True}, 'environment takes "active", "operator", and "force"'),
+    ],
+)
+def test_the_environment_event_takes_a_known_name_only(
+    aws: Aws, invoke_ticker: Invoke, change: dict[str, Any], error: str
+) -> None:
+    answer = invoke_ticker({"environment": {**change, "operator": "jane.doe"}})
+    assert answer["status"] == "rejected" and answer["error"].startswith(error), answer
+    with pytest.raises(aws.ssm.exceptions.ParameterNotFound):
+        aws.ssm.get_parameter(Name="/mini-scheduler/active-environment")
+
+
+@pytest.mark.dynamodb_local
+def test_a_forced_environment_event_writes_and_says_no_stack_has_the_name(
+    aws: Aws, invoke_ticker: Invoke, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KNOWN_ENVIRONMENTS", "prod,DR,DR2")  # the template's KnownEnvironments
+    change = {"active": "DR2", "operator": "jane.doe"}
+    assert invoke_ticker({"environment": change})["mode"] == "standby"  # a known name
+    change = {"active": "maint", "operator": "jane.doe", "force": True, "reason": "migration"}
+    answer = invoke_ticker({"environment": change})
+    assert (answer["active"], answer["forced"], answer["reason"]) == ("maint", True, "migration")
+    assert answer["warning"].startswith("maint is not a known environment (prod, DR, DR2: ")
+    stored = aws.ssm.get_parameter(Name="/mini-scheduler/active-environment")["Parameter"]
+    assert stored["Value"] == "maint"
+    assert invoke_ticker({"environment": {}})["warning"] == answer["warning"]

@@ -90,3 +90,140 @@ def test_set_environment_persists_first_and_answers_the_status() -> None:
     assert op.environment_status()["active"] == "DR"
     with pytest.raises(EventError, match="not an environment name"):
         op.set_environment("two words", "jane.doe")
+
+
+# -- the active environment: only a known name, unless forced (issue 15) --------------------------
+
+
+def _environment(
+    active: str | None = None, known: tuple[str, ...] = ("prod", "DR")
+) -> tuple[Operator, MemoryEnvironmentStore]:
+    store = MemoryEnvironmentStore(active)
+    op = Operator(
+        cron=None,
+        claims=None,
+        environment=ActiveEnvironment(store, "prod", known),
+        clock=FixedClock(at("2026-11-30T14:00:00Z")),
+        origin="us-east-1/prod",
+    )
+    return op, store
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            {"active": "DRR"},
+            "environment.active 'DRR' is not a known environment (known: prod, DR): no region "
+            'would be active. Check the name, or force it with "force": true and a "reason"',
+        ),
+        ({"active": "DRR", "force": True}, "a forced change needs a reason"),
+        ({"active": "DRR", "force": True, "reason": "  "}, "a forced change needs a reason"),
+        ({"active": "DRR", "force": True, "reason": "x" * 201}, "at most 200 printable"),
+        ({"active": "DRR", "force": "yes", "reason": "why"}, "force must be true or false"),
+        ({"active": "DR", "reason": "why"}, 'reason goes with "force": true'),
+    ],
+)
+def test_a_name_the_region_does_not_know_is_refused_and_nothing_written(
+    change: dict[str, object], message: str
+) -> None:
+    op, store = _environment()
+    with pytest.raises(EventError) as refused:
+        op.set_environment(operator="jane.doe", **change)
+    assert message in str(refused.value)
+    assert store.value is None
+
+
+def test_its_own_name_and_the_known_ones_are_accepted_without_regard_to_case() -> None:
+    op, store = _environment(known=("DR",))
+    assert op.set_environment("dr", "jane.doe")["mode"] == "standby"
+    assert op.set_environment("PROD", "jane.doe")["mode"] == "active"  # its own name
+    assert store.value == "PROD"
+    with pytest.raises(EventError, match="known: prod, DR"):
+        op.set_environment("blue", "jane.doe")
+
+
+def test_a_forced_name_is_written_and_its_reason_logged_with_the_operator(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    op, store = _environment()
+    with caplog.at_level("WARNING", logger="mini_scheduler.environment"):
+        answer = op.set_environment("maintenance", "jane.doe", True, " stop  all jobs ")
+    assert store.value == "maintenance"
+    assert (answer["active"], answer["mode"], answer["forced"], answer["reason"]) == (
+        "maintenance",
+        "standby",
+        True,
+        "stop all jobs",
+    )
+    assert answer["warning"].startswith("maintenance is not a known environment (prod, DR")
+    assert [r.getMessage() for r in caplog.records] == [
+        "Active environment set to maintenance by jane.doe, forced: stop all jobs - this "
+        "instance (prod) is on standby; maintenance is not a known environment (prod, DR: this "
+        "region's name and KNOWN_ENVIRONMENTS) - no stack has it, so no region is active"
+    ]
+    # read back: the status warns too
+    assert op.environment_status()["warning"] == answer["warning"]
+
+
+def test_the_answer_says_the_other_regions_were_not_changed() -> None:
+    op, _ = _environment()
+    answer = op.set_environment("DR", "jane.doe")
+    assert answer["otherRegions"] == (
+        "not changed: this wrote memory in us-east-1 only; a region that reads another store "
+        "keeps its value, and the regions disagree until mini-scheduler failover --to DR "
+        "--regions R1,R2 writes them all"
+    )
+    assert "warning" not in answer and "forced" not in answer
+
+
+@pytest.mark.parametrize(
+    ("active", "unknown"),
+    [(None, 0.0), ("prod", 0.0), ("dr", 0.0), ("DRR", 1.0)],
+    ids=["default", "own", "known", "typo"],
+)
+def test_each_tick_reports_whether_it_knows_the_active_name(
+    active: str | None, unknown: float
+) -> None:
+    from mini_scheduler import metrics as m
+    from tests.unit.tick.harness import rig
+
+    r = rig(CRON_TEXT, active=active)
+    r.tick("2026-11-30T14:00:00Z")
+    r.tick("2026-11-30T14:01:00Z")
+    assert r.metrics.totals[m.ACTIVE_ENVIRONMENT_UNKNOWN] == 2 * unknown
+    assert m.ACTIVE_ENVIRONMENT_UNKNOWN in r.metrics.totals  # 0 is written too
+
+
+def test_a_tick_that_fails_closed_reports_no_name() -> None:
+    from mini_scheduler import metrics as m
+    from tests.unit.tick.harness import rig
+
+    r = rig(CRON_TEXT)
+    r.store.failing = RuntimeError("throttled")
+    r.tick("2026-11-30T14:00:00Z")
+    assert m.ACTIVE_ENVIRONMENT_UNKNOWN not in r.metrics.totals
+
+
+CRON_TEXT = """
+jobs:
+  - name: "report"
+    cron: "0 0 9 * * ?"
+    service: "report-fn"
+"""
+
+
+def test_a_name_no_stack_has_is_a_warning_once_per_value_read(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    store = MemoryEnvironmentStore("DRR")
+    environment = ActiveEnvironment(store, "prod", ("prod", "DR"))
+    with caplog.at_level("WARNING", logger="mini_scheduler.environment"):
+        for value in ("DRR", "DRR", "prod", "DRR"):
+            store.value = value
+            environment.read()
+    assert [r.getMessage() for r in caplog.records if "KNOWN" in r.getMessage()] == [
+        "Active environment DRR read from memory - no job runs in this region: DRR is not a "
+        "known environment (prod, DR: this region's name and KNOWN_ENVIRONMENTS) - no stack "
+        "has it, so no region is active"
+    ] * 2
