@@ -17,8 +17,9 @@ help:
 	@echo "make validate-template   cfn-lint and sam validate --lint (offline)"
 	@echo "make security   checkov on template.yaml and bandit on src (offline)"
 	@echo "make audit   pip-audit on the runtime dependencies (asks a live advisory database)"
-	@echo "make build   sam build without Docker (CRON_YAML=path/to/cron.yaml; COMPILE_PYTHON=path/to/python3.13)"
-	@echo "make deploy-prod / deploy-dr   build, then deploy us-east-1 / us-west-2"
+	@echo "make build   sam build without Docker, the cron file checked (CRON_YAML=path/to/cron.yaml; COMPILE_PYTHON=path/to/python3.13)"
+	@echo "make deploy  one build, deployed to both regions: prod in us-east-1, then DR in us-west-2"
+	@echo "make deploy-prod / deploy-dr   build, then deploy one region only"
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "mini-scheduler needs Python 3.11 or later; set PYTHON=/path/to/python3.11")'
@@ -62,7 +63,24 @@ CRON_YAML      ?= samplecode/cron.yaml
 SAM_BUILD_ARGS ?=
 DEPLOY_ARGS    ?=
 
-.PHONY: sam-tools validate-template build deploy-prod deploy-dr
+# The two regions (samconfig.toml's prod and dr) and their environment names: `make deploy`
+# deploys one build to both, and the build checks the cron file against both. The targets the
+# tickers may invoke (the template's TargetFunctionPrefix and TargetStateMachinePrefix): the
+# build fails on a job whose target is outside them, and the deploy passes the same values.
+PRIMARY_REGION              ?= us-east-1
+PRIMARY_ENVIRONMENT         ?= prod
+DR_REGION                   ?= us-west-2
+DR_ENVIRONMENT              ?= DR
+TARGET_FUNCTION_PREFIX      ?= mini-scheduler-
+TARGET_STATE_MACHINE_PREFIX ?= mini-scheduler-
+# Each region's CronFile parameter (empty: the packaged cron.yaml), its own copy, e.g.
+# PRIMARY_CRON_FILE=s3://my-bucket-us-east-1/cron.yaml,file:cron.yaml
+PRIMARY_CRON_FILE ?=
+DR_CRON_FILE      ?=
+# Other template parameters, the same in both regions: PARAMETERS='AlarmEmail=ops@example.com'.
+PARAMETERS ?=
+
+.PHONY: sam-tools validate-template build deploy deploy-guard deploy-prod deploy-dr
 
 $(SAM_STAMP):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "the SAM CLI venv needs Python 3.11 or later; set PYTHON=/path/to/python3.11")'
@@ -84,16 +102,49 @@ validate-template: $(SAM_STAMP)
 # python3.13 on PATH, or COMPILE_PYTHON=/path/to/python3.13), and say so when it does not (see
 # src/Makefile). Like every variable given to make or set in the environment, COMPILE_PYTHON
 # reaches src/Makefile through sam build's environment.
+# src/Makefile checks the cron file it packages (mini-scheduler validate --deploy, against
+# the target prefixes and both regions): a file that is not YAML, an entry that does not load or
+# a target the tickers may not invoke fails the build.
 build: $(SAM_STAMP)
 	@test -f "$(CRON_YAML)" || { echo "CRON_YAML=$(CRON_YAML): no such file" >&2; exit 1; }
 	MINI_SCHEDULER_CRON_YAML="$(abspath $(CRON_YAML))" BUILD_PYTHON="$(abspath $(SAM_VENV))/bin/python" \
+	  TARGET_FUNCTION_PREFIX="$(TARGET_FUNCTION_PREFIX)" TARGET_STATE_MACHINE_PREFIX="$(TARGET_STATE_MACHINE_PREFIX)" \
+	  CHECK_REGIONS="$(PRIMARY_REGION),$(DR_REGION)" \
 	  $(SAM) build $(SAM_BUILD_ARGS)
 
-deploy-prod: build
-	$(SAM) deploy --config-env prod $(DEPLOY_ARGS)
+# Each region's parameters are made here, never taken whole from DEPLOY_ARGS or samconfig.toml
+# (a --parameter-overrides replaces the whole list, so a forgotten EnvironmentName=DR made a
+# second prod): refuse what would undo them, and a DR named like the primary.
+lower = $(shell printf '%s' '$(1)' | tr '[:upper:]' '[:lower:]')
+deploy_guard = $(strip \
+  $(foreach flag,--parameter-overrides --region --config-env --stack-name,$(if $(filter $(flag) $(flag)=%,$(DEPLOY_ARGS)),\
+    $(error DEPLOY_ARGS may not hold $(flag): make deploy sets each region's. Give template parameters as PARAMETERS='Key=Value ...', the regions as PRIMARY_REGION and DR_REGION))) \
+  $(foreach name,EnvironmentName TargetFunctionPrefix TargetStateMachinePrefix CronFile,$(if $(filter $(name)=%,$(PARAMETERS)),\
+    $(error PARAMETERS may not set $(name): make deploy sets it for each region (PRIMARY_ENVIRONMENT, DR_ENVIRONMENT, TARGET_FUNCTION_PREFIX, TARGET_STATE_MACHINE_PREFIX, PRIMARY_CRON_FILE, DR_CRON_FILE)))) \
+  $(if $(filter $(call lower,$(PRIMARY_ENVIRONMENT)),$(call lower,$(DR_ENVIRONMENT))),\
+    $(error DR_ENVIRONMENT=$(DR_ENVIRONMENT) is the primary's name ($(PRIMARY_ENVIRONMENT)): both regions would be active. Give the DR stack its own name)) \
+  $(if $(filter $(PRIMARY_REGION),$(DR_REGION)),\
+    $(error DR_REGION=$(DR_REGION) is the primary's region: give each stack its own)))
 
-deploy-dr: build
-	$(SAM) deploy --config-env dr $(DEPLOY_ARGS)
+# sam deploy of the last build to one region: $(1) samconfig.toml's config-env, $(2) the region,
+# $(3) its environment name, $(4) its CronFile.
+deploy_to = $(SAM) deploy --config-env $(1) --region $(2) $(DEPLOY_ARGS) --parameter-overrides \
+  EnvironmentName=$(3) TargetFunctionPrefix=$(TARGET_FUNCTION_PREFIX) \
+  TargetStateMachinePrefix=$(TARGET_STATE_MACHINE_PREFIX) $(if $(4),CronFile=$(4)) $(PARAMETERS)
+
+deploy-guard:
+	@: $(deploy_guard)
+
+# One build, both regions: the DR stack first (it stands by), then the primary.
+deploy: deploy-guard build
+	$(call deploy_to,dr,$(DR_REGION),$(DR_ENVIRONMENT),$(DR_CRON_FILE))
+	$(call deploy_to,prod,$(PRIMARY_REGION),$(PRIMARY_ENVIRONMENT),$(PRIMARY_CRON_FILE))
+
+deploy-prod: deploy-guard build
+	$(call deploy_to,prod,$(PRIMARY_REGION),$(PRIMARY_ENVIRONMENT),$(PRIMARY_CRON_FILE))
+
+deploy-dr: deploy-guard build
+	$(call deploy_to,dr,$(DR_REGION),$(DR_ENVIRONMENT),$(DR_CRON_FILE))
 
 # checkov, bandit and pip-audit live in their own virtual environment too: checkov pins many
 # packages (boto3 among them) that .venv must not get. `make test` installs them and runs checkov

@@ -30,6 +30,10 @@ NOT_RUN = {
     ("docs/operating.md", "mini-scheduler history heartbeat --limit 3 --stack mini-scheduler"),
     (
         "docs/operating.md",
+        "mini-scheduler doctor --stack mini-scheduler --regions us-east-1,us-west-2",
+    ),
+    (
+        "docs/operating.md",
         "mini-scheduler pause morning-report --regions us-east-1,us-west-2 --stack mini-scheduler",
     ),
     (

@@ -92,7 +92,7 @@ def doctor(args: argparse.Namespace, context: Context) -> int:
     findings: list[Finding] = []
     for region in seen:
         findings.extend(_region_findings(args, context, region))
-    findings.extend(_across_regions(seen))
+    findings.extend(_across_regions(args.stack, seen))
     order = {r: i for i, r in enumerate(regions)}
     findings.sort(key=lambda f: order.get(f.region, len(order)))
     errors = sum(1 for f in findings if f.level == "error")
@@ -117,7 +117,7 @@ def doctor(args: argparse.Namespace, context: Context) -> int:
         for f in fixes:
             context.print(f"  {f.region} {f.check}: {f.fix}")
     verdict = (
-        f"{errors} finding{'s' if errors != 1 else ''} stop jobs"
+        ("1 finding stops" if errors == 1 else f"{errors} findings stop") + " the jobs"
         if errors
         else "Nothing stops the jobs"
     )
@@ -278,7 +278,7 @@ def _schedule(context: Context, seen: _Region) -> Finding:
     return Finding(region, "ok", "schedule", f"{name} {state}")
 
 
-def _across_regions(regions: Sequence[_Region]) -> Iterator[Finding]:
+def _across_regions(stack: str, regions: Sequence[_Region]) -> Iterator[Finding]:
     """The active environment against the stacks' names: a value no stack has, regions that
     disagree, none active or more than one."""
     names = {
@@ -304,7 +304,7 @@ def _across_regions(regions: Sequence[_Region]) -> Iterator[Finding]:
                 "environment",
                 f"the active environment {r.active} names no stack here ({known}): "
                 "no region runs the jobs",
-                f"mini-scheduler failover --to <one of {known}> --stack <NAME> --regions "
+                f"mini-scheduler failover --to <one of {known}> --stack {stack} --regions "
                 f"{','.join(x.region for x in regions)}",
             )
     if len(values) > 1:
@@ -314,7 +314,8 @@ def _across_regions(regions: Sequence[_Region]) -> Iterator[Finding]:
             "error",
             "environment",
             f"the regions disagree on the active environment ({shown})",
-            "write one value in every region: mini-scheduler failover --to <name> --regions "
+            f"write one value in every region: mini-scheduler failover --to <name> --stack {stack} "
+            "--regions "
             f"{','.join(x.region for x in regions)}",
         )
     active = [

@@ -178,7 +178,8 @@ def _set_paused(args: argparse.Namespace, context: Context, paused: bool) -> int
     if problem:
         return context.fail(command, f"not a job name: {problem}")
     regions = many_regions(args, context)
-    if paused and (getattr(args, "cron_file", None) or context.environ.get("CRON_FILE")):
+    # a job the deployed cron file does not name is refused (the stack says where it is)
+    if paused and (args.cron_file or context.environ.get("CRON_FILE") or args.stack):
         where = resolve(args, context, regions[0])
         cron_file = load_cron(context, where)
         if cron_file.job(args.job) is None:

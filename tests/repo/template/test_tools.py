@@ -386,6 +386,24 @@ def test_make_build_packages_the_chosen_cron_file(sam_tools: None, tmp_path: Pat
     assert (tmp_path / "build" / "TickerFunction" / "cron.yaml").read_bytes() == mine.read_bytes()
 
 
+def test_make_build_refuses_a_cron_file_with_an_invalid_entry(
+    sam_tools: None, tmp_path: Path
+) -> None:
+    """Through sam build and the ticker's makefile build, as deployed: the check runs with the
+    package's own dependencies, and sam build fails instead of saying Build Succeeded."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text('jobs:\n  - {name: "a", cron: "0 0 25 * * ?", service: "mini-scheduler-x"}\n')
+    arguments = f"TickerFunction --build-dir {tmp_path / 'build'} --cache-dir {tmp_path / 'c'}"
+    done = cfn.run_tool(
+        ["make", "-s", "build", f"CRON_YAML={bad}", f"SAM_BUILD_ARGS={arguments}"], timeout=600
+    )
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, _output(done)
+    assert "Invalid job entry#1 (a) - check name, schedule and service: Bad hour" in output
+    assert "Build Succeeded" not in output
+    assert not (tmp_path / "build" / "TickerFunction" / "cron.yaml").exists()
+
+
 def test_make_build_refuses_a_missing_cron_file(sam_tools: None, tmp_path: Path) -> None:
     done = cfn.run_tool(["make", "-s", "build", f"CRON_YAML={tmp_path / 'none.yaml'}"])
     assert done.returncode != 0 and "no such file" in done.stderr, _output(done)

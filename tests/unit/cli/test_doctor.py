@@ -214,6 +214,20 @@ def test_a_stack_without_the_output_says_what_to_give(
     )
 
 
+def test_pause_refuses_a_job_the_stack_does_not_run(
+    capsys: pytest.CaptureFixture[str], downloads: Downloads
+) -> None:
+    environ = without("CRON_FILE")
+    result = run(capsys, downloads, "pause", "nightly", "--stack", STACK, environ=environ)
+    assert result.code == 2
+    assert result.err == (
+        "mini-scheduler pause: no job nightly in file:cron.yaml (the package of "
+        "mini-scheduler-ticker in us-east-1): check the name\n"
+    )
+    args = ("pause", "heartbeat", "--stack", STACK, "--operator", "jane.doe")
+    assert run(capsys, downloads, *args, environ=environ).code == 0
+
+
 # -- doctor -------------------------------------------------------------------------------------
 
 
@@ -320,7 +334,7 @@ def test_doctor_finds_what_stops_the_jobs_and_says_what_to_do(
     assert text.code == 1
     assert "What to do:" in text.lines
     assert text.lines[-1] == (
-        f"4 findings stop jobs; 1 warning (stack {STACK} in us-east-1, us-west-2)."
+        f"4 findings stop the jobs; 1 warning (stack {STACK} in us-east-1, us-west-2)."
     )
 
 
