@@ -67,6 +67,7 @@ class Firing:
     parameters: Mapping[str, Any] = field(default_factory=dict)
     attempt: int = 1
     backfill: bool = False  # a past firing run again on an operator's backfill
+    reruns: str | None = None  # a manual run's only: the firing id of the firing it repeats
 
     @classmethod
     def manual_run(
@@ -76,9 +77,18 @@ class Firing:
         operator: str,
         parameters: Mapping[str, Any],
         nonce: str | None = None,
+        reruns: str | None = None,
     ) -> Firing:
+        """A manual run asked for ``at``; with ``reruns``, a firing run again (its target is
+        sent that firing's ``scheduledTime``: :func:`payload`)."""
         return cls(
-            job, at.astimezone(UTC), True, nonce or secrets.token_hex(4), operator, parameters
+            job,
+            at.astimezone(UTC),
+            True,
+            nonce or secrets.token_hex(4),
+            operator,
+            parameters,
+            reruns=reruns,
         )
 
     @property
@@ -150,12 +160,17 @@ def attempt_number(value: Any) -> int | None:
 
 def payload(firing: Firing, parameters: Mapping[str, Any], origin: str) -> dict[str, Any]:
     """What the target receives (the Lambda event, or the execution input); a parameter key
-    that starts with ``_`` is reserved for the system and never sent (``split_reserved``)."""
+    that starts with ``_`` is reserved for the system and never sent (``split_reserved``). A
+    rerun (a manual run with ``reruns``) carries the firing id it repeats as ``reruns`` and
+    that firing's ``scheduledTime``: its own ``firingId`` is a manual run's."""
+    scheduled = firing.scheduled_time
+    if firing.reruns is not None:
+        scheduled = firing_from_id(firing.reruns).scheduled_time
     body: dict[str, Any] = {
         "job": firing.job,
         "firingId": firing.firing_id,
         "attempt": firing.attempt,
-        "scheduledTime": firing.scheduled_time,
+        "scheduledTime": scheduled,
         "origin": origin,
         "manual": firing.manual,
     }
@@ -163,6 +178,8 @@ def payload(firing: Firing, parameters: Mapping[str, Any], origin: str) -> dict[
         body["operator"] = firing.operator
     if firing.backfill:
         body["backfill"] = True
+    if firing.reruns is not None:
+        body["reruns"] = firing.reruns
     body["parameters"], _ = split_reserved(parameters)
     return body
 

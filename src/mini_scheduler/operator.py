@@ -1,6 +1,7 @@
-"""What an operator asks of the scheduler: run a job now, pause or resume it, read or set the
-active environment, create, list, show or delete runtime schedules, backfill a job's past
-window and follow it. One implementation, called by the ticker's events and by the CLI alike.
+"""What an operator asks of the scheduler: run a job now or a past firing again, pause or
+resume it, read or set the active environment, create, list, show or delete runtime
+schedules, backfill a job's past window and follow it. One implementation, called by the
+ticker's events and by the CLI alike.
 
 Each action checks its operator and its job before anything is written, and logs who asked.
 """
@@ -10,6 +11,8 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from mini_scheduler.backfill import check_rate, check_window, start_backfill
@@ -26,7 +29,7 @@ from mini_scheduler.jobs import (
     reserved_note,
     split_reserved,
 )
-from mini_scheduler.model import Firing, RunStatus, log_keys
+from mini_scheduler.model import Firing, RunStatus, firing_from_id, iso_seconds, log_keys
 from mini_scheduler.schedules import Schedules
 
 log = logging.getLogger("mini_scheduler.ticker")
@@ -44,6 +47,30 @@ def check_operator(operator: Any) -> str:
             f"operator {operator[:140]!r} must be 1-128 letters, digits, '.', '_', '-' or '@'"
         )
     return str(operator)
+
+
+def past_firing(firing_id: Any, now: datetime) -> Firing:
+    """The firing (its first attempt) a rerun names: one of ours, of a well-formed job name,
+    not later than ``now``."""
+    example = "e.g. nightly-export@2026-11-30T02:00:00Z, as history shows it"
+    if not isinstance(firing_id, str) or not firing_id.strip():
+        raise EventError(f"rerun must be a firing id ({example})")
+    try:
+        firing = firing_from_id(firing_id.strip())
+    except ValueError:
+        raise EventError(
+            f"{firing_id[:120]!r} is not a firing id of mini-scheduler: <job>@<UTC instant> "
+            f"({example})"
+        ) from None
+    problem = name_problem(firing.job)
+    if problem:
+        raise EventError(f"firing id {firing_id[:120]!r} does not name a job: {problem}")
+    if firing.scheduled > now:
+        raise EventError(
+            f"firing {firing.firing_id[:160]} is later than now: nothing to run again "
+            "(mini-scheduler run JOB runs a job now)"
+        )
+    return replace(firing, attempt=1)
 
 
 def _job_name(name: Any) -> str:
@@ -99,18 +126,7 @@ class Operator:
         merged = self._merged_parameters(job, parameters)
         if self._run is None:
             raise EventError("this operator path cannot dispatch: run the job through the ticker")
-        environment = self._environment()
-        reading = environment.read()
-        mode = "active" if environment.is_active(reading.active) else "standby"
-        if mode == "standby":
-            log.warning(
-                "Manual run of %s on an instance on standby - the active environment is "
-                "%s, this instance is %s; the operator's run goes ahead",
-                job.name,
-                reading.active,
-                environment.environment_name,
-                extra=log_keys(job.name),
-            )
+        mode = self._mode(job)
         log.info("Operator %s runs %s manually", operator, job.name, extra=log_keys(job.name))
         firing = Firing.manual_run(job.name, self.clock.now(), operator, merged)
         dispatched = self._run(job, firing)
@@ -123,6 +139,91 @@ class Operator:
             "mode": mode,
             "parameters": merged,
         }
+
+    def rerun(self, firing_id: Any, operator: Any, parameters: Any = None) -> dict[str, Any]:
+        """Run a past firing again for an operator: a manual run (a firing id of its own, no
+        claim to win, on a standby region too) whose target is sent the original's
+        ``scheduledTime`` and ``reruns``: the firing id it repeats. The firing must be ours, of
+        a job of cron.yaml or a runtime schedule, not in the future, and either recorded here
+        or an instant its job's statement selects (so a mistyped instant is refused)."""
+        operator = check_operator(operator)
+        original = past_firing(firing_id, self.clock.now())
+        job = self._runnable(original.job)
+        self._check_fired(job, original)
+        merged = self._merged_parameters(job, parameters)
+        if self._run is None:
+            raise EventError("this operator path cannot dispatch: run the job through the ticker")
+        mode = self._mode(job)
+        log.info(
+            "Operator %s runs %s manually - a rerun of firing %s",
+            operator,
+            job.name,
+            original.firing_id,
+            extra=log_keys(job.name, original.firing_id),
+        )
+        firing = Firing.manual_run(
+            job.name, self.clock.now(), operator, merged, reruns=original.firing_id
+        )
+        dispatched = self._run(job, firing)
+        return {
+            "job": job.name,
+            "firingId": firing.id,
+            "reruns": original.firing_id,
+            "scheduledTime": original.scheduled_time,
+            "operator": operator,
+            "manual": True,
+            "status": str(RunStatus.DISPATCHED if dispatched else RunStatus.FAILED),
+            "mode": mode,
+            "parameters": merged,
+        }
+
+    def _mode(self, job: Job) -> str:
+        """``active`` or ``standby``, with the line that says an operator's run goes ahead."""
+        environment = self._environment()
+        reading = environment.read()
+        if environment.is_active(reading.active):
+            return "active"
+        log.warning(
+            "Manual run of %s on an instance on standby - the active environment is "
+            "%s, this instance is %s; the operator's run goes ahead",
+            job.name,
+            reading.active,
+            environment.environment_name,
+            extra=log_keys(job.name),
+        )
+        return "standby"
+
+    def _runnable(self, name: str) -> Job:
+        """The job a firing names: cron.yaml's, else a runtime schedule's."""
+        try:
+            return self.job(name)
+        except EventError:
+            if self._cron is None or self.claims is None:
+                raise
+            for schedule in self._schedules().all():
+                if schedule.name == name:
+                    return schedule.job
+            raise EventError(
+                f"unknown job {name[:100]!r}: no job of that name in cron.yaml, nor a runtime "
+                "schedule (a one-time schedule that has fired is gone: create it again)"
+            ) from None
+
+    def _check_fired(self, job: Job, original: Firing) -> None:
+        """A firing with a record here, or an instant the job's statement selects."""
+        if self.claims is not None and self.claims.run(original.firing_id) is not None:
+            return
+        if original.manual:
+            raise EventError(
+                f"no manual run {original.firing_id[:160]} in this region's records: rerun it "
+                "in the region whose history shows it"
+            )
+        second = timedelta(seconds=1)
+        if job.next_after(original.scheduled - second) != original.scheduled:
+            raise EventError(
+                f"no firing {original.firing_id[:160]}: this region holds no record of it, and "
+                f"{job.name}'s schedule {job.schedule} does not fire at "
+                f"{iso_seconds(original.scheduled)}"
+            )
 
     def _merged_parameters(self, job: Job, parameters: Any) -> dict[str, Any]:
         """The job's parameters with the operator's merged over them; reserved keys dropped."""

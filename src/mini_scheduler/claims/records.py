@@ -85,6 +85,7 @@ class RunRecord:
     retry: Mapping[str, Any] | None = None  # the job's retry policy when it was dispatched
     backfill: bool = False  # a past firing an operator's backfill ran (:attr:`.Firing.backfill`)
     replaced_skip: Mapping[str, Any] | None = None  # the skip a backfill's claim replaced
+    reruns: str | None = None  # a rerun's: the firing id it repeats (:attr:`.Firing.reruns`)
 
     @property
     def attempt(self) -> int:
@@ -124,6 +125,7 @@ class RunRecord:
             ("timedOutAt", self.timed_out_at),
             ("service", self.service),
             ("schedule", self.schedule),
+            ("reruns", self.reruns),
         ):
             if value is not None:
                 out[key] = _iso(value) if isinstance(value, datetime) else value
@@ -199,6 +201,7 @@ RUN_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "retry": "retry",
         "backfill": "backfill",
         "replaced_skip": "replacedSkip",  # {reason, until, count}: :func:`.transitions.replaced`
+        "reruns": "reruns",
         # kept by the store only
         "claim_token": "claimToken",  # nosec B105 # a field's name, not a password
         "takeovers": "takeovers",  # how many times the claim was taken over
@@ -268,6 +271,7 @@ def run_record_from(
         retry=get("retry"),
         backfill=bool(get("backfill", False)),
         replaced_skip=get("replaced_skip"),
+        reruns=get("reruns"),
         earlier_ends=tuple(
             EarlierEnd(
                 RunStatus(end[END_FIELDS["status"]]),

@@ -115,6 +115,8 @@ def new_run(firing: Firing, status: RunStatus, *, origin: str, **more: Any) -> d
         run["operator"] = firing.operator
     if firing.backfill:
         run["backfill"] = True
+    if firing.reruns:
+        run["reruns"] = firing.reruns
     run.update((name, value) for name, value in more.items() if value is not None)
     return run
 

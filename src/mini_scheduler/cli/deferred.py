@@ -1,8 +1,9 @@
 """The operator's commands for firings beyond cron.yaml's: ``schedule`` (create, list, show and
-delete runtime schedules) and ``backfill`` (a job's past window, with a progress bar, and
-``backfill status``). Each sends the ticker its event, as ``run`` does: the ticker holds the
-deployed cron file (whose names a schedule cannot take, whose jobs a backfill runs) and the
-store, and acts through the one operator path."""
+delete runtime schedules), ``backfill`` (a job's past window, with a progress bar, and
+``backfill status``) and ``rerun`` (one past firing again, as a manual run). Each sends the
+ticker its event, as ``run`` does: the ticker holds the deployed cron file (whose names a
+schedule cannot take, whose jobs a backfill runs) and the store, and acts through the one
+operator path."""
 
 from __future__ import annotations
 
@@ -15,8 +16,9 @@ from typing import Any
 from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, CommandError, Context, ask_ticker
 from mini_scheduler.cli.render import columns, plural
 from mini_scheduler.cli.where import add_operator, add_where, one_region, operator_name, resolve
-from mini_scheduler.errors import CronFileError
+from mini_scheduler.errors import CronFileError, EventError
 from mini_scheduler.jobs.yaml import compose
+from mini_scheduler.operator import past_firing
 
 PROGRESS_EVERY = 15.0
 """Seconds between two looks at a backfill's progress (a tick is a minute)."""
@@ -295,3 +297,74 @@ def _backfill_status(args: argparse.Namespace, context: Context) -> int:
     what = f" of {args.status_job}" if args.status_job else ""
     context.print(f"{plural(len(found), 'backfill')}{what} with firings left.")
     return EXIT_OK if isinstance(answer, Mapping) else EXIT_FAILED
+
+
+# -- rerun ------------------------------------------------------------------------------------
+
+
+def _parameters(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"give a JSON object, not {type(value).__name__}")
+    return value
+
+
+def add_rerun(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "rerun",
+        help="run a past firing again, with its scheduled time, through the deployed ticker",
+        description=(
+            "Invoke the ticker with a rerun event: the firing runs again as a manual run (a "
+            "firing id of its own, recorded with the operator, on a region on standby too) "
+            "whose target receives the original's scheduledTime and 'reruns': the firing id it "
+            "repeats. The job's parameters are today's, with --parameters merged over them."
+        ),
+    )
+    parser.add_argument(
+        "firing",
+        metavar="FIRING_ID",
+        help="the firing id history shows, e.g. nightly-export@2026-11-30T02:00:00Z",
+    )
+    add_operator(parser)
+    parser.add_argument(
+        "--parameters",
+        type=_parameters,
+        metavar="JSON",
+        help="a JSON object merged over the job's parameters",
+    )
+    add_where(parser, table=False, function=True)
+
+
+def rerun(args: argparse.Namespace, context: Context) -> int:
+    try:  # checked here too: a firing id that is not one is refused before any call
+        original = past_firing(args.firing, context.clock.now())
+    except EventError as exc:
+        return context.fail("rerun", str(exc))
+    event: dict[str, Any] = {"rerun": original.firing_id, "operator": None}
+    if args.parameters:
+        event["parameters"] = args.parameters
+    answer = _ask(args, context, "rerun", event)
+    if args.json:
+        context.print(json.dumps({"event": event, "answer": answer}, indent=2))
+    elif isinstance(answer, Mapping):
+        context.print(
+            f"Firing {original.firing_id} run again by {answer.get('operator')}: "
+            f"{answer.get('status')} - firing {answer.get('firingId')}"
+        )
+        if answer.get("mode") == "standby":
+            context.print(
+                "  (this region is on standby: the operator's run went ahead all the same)"
+            )
+        rows = [
+            [f"  {key}", value if isinstance(value, str) else json.dumps(value)]
+            for key, value in answer.items()
+        ]
+        for line in columns(rows):
+            context.print(line)
+    failed = isinstance(answer, Mapping) and answer.get("status") == "FAILED"
+    if failed:
+        return context.fail("rerun", "the dispatch failed: see the ticker's log", EXIT_FAILED)
+    return EXIT_OK

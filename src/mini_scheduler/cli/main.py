@@ -4,7 +4,8 @@ One function per subcommand, each ``(args, context) -> exit code``, registered i
 :data:`COMMANDS` with the function that declares its arguments. Commands for developers:
 ``validate``, ``next`` (files.py), ``local`` (local.py). Commands for operators, against a
 deployed stack (where.py says where they act): ``jobs``, ``history`` (jobs.py), ``run``,
-``pause``, ``resume``, ``status``, ``failover`` (operate.py) and ``tick`` (tick.py).
+``pause``, ``resume``, ``status``, ``failover`` (operate.py), ``schedule``, ``backfill``,
+``rerun`` (deferred.py) and ``tick`` (tick.py).
 
 Every command prints for people by default and JSON with ``--json``; an error is one line on
 stderr (exit codes in context.py). Only :func:`main` picks the real clock, environment, AWS
@@ -35,7 +36,14 @@ from mini_scheduler.cli.context import (
     invoke_ticker,
 )
 from mini_scheduler.cli.context import download as default_download
-from mini_scheduler.cli.deferred import add_backfill, add_schedule, backfill, schedule
+from mini_scheduler.cli.deferred import (
+    add_backfill,
+    add_rerun,
+    add_schedule,
+    backfill,
+    rerun,
+    schedule,
+)
 from mini_scheduler.cli.doctor import add_doctor, doctor
 from mini_scheduler.cli.files import add_next, add_validate, next_firings, validate
 from mini_scheduler.cli.jobs import add_history, add_jobs, history, jobs
@@ -64,6 +72,7 @@ COMMANDS: Final[dict[str, tuple[Register, Handler]]] = {
     "jobs": (add_jobs, jobs),
     "history": (add_history, history),
     "run": (add_run, run_job),
+    "rerun": (add_rerun, rerun),
     "pause": (add_pause, pause),
     "resume": (add_resume, resume),
     "status": (add_status, status),

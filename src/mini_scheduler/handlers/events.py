@@ -2,11 +2,11 @@
 wrong, for one that asks for nothing the function does (nothing is written then).
 
 The ticker's (:func:`ticker_request`): a tick (``{"tick": ...}``, maybe a shard's, or an
-EventBridge Scheduled Event), a manual run, a read or change of the active environment, a pause
-or a resume, a runtime schedule's create, list, show or delete, a backfill and its status. The
-parser checks the event's shape; the values an operator gives (the job, the operator, the
-parameters, the environment's name, a schedule's entry, a window) are checked by the core, as
-the CLI's are.
+EventBridge Scheduled Event), a manual run, a rerun of a past firing, a read or change of the
+active environment, a pause or a resume, a runtime schedule's create, list, show or delete, a
+backfill and its status. The parser checks the event's shape; the values an operator gives
+(the job, the operator, the parameters, the environment's name, a schedule's entry, a window,
+a firing id) are checked by the core, as the CLI's are.
 
 The recorder's (:func:`completion_from_event`):
 
@@ -54,6 +54,15 @@ class ManualRun:
     """Run a job now (the values as the event gave them)."""
 
     job: object
+    operator: object
+    parameters: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class Rerun:
+    """Run a past firing again, as a manual run that names it (the values as given)."""
+
+    firing_id: object
     operator: object
     parameters: object = None
 
@@ -117,6 +126,7 @@ class BackfillStatus:
 TickerRequest = (
     Tick
     | ManualRun
+    | Rerun
     | EnvironmentStatus
     | EnvironmentChange
     | PauseChange
@@ -193,7 +203,7 @@ def ticker_request(event: Any) -> TickerRequest:
     """What a ticker event asks for."""
     if not isinstance(event, Mapping):
         raise EventError(
-            "the ticker takes a JSON object: a tick, a manual run, an environment, "
+            "the ticker takes a JSON object: a tick, a manual run, a rerun, an environment, "
             "pause, resume, schedule or backfill event"
         )
     tick = parse_tick(event)
@@ -244,6 +254,14 @@ def ticker_request(event: Any) -> TickerRequest:
     if "pause" in event or "resume" in event:
         paused = "pause" in event
         return PauseChange(event["pause" if paused else "resume"], paused, event.get("operator"))
+    if "rerun" in event:
+        unknown = set(event) - {"rerun", "operator", "parameters"}
+        if unknown:
+            raise EventError(
+                f"a rerun takes rerun (the firing id), operator and parameters; unknown: "
+                f"{_keys(unknown)}"
+            )
+        return Rerun(event["rerun"], event.get("operator"), event.get("parameters"))
     if "job" in event:
         unknown = set(event) - {"job", "operator", "parameters"}
         if unknown:
@@ -253,7 +271,7 @@ def ticker_request(event: Any) -> TickerRequest:
         return ManualRun(event["job"], event.get("operator"), event.get("parameters"))
     raise EventError(
         'unknown event: expected {"tick": ...}, a Scheduled Event, '
-        '{"job": ..., "operator": ...}, {"environment": {...}}, '
+        '{"job": ..., "operator": ...}, {"rerun": ..., "operator": ...}, {"environment": {...}}, '
         '{"pause": ...}, {"resume": ...}, {"schedule": ...}, {"backfill": ...} or '
         '{"backfillStatus": {...}}'
     )

@@ -24,6 +24,7 @@ from mini_scheduler.handlers.events import (
     EnvironmentChange,
     EnvironmentStatus,
     PauseChange,
+    Rerun,
     ScheduleRequest,
     Tick,
     ticker_request,
@@ -76,6 +77,8 @@ def route(ticker: Ticker, event: Any, deadline: datetime | None = None) -> dict[
         )
     if isinstance(request, BackfillStatus):
         return ticker.operator.backfill_status(request.job)
+    if isinstance(request, Rerun):
+        return ticker.operator.rerun(request.firing_id, request.operator, request.parameters)
     return ticker.run_manual(request.job, request.operator, request.parameters)
 
 

@@ -718,6 +718,7 @@ class Executor:
             run.operator,
             run.parameters or {},
             base.attempt,
+            reruns=run.reruns,
         )
         self._dispatch_now(job, firing, tally)
 

@@ -189,3 +189,69 @@ def test_history_notes_say_attempt_and_backfill() -> None:
         "export@2026-11-30T13:00:00Z", backfill=True, replaced_skip={"reason": "misfire_grace"}
     )
     assert _run_note(replaced) == "backfill (was SKIPPED: misfire_grace)"
+
+
+# -- rerun ----------------------------------------------------------------------------------------
+
+
+def test_rerun_runs_a_past_firing_again_through_the_ticker(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    r = rig(CRON, start="2026-11-30T14:00:00Z")
+    r.dispatcher.failing.add("export-fn")
+    r.tick("2026-11-30T14:00:00Z")
+    r.dispatcher.failing.clear()
+    r.clock.set(r.clock.now().replace(minute=5))
+    code, out, err = cli(
+        capsys, r, "rerun", "export@2026-11-30T14:00:00Z", *OPERATOR, "--parameters", '{"a": 1}'
+    )
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert lines[0].startswith(
+        "Firing export@2026-11-30T14:00:00Z run again by jane.doe: DISPATCHED - firing "
+        "export@manual-2026-11-30T14:05:00.000Z-"
+    )
+    assert "  reruns         export@2026-11-30T14:00:00Z" in lines
+    ((_, _, payload, _),) = r.dispatcher.calls
+    assert (payload["scheduledTime"], payload["reruns"], payload["parameters"]) == (
+        "2026-11-30T14:00:00Z",
+        "export@2026-11-30T14:00:00Z",
+        {"a": 1},
+    )
+
+
+@pytest.mark.parametrize(
+    ("firing", "message"),
+    [
+        ("export", "'export' is not a firing id of mini-scheduler"),
+        ("export@2026-12-01T00:00:00Z", "is later than now: nothing to run again"),
+    ],
+)
+def test_rerun_refuses_what_is_not_a_past_firing_before_asking(
+    capsys: pytest.CaptureFixture[str], firing: str, message: str
+) -> None:
+    r = rig(CRON, start="2026-11-30T14:00:00Z")
+    invoker = TickerInvoker(r)
+    code = main(
+        ["rerun", firing, *OPERATOR, "--function", "ticker"],
+        clock=r.clock,
+        environ=ENV,
+        invoke=invoker,
+    )
+    _, err = capsys.readouterr()
+    assert code == 2 and err.startswith("mini-scheduler rerun: ") and message in err
+    assert invoker.events == []
+
+
+def test_rerun_of_an_unknown_job_is_the_ticker_s_refusal(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    r = rig(CRON, start="2026-11-30T14:00:00Z")
+    code, out, err = cli(capsys, r, "rerun", "exprot@2026-11-30T14:00:00Z", *OPERATOR)
+    assert (code, out) == (1, "")
+    assert err == (
+        "mini-scheduler rerun: the ticker refused it: unknown job 'exprot': no job of that name "
+        "in cron.yaml, nor a runtime schedule (a one-time schedule that has fired is gone: create "
+        "it again)\n"
+    )
+    assert r.dispatcher.calls == []

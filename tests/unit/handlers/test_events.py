@@ -251,6 +251,28 @@ def _manual_run(answer: dict[str, Any], aws: Aws, event: dict[str, Any]) -> None
     assert run.firing_id == answer["firingId"] and run.operator == "jane.doe" and run.manual
 
 
+def _failed_14_00(aws: Aws, ticker: Invoke) -> None:
+    """morning-report's 14:00 firing dispatched, and failed."""
+    _dispatched_14_00(aws, ticker)
+    recorder_handler.handler(load_event("lambda-destination-failure.json"), CONTEXT)
+
+
+def _rerun(answer: dict[str, Any], aws: Aws, event: dict[str, Any]) -> None:
+    """The failed firing again, as a manual run that names it, with its scheduled time."""
+    original = "morning-report@2026-11-30T14:00:00Z"
+    assert answer["status"] == "DISPATCHED" and answer["manual"] is True
+    assert (answer["reruns"], answer["scheduledTime"]) == (original, "2026-11-30T14:00:00Z")
+    assert answer["firingId"].startswith("morning-report@manual-2026-11-30T14:00:45")
+    run = aws.store().run(answer["firingId"])
+    assert run is not None and (run.reruns, run.operator, run.manual) == (
+        original,
+        "jane.doe",
+        True,
+    )
+    failed = aws.store().run(original)
+    assert failed is not None and failed.status is RunStatus.FAILED  # left as it was
+
+
 def _environment_status(answer: dict[str, Any], aws: Aws, event: dict[str, Any]) -> None:
     assert answer == {
         "environment": "prod",
@@ -368,6 +390,7 @@ EVENT_FILE_EXPECTATIONS: dict[str, EventExpectation] = {
         "ticker", _a_tick_of("2026-11-30T14:00:00Z"), _region_ticked
     ),
     "manual-run.json": EventExpectation("ticker", _manual_run, _region_ticked),
+    "rerun.json": EventExpectation("ticker", _rerun, _failed_14_00),
     "environment-get.json": EventExpectation("ticker", _environment_status),
     "environment-set.json": EventExpectation("ticker", _environment_set),
     "pause.json": EventExpectation("ticker", _paused(True)),
