@@ -138,15 +138,15 @@ def _region_findings(args: argparse.Namespace, context: Context, seen: _Region) 
     seen.parameters, seen.outputs = stack["parameters"], stack["outputs"]
     found.append(stack["finding"])
     try:
-        seen.where = resolve(args, context, region)
+        where = seen.where = resolve(args, context, region)
     except (CommandError, SchedulerError) as exc:
         return [*found, Finding(region, "error", "stack", str(exc))]
     for check in (_table, _environment, _schedule):
         try:
-            found.append(check(context, seen))
+            found.append(check(context, seen, where))
         except _Stop as stop:
             found.append(stop.finding)
-    found.extend(_jobs(context, seen))
+    found.extend(_jobs(context, seen, where))
     return found
 
 
@@ -211,11 +211,10 @@ def _describe_stack(context: Context, name: str, region: str) -> dict[str, Any]:
     return {"finding": finding, "outputs": outputs, "parameters": parameters}
 
 
-def _table(context: Context, seen: _Region) -> Finding:
+def _table(context: Context, seen: _Region, where: Where) -> Finding:
     from botocore.exceptions import BotoCoreError, ClientError
 
-    assert seen.where is not None
-    region, table = seen.region, seen.where.table
+    region, table = seen.region, where.table
     if not table:
         return Finding(
             region, "error", "table", "the stack has no output StateTableName", "deploy it again"
@@ -232,9 +231,8 @@ def _table(context: Context, seen: _Region) -> Finding:
     return Finding(region, "ok", "table", f"{table} ACTIVE")
 
 
-def _environment(context: Context, seen: _Region) -> Finding:
-    assert seen.where is not None
-    store = environment_for(context, seen.where)
+def _environment(context: Context, seen: _Region, where: Where) -> Finding:
+    store = environment_for(context, where)
     try:
         stored = store.get()
     except SchedulerError as exc:
@@ -252,11 +250,10 @@ def _environment(context: Context, seen: _Region) -> Finding:
     return Finding(seen.region, "ok", "environment", f"active {shown} in {store.name}")
 
 
-def _schedule(context: Context, seen: _Region) -> Finding:
+def _schedule(context: Context, seen: _Region, where: Where) -> Finding:
     from botocore.exceptions import BotoCoreError, ClientError
 
-    assert seen.where is not None
-    region, name = seen.region, f"{seen.where.stack}-tick"
+    region, name = seen.region, f"{where.stack}-tick"
     try:
         answer = context.clients(region)("scheduler").get_schedule(Name=name)
     except (BotoCoreError, ClientError) as exc:
@@ -278,67 +275,53 @@ def _schedule(context: Context, seen: _Region) -> Finding:
     return Finding(region, "ok", "schedule", f"{name} {state}")
 
 
+def _name(region: _Region) -> str:
+    """The stack's EnvironmentName ("" when its stack was not read)."""
+    return region.outputs.get("EnvironmentName", region.parameters.get("EnvironmentName", ""))
+
+
 def _across_regions(stack: str, regions: Sequence[_Region]) -> Iterator[Finding]:
     """The active environment against the stacks' names: a value no stack has, regions that
-    disagree, none active or more than one."""
-    names = {
-        r.outputs.get("EnvironmentName", r.parameters.get("EnvironmentName", "")).casefold(): r
-        for r in regions
-        if r.outputs or r.parameters
-    }
-    read = [r for r in regions if r.active is not None]
-    if not read:
-        return
-    values = {r.active.casefold() for r in read if r.active is not None}
-    known = ", ".join(
-        r.outputs.get("EnvironmentName", r.parameters.get("EnvironmentName", "?"))
-        for r in regions
-        if r.outputs or r.parameters
-    )
-    for r in read:
-        assert r.active is not None
-        if r.active.casefold() not in names:
+    disagree, more than one region active."""
+    names = [_name(r) for r in regions if _name(r)]
+    folded = {name.casefold() for name in names}
+    read = [(r, r.active) for r in regions if r.active is not None]
+    every = ",".join(r.region for r in regions)
+    for r, active in read:
+        if active.casefold() not in folded:
             yield Finding(
                 r.region,
                 "error",
                 "environment",
-                f"the active environment {r.active} names no stack here ({known}): "
+                f"the active environment {active} names no stack here ({', '.join(names)}): "
                 "no region runs the jobs",
-                f"mini-scheduler failover --to <one of {known}> --stack {stack} --regions "
-                f"{','.join(x.region for x in regions)}",
+                f"mini-scheduler failover --to <one of {', '.join(names)}> --stack {stack} "
+                f"--regions {every}",
             )
-    if len(values) > 1:
-        shown = ", ".join(f"{r.region} {r.active}" for r in read)
+    if len({active.casefold() for _, active in read}) > 1:
+        shown = ", ".join(f"{r.region} {active}" for r, active in read)
         yield Finding(
-            read[0].region,
+            read[0][0].region,
             "error",
             "environment",
             f"the regions disagree on the active environment ({shown})",
-            f"write one value in every region: mini-scheduler failover --to <name> --stack {stack} "
-            "--regions "
-            f"{','.join(x.region for x in regions)}",
+            f"write one value in every region: mini-scheduler failover --to <name> --stack "
+            f"{stack} --regions {every}",
         )
-    active = [
-        r
-        for r in read
-        if r.active is not None
-        and r.active.casefold()
-        == r.outputs.get("EnvironmentName", r.parameters.get("EnvironmentName", "")).casefold()
-    ]
-    if len(active) > 1:
+    active_regions = [r for r, active in read if active.casefold() == _name(r).casefold()]
+    if len(active_regions) > 1:
         yield Finding(
-            active[0].region,
+            active_regions[0].region,
             "error",
             "environment",
-            f"{len(active)} regions are active ({', '.join(r.region for r in active)}): a firing "
-            "may run in each",
+            f"{len(active_regions)} regions are active "
+            f"({', '.join(r.region for r in active_regions)}): a firing may run in each",
             "give each stack its own EnvironmentName (make deploy does), then fail over",
         )
 
 
-def _jobs(context: Context, seen: _Region) -> list[Finding]:
-    assert seen.where is not None
-    where, region = seen.where, seen.region
+def _jobs(context: Context, seen: _Region, where: Where) -> list[Finding]:
+    region = seen.region
     try:
         cron_file = cron_source(context, where).load()
     except (CommandError, SchedulerError) as exc:

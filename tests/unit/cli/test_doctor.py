@@ -375,3 +375,20 @@ def test_doctor_needs_a_stack(capsys: pytest.CaptureFixture[str], downloads: Dow
         2,
         "mini-scheduler doctor: doctor checks a stack: give --stack NAME\n",
     )
+
+
+def test_doctor_finds_regions_that_disagree_and_both_active(
+    capsys: pytest.CaptureFixture[str], aws: Aws, downloads: Downloads
+) -> None:
+    """An environment event sent to one region's ticker: each region holds its own name."""
+    for region, name in NAMES.items():
+        aws.client("ssm", region).put_parameter(
+            Name=PARAMETER, Value=name, Type="String", Overwrite=True
+        )
+    result = doctor(capsys, downloads, "--json")
+    assert result.code == 1
+    messages = [f["message"] for f in result.json()["findings"] if f["level"] == "error"]
+    assert messages == [
+        "the regions disagree on the active environment (us-east-1 prod, us-west-2 DR)",
+        "2 regions are active (us-east-1, us-west-2): a firing may run in each",
+    ]
