@@ -119,7 +119,7 @@ lower = $(shell printf '%s' '$(1)' | tr '[:upper:]' '[:lower:]')
 deploy_guard = $(strip \
   $(foreach flag,--parameter-overrides --region --config-env --stack-name,$(if $(filter $(flag) $(flag)=%,$(DEPLOY_ARGS)),\
     $(error DEPLOY_ARGS may not hold $(flag): make deploy sets each region's. Give template parameters as PARAMETERS='Key=Value ...', the regions as PRIMARY_REGION and DR_REGION))) \
-  $(foreach name,EnvironmentName TargetFunctionPrefix TargetStateMachinePrefix CronFile,$(if $(filter $(name)=%,$(PARAMETERS)),\
+  $(foreach name,EnvironmentName KnownEnvironments TargetFunctionPrefix TargetStateMachinePrefix CronFile,$(if $(filter $(name)=%,$(PARAMETERS)),\
     $(error PARAMETERS may not set $(name): make deploy sets it for each region (PRIMARY_ENVIRONMENT, DR_ENVIRONMENT, TARGET_FUNCTION_PREFIX, TARGET_STATE_MACHINE_PREFIX, PRIMARY_CRON_FILE, DR_CRON_FILE)))) \
   $(if $(filter $(call lower,$(PRIMARY_ENVIRONMENT)),$(call lower,$(DR_ENVIRONMENT))),\
     $(error DR_ENVIRONMENT=$(DR_ENVIRONMENT) is the primary's name ($(PRIMARY_ENVIRONMENT)): both regions would be active. Give the DR stack its own name)) \
@@ -129,7 +129,8 @@ deploy_guard = $(strip \
 # sam deploy of the last build to one region: $(1) samconfig.toml's config-env, $(2) the region,
 # $(3) its environment name, $(4) its CronFile.
 deploy_to = $(SAM) deploy --config-env $(1) --region $(2) $(DEPLOY_ARGS) --parameter-overrides \
-  EnvironmentName=$(3) TargetFunctionPrefix=$(TARGET_FUNCTION_PREFIX) \
+  EnvironmentName=$(3) KnownEnvironments=$(PRIMARY_ENVIRONMENT),$(DR_ENVIRONMENT) \
+  TargetFunctionPrefix=$(TARGET_FUNCTION_PREFIX) \
   TargetStateMachinePrefix=$(TARGET_STATE_MACHINE_PREFIX) $(if $(4),CronFile=$(4)) $(PARAMETERS)
 
 deploy-guard:

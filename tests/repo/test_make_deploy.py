@@ -131,6 +131,7 @@ def test_make_deploy_deploys_one_build_to_both_regions_with_their_names() -> Non
     for one in deploys:
         assert one[one.index("--parameter-overrides") + 1 :] == [
             one[one.index("--parameter-overrides") + 1],
+            "KnownEnvironments=prod,DR",  # each region knows both names, as they are here
             "TargetFunctionPrefix=mini-scheduler-",
             "TargetStateMachinePrefix=mini-scheduler-",
             "AlarmEmail=ops@example.com",
@@ -157,6 +158,7 @@ def test_each_region_gets_its_own_cron_file_location() -> None:
         ),
         (["DEPLOY_ARGS=--region us-east-1"], "DEPLOY_ARGS may not hold --region"),
         (["PARAMETERS=EnvironmentName=DR"], "PARAMETERS may not set EnvironmentName"),
+        (["PARAMETERS=KnownEnvironments=prod"], "PARAMETERS may not set KnownEnvironments"),
         (["PARAMETERS=CronFile=s3://one-bucket/cron.yaml"], "PARAMETERS may not set CronFile"),
         (
             ["DR_ENVIRONMENT=PROD"],
@@ -168,6 +170,7 @@ def test_each_region_gets_its_own_cron_file_location() -> None:
         "parameter-overrides",
         "region",
         "environment",
+        "known-environments",
         "one-cron-file",
         "dr-named-prod",
         "one-region",
