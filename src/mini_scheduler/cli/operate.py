@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, CommandError, Context
+from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, Context
 from mini_scheduler.cli.render import columns, plural
 from mini_scheduler.cli.where import (
     Outcome,
@@ -25,9 +27,10 @@ from mini_scheduler.cli.where import (
     operator_name,
     resolve,
 )
-from mini_scheduler.config import valid_environment_name
-from mini_scheduler.environment.active import DEFAULT_ACTIVE, ActiveEnvironment
-from mini_scheduler.errors import SchedulerError, describe_aws_error
+from mini_scheduler.cli.where import _stack_outputs as stack_outputs
+from mini_scheduler.config import DEFAULT_KNOWN, environment_names, valid_environment_name
+from mini_scheduler.environment.active import DEFAULT_ACTIVE, ActiveEnvironment, same_environment
+from mini_scheduler.errors import ConfigurationError, SchedulerError, describe_aws_error
 from mini_scheduler.jobs import name_problem
 from mini_scheduler.operator import Operator
 
@@ -241,6 +244,111 @@ def _print_paused(
 
 
 # -- status / failover ----------------------------------------------------------------------
+#
+# The names a deployment knows: each region's environment (its stack's EnvironmentName output,
+# or for one region --environment-name / ENVIRONMENT_NAME), each stack's KnownEnvironments output
+# (the list its ticker knows), and --known or KNOWN_ENVIRONMENTS; with no stack's name and no
+# list, the functions' default, prod,DR.
+# failover accepts only a known name unless forced; status and failover say when no region, or
+# more than one, is active.
+
+
+def add_known(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--known",
+        metavar="ENV1,ENV2",
+        help="the environment names the deployment's stacks have, besides each stack's "
+        "EnvironmentName output (KNOWN_ENVIRONMENTS; default prod,DR when no --stack names one)",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Region:
+    """One region's configuration, and its stack's KnownEnvironments output (None: no stack,
+    or a stack without it)."""
+
+    where: Where
+    listed: str | None = None
+
+
+def _known(args: argparse.Namespace, context: Context, wheres: list[_Region]) -> tuple[str, ...]:
+    """The names the deployment knows, as the regions in ``wheres`` tell them."""
+    given: str | None = getattr(args, "known", None)
+    what = "--known" if given is not None else "KNOWN_ENVIRONMENTS"
+    text = given if given is not None else context.environ.get("KNOWN_ENVIRONMENTS", "")
+    try:
+        listed = environment_names(text, what)
+    except ConfigurationError as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from exc
+    names = [r.where.environment_name for r in wheres if r.where.environment_name]
+    for region in wheres:
+        if region.listed:
+            where = region.where
+            output = f"stack {where.stack}'s KnownEnvironments output in {where.region}"
+            try:
+                listed += environment_names(region.listed, output)
+            except ConfigurationError as exc:
+                raise CommandError(str(exc)) from exc
+    if not listed and not any(r.where.stack and r.where.environment_name for r in wheres):
+        listed = DEFAULT_KNOWN
+    known: list[str] = []
+    for name in (*names, *listed):
+        if not any(same_environment(name, k) for k in known):
+            known.append(name)
+    return tuple(known)
+
+
+def _is_known(name: str, known: tuple[str, ...]) -> bool:
+    return any(same_environment(name, k) for k in known)
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """One region as a verdict sees it: its environment (None: not known) and the active
+    environment it holds (None: not read)."""
+
+    region: str
+    environment: str | None
+    active: str | None
+
+
+def _active(held: list[_Held]) -> list[_Held]:
+    """The regions that hold their own name: the active ones."""
+    return [h for h in held if h.environment and same_environment(h.active, h.environment)]
+
+
+def _verdict(held: list[_Held], known: tuple[str, ...]) -> str | None:
+    """What is wrong with who is active, or None: more than one region active; or none, when
+    that is certain (every region read, and each value names one of these regions or no
+    stack at all: a known name of a region not given may be active there)."""
+    active = _active(held)
+    if len(active) > 1:
+        listed = ", ".join(f"{h.region} ({h.environment})" for h in active)
+        return (
+            f"{len(active)} regions are active: {listed} - each may run the same firing. "
+            "Give each stack its own EnvironmentName"
+        )
+    if active or any(h.active is None for h in held):
+        return None
+    names = [h.environment for h in held if h.environment]
+    values = {str(h.active).casefold(): str(h.active) for h in held}
+    unknown = [v for v in values.values() if not _is_known(v, known)]
+    if not all(v in unknown or _is_known(v, tuple(names)) for v in values.values()):
+        return None  # a known name of a region not given: it may be active there
+    if unknown:
+        why = (
+            f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not a known "
+            f"environment (known: {', '.join(known)}), so no stack has "
+            f"{'it' if len(unknown) == 1 else 'them'}"
+        )
+    else:
+        why = "each region holds the name of another: " + ", ".join(
+            f"{h.region} ({h.environment}) holds {h.active}" for h in held
+        )
+    return (
+        f"No region is active: {why}. No job runs until one is: mini-scheduler failover "
+        f"--to NAME --regions {','.join(h.region for h in held)}"
+    )
 
 
 def add_status(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -249,13 +357,16 @@ def add_status(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="the active environment, as each region's store holds it",
         description=(
             "Read each region's active-environment store (an SSM parameter by default) one "
-            "by one and report it. Exit 1 when a region could not be read."
+            "by one and report it, and whether exactly one region is active. Exit 1 when a "
+            "region could not be read, when no region is active (the name is not a known "
+            "environment, or each region holds another's), or when more than one is."
         ),
     )
+    add_known(parser)
     add_where(parser, many_regions=True, table=True, parameter=True, environment_name=True)
 
 
-def _read_active(context: Context, where: Where) -> dict[str, Any]:
+def _read_active(context: Context, where: Where, known: tuple[str, ...]) -> dict[str, Any]:
     store = environment_for(context, where)
     stored = store.get()
     active = "prod" if stored is None else stored.strip()
@@ -264,35 +375,69 @@ def _read_active(context: Context, where: Where) -> dict[str, Any]:
             f"{store.name} holds {stored!r}, which is not an environment name: the tickers "
             "fail closed until it is fixed (mini-scheduler failover --to NAME)"
         )
-    fields: dict[str, Any] = {"store": store.name, "active": active, "stored": stored is not None}
+    fields: dict[str, Any] = {
+        "store": store.name,
+        "active": active,
+        "stored": stored is not None,
+        "known": _is_known(active, known),
+    }
     if where.environment_name:
         fields["environment"] = where.environment_name
-        fields["mode"] = (
-            "active" if where.environment_name.casefold() == active.casefold() else "standby"
-        )
+        fields["mode"] = "active" if same_environment(active, where.environment_name) else "standby"
     return fields
+
+
+def _resolve_each(
+    args: argparse.Namespace, context: Context, regions: list[str]
+) -> tuple[dict[str, _Region], list[Outcome]]:
+    """Each region's configuration; the regions whose stack could not be read, as failures."""
+
+    def one(region: str) -> dict[str, Any]:
+        where = resolve(args, context, region, one_of=len(regions))
+        outputs = stack_outputs(context, where.stack, region) if where.stack else {}
+        return {"region": _Region(where, outputs.get("KnownEnvironments"))}
+
+    resolved = each_region(regions, one)
+    wheres = {o.region: o.fields["region"] for o in resolved if o.ok}
+    return wheres, [o for o in resolved if not o.ok]
 
 
 def status(args: argparse.Namespace, context: Context) -> int:
     regions = many_regions(args, context)
     if args.environment_name and len(regions) > 1:
         return context.fail("status", "--environment-name names one region's: give one region")
-    outcomes = each_region(
-        regions,
-        lambda r: _read_active(context, resolve(args, context, r, one_of=len(regions))),
-    )
+    wheres, unresolved = _resolve_each(args, context, regions)
+    known = _known(args, context, list(wheres.values()))
+    read = {o.region: o for o in unresolved}
+    for o in each_region(list(wheres), lambda r: _read_active(context, wheres[r].where, known)):
+        read[o.region] = o
+    outcomes = [read[r] for r in regions]
     failed = [o for o in outcomes if not o.ok]
     values = {str(o.fields["active"]).casefold() for o in outcomes if o.ok}
+    held = [
+        _Held(o.region, o.fields.get("environment"), o.fields["active"] if o.ok else None)
+        for o in outcomes
+    ]
+    verdict = _verdict(held, known)
+    code = EXIT_FAILED if failed or verdict else EXIT_OK
     if args.json:
-        report = {"regions": [o.to_json() for o in outcomes], "agree": len(values) <= 1}
+        report: dict[str, Any] = {
+            "regions": [o.to_json() for o in outcomes],
+            "agree": len(values) <= 1,
+            "known": list(known),
+            "activeRegions": [h.region for h in _active(held)],
+        }
+        if verdict:
+            report["problem"] = verdict
         context.print(json.dumps(report, indent=2))
-        return EXIT_FAILED if failed else EXIT_OK
+        return code
     rows = [["REGION", "ACTIVE", "THIS REGION", "STORE"]]
     for o in outcomes:
         if not o.ok:
             rows.append([o.region, "FAILED", "-", o.error or ""])
             continue
         active = str(o.fields["active"]) + ("" if o.fields["stored"] else " (default)")
+        active += "" if o.fields["known"] else " (not known)"
         here = (
             f"{o.fields['environment']}: {o.fields['mode']}" if "environment" in o.fields else "-"
         )
@@ -304,9 +449,11 @@ def status(args: argparse.Namespace, context: Context) -> int:
             "The regions disagree on the active environment: finish the failover "
             "(mini-scheduler failover --to NAME --regions ...)."
         )
+    if verdict:
+        context.print(verdict + ".")
     if failed:
         context.print(f"{len(failed)} of {plural(len(outcomes), 'region')} could not be read.")
-    return EXIT_FAILED if failed else EXIT_OK
+    return code
 
 
 def _environment_name(text: str) -> str:
@@ -324,15 +471,43 @@ def add_failover(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="make an environment active: write every region's store, one by one",
         description=(
             "Write the active environment into each region's store (the same store classes "
-            "the ticker reads), in the order given, and report each. Until every region is "
-            "written the regions disagree: exit 1 when any failed, and run it again for those."
+            "the ticker reads), in the order given, and report each. The name must be a known "
+            "environment (a stack's EnvironmentName output, or --known) unless forced. Until "
+            "every region is written the regions disagree: exit 1 when any failed, and run it "
+            "again for those; exit 1 too when, written, no region or more than one is active."
         ),
     )
     parser.add_argument(
         "--to", required=True, type=_environment_name, metavar="ENV", help="e.g. DR or prod"
     )
     add_operator(parser)
+    add_known(parser)
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="write a name that is not a known environment (no region may be active then)",
+    )
+    parser.add_argument(
+        "--reason", metavar="TEXT", help="why it is forced (required with --force; logged)"
+    )
     add_where(parser, many_regions=True, table=True, parameter=True)
+
+
+def _retry_hint(
+    args: argparse.Namespace,
+    context: Context,
+    target: str,
+    failed: list[Outcome],
+    wheres: dict[str, _Region],
+) -> str:
+    """The command that writes the regions left, with what it needs to accept ``target``."""
+    hint = f"mini-scheduler failover --to {target} --regions {','.join(o.region for o in failed)}"
+    if args.force:
+        return hint + f" --force --reason {shlex.quote(args.reason)}"
+    left = [wheres[o.region] for o in failed if o.region in wheres]
+    if not _is_known(target, _known(args, context, left)):
+        hint += f" --known {target}"
+    return hint
 
 
 def failover(args: argparse.Namespace, context: Context) -> int:
@@ -340,33 +515,69 @@ def failover(args: argparse.Namespace, context: Context) -> int:
         return context.fail(
             "failover", "name every region with --regions R1,R2: a failover must reach them all"
         )
+    if args.force != (args.reason is not None):
+        return context.fail(
+            "failover",
+            "--force needs --reason TEXT (why the name is not a known one), and --reason goes "
+            "with --force",
+        )
     regions: list[str] = args.regions
-    operator = operator_name(args, context, regions[0])
     target: str = args.to
+    wheres, unresolved = _resolve_each(args, context, regions)
+    known = _known(args, context, list(wheres.values()))
+    if not _is_known(target, known) and not args.force:
+        return context.fail(
+            "failover",
+            f"{target} is not a known environment (known: {', '.join(known)}): no region would "
+            "be active, and nothing was written. Check the name (a stack's EnvironmentName, "
+            "--known, KNOWN_ENVIRONMENTS), or write it anyway with --force --reason TEXT",
+        )
+    operator = operator_name(args, context, regions[0])
 
     def act(region: str) -> dict[str, Any]:
-        where = resolve(args, context, region)
+        where = wheres[region].where
         store = environment_for(context, where)
         try:
             before: str | None = store.get()
         except SchedulerError:
             before = None
-        environment = ActiveEnvironment(store, where.environment_name or DEFAULT_ACTIVE)
+        environment = ActiveEnvironment(store, where.environment_name or DEFAULT_ACTIVE, known)
         Operator(
             cron=None, claims=None, environment=environment, clock=context.clock
-        ).set_environment(target, operator)
-        return {"store": store.name, "before": before, "active": target}
+        ).set_environment(target, operator, args.force, args.reason)
+        fields = {"store": store.name, "before": before, "active": target}
+        if where.environment_name:
+            fields["environment"] = where.environment_name
+        return fields
 
-    outcomes = each_region(regions, act)
+    done = {o.region: o for o in unresolved}
+    for o in each_region(list(wheres), act):
+        done[o.region] = o
+    outcomes = [done[r] for r in regions]
     failed = [o for o in outcomes if not o.ok]
+    held = [
+        _Held(
+            o.region,
+            wheres[o.region].where.environment_name if o.region in wheres else None,
+            target if o.ok else None,
+        )
+        for o in outcomes
+    ]
+    verdict = _verdict(held, known)
+    code = EXIT_FAILED if failed or verdict else EXIT_OK
     if args.json:
-        report = {
+        report: dict[str, Any] = {
             "active": target,
             "operator": operator,
             "regions": [o.to_json() for o in outcomes],
+            "known": list(known),
         }
+        if args.force:
+            report |= {"forced": True, "reason": args.reason}
+        if verdict:
+            report["problem"] = verdict
         context.print(json.dumps(report, indent=2))
-        return EXIT_FAILED if failed else EXIT_OK
+        return code
     rows = []
     for o in outcomes:
         if o.ok:
@@ -380,11 +591,14 @@ def failover(args: argparse.Namespace, context: Context) -> int:
         context.print(
             f"Active environment {target} in {len(outcomes) - len(failed)} of "
             f"{plural(len(outcomes), 'region')}; the regions disagree until the rest are "
-            "written: mini-scheduler failover --to "
-            f"{target} --regions {','.join(o.region for o in failed)}"
+            f"written: {_retry_hint(args, context, target, failed, wheres)}"
         )
-        return EXIT_FAILED
-    context.print(
-        f"Active environment {target} in {plural(len(outcomes), 'region')}, set by {operator}."
-    )
-    return EXIT_OK
+    else:
+        forced = f", forced: {args.reason}" if args.force else ""
+        context.print(
+            f"Active environment {target} in {plural(len(outcomes), 'region')}, set by "
+            f"{operator}{forced}."
+        )
+    if verdict:
+        context.print(verdict + ".")
+    return code

@@ -21,7 +21,15 @@ from mini_scheduler.cli.main import main
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.model import Firing, RunStatus
 from tests.conftest import ROOT
-from tests.unit.cli.conftest import PARAMETER, STACK, TABLE, TICKER, Aws, stack_template
+from tests.unit.cli.conftest import (
+    PARAMETER,
+    REGIONS,
+    STACK,
+    TABLE,
+    TICKER,
+    Aws,
+    stack_template,
+)
 
 SAMPLE = ROOT / "samplecode" / "cron.yaml"
 NOW = datetime(2026, 11, 30, 14, 0, 7, tzinfo=UTC)  # 14:00 UTC is 09:00 in New York (EST)
@@ -1022,6 +1030,7 @@ def test_failover_writes_every_region_through_the_ticker_s_store(
                 "store": "ssm:/mini-scheduler/active-environment",
                 "active": "DR",
                 "stored": True,
+                "known": True,
                 "environment": "prod",
                 "mode": "standby",
             },
@@ -1031,11 +1040,14 @@ def test_failover_writes_every_region_through_the_ticker_s_store(
                 "store": "ssm:/mini-scheduler/active-environment",
                 "active": "DR",
                 "stored": True,
+                "known": True,
                 "environment": "DR",
                 "mode": "active",
             },
         ],
         "agree": True,
+        "known": ["prod", "DR"],
+        "activeRegions": ["us-west-2"],
     }
 
 
@@ -1099,6 +1111,147 @@ def test_status_says_when_regions_disagree_or_a_value_is_nonsense(
         "ssm:/mini-scheduler/active-environment holds 'not a name', which is not an "
         "environment name"
     )
+
+
+def test_failover_refuses_a_name_no_stack_has_and_writes_nothing(
+    capsys: pytest.CaptureFixture[str], aws: Aws
+) -> None:
+    """The typo of issue 15: DRR, where the stacks are prod and DR, would stop every job."""
+    argv = ("failover", "--to", "DRR", "--regions", BOTH, "--operator", "jane.doe")
+    run = cli(capsys, *argv, "--stack", STACK)
+    assert (run.code, run.out) == (2, "")
+    assert run.err == (
+        "mini-scheduler failover: DRR is not a known environment (known: prod, DR): no region "
+        "would be active, and nothing was written. Check the name (a stack's EnvironmentName, "
+        "--known, KNOWN_ENVIRONMENTS), or write it anyway with --force --reason TEXT\n"
+    )
+    # without a stack, the list the functions know by default (prod,DR), or the one given
+    assert cli(capsys, *argv).code == 2
+    assert cli(capsys, *argv, environ={**ENV, "KNOWN_ENVIRONMENTS": "prod,DR2"}).code == 2
+    run = cli(capsys, *argv, "--known", "blue,green")
+    assert run.err.startswith("mini-scheduler failover: DRR is not a known environment (known: ")
+    for region in ("us-east-1", "us-west-2"):
+        with pytest.raises(ClientError):
+            aws.active(region)
+    run = cli(capsys, *argv, "--known", "prod,drr")  # compared without regard to case
+    assert run.code == 0, run.err
+    assert aws.active("us-west-2") == "DRR"
+
+
+def test_a_forced_failover_to_a_name_no_stack_has_says_no_region_is_active(
+    capsys: pytest.CaptureFixture[str], aws: Aws
+) -> None:
+    run = cli(
+        capsys,
+        "failover",
+        "--to",
+        "maintenance",
+        "--force",
+        "--reason",
+        "stop every job during the migration",
+        "--regions",
+        BOTH,
+        "--stack",
+        STACK,
+        "--operator",
+        "jane.doe",
+    )
+    assert run.code == 1
+    assert run.lines == [
+        "us-east-1  prod (default) -> maintenance  ssm:/mini-scheduler/active-environment",
+        "us-west-2  prod (default) -> maintenance  ssm:/mini-scheduler/active-environment",
+        "Active environment maintenance in 2 regions, set by jane.doe, forced: stop every job "
+        "during the migration.",
+        "No region is active: maintenance is not a known environment (known: prod, DR), so no "
+        "stack has it. No job runs until one is: mini-scheduler failover --to NAME --regions "
+        "us-east-1,us-west-2.",
+    ]
+    assert aws.active("us-west-2") == "maintenance"
+    status = cli(capsys, "status", "--regions", BOTH, "--stack", STACK)
+    assert status.code == 1
+    assert status.lines[1] == (
+        "us-east-1  maintenance (not known)  prod: standby  ssm:/mini-scheduler/active-environment"
+    )
+    assert status.lines[-1].startswith("No region is active: maintenance is not a known ")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--force"], "--force needs --reason TEXT"),
+        (["--reason", "why"], "--force needs --reason TEXT"),
+        (["--known", "prod,two words"], "--known: 'two words' is not an environment name"),
+    ],
+)
+def test_failover_force_and_known_usage_errors(
+    capsys: pytest.CaptureFixture[str], aws: Aws, argv: list[str], message: str
+) -> None:
+    run = cli(capsys, "failover", "--to", "DR", "--regions", BOTH, "--operator", "jane", *argv)
+    assert run.code == 2 and message in run.err, run.err
+    with pytest.raises(ClientError):
+        aws.active("us-east-1")
+
+
+def test_status_says_when_no_region_or_more_than_one_is_active(
+    capsys: pytest.CaptureFixture[str], aws: Aws
+) -> None:
+    # each region holds the other's name: both on standby, each with a known name
+    aws.client("ssm", "us-east-1").put_parameter(Name=PARAMETER, Value="DR", Type="String")
+    aws.client("ssm", "us-west-2").put_parameter(Name=PARAMETER, Value="prod", Type="String")
+    run = cli(capsys, "status", "--regions", BOTH, "--stack", STACK)
+    assert run.code == 1
+    assert run.lines[-1] == (
+        "No region is active: each region holds the name of another: us-east-1 (prod) holds "
+        "DR, us-west-2 (DR) holds prod. No job runs until one is: mini-scheduler failover "
+        "--to NAME --regions us-east-1,us-west-2."
+    )
+    report = cli(capsys, "status", "--regions", BOTH, "--stack", STACK, "--json").json()
+    assert report["activeRegions"] == [] and report["problem"].startswith("No region is active")
+    # one region alone cannot tell: prod may be active in a region not given
+    run = cli(capsys, "status", "--regions", "us-west-2", "--stack", STACK, "--known", "prod,DR")
+    assert run.code == 0 and run.lines[1].split()[1:3] == ["prod", "DR:"]
+    # two stacks named alike (a DR stack deployed without EnvironmentName=DR): both active
+    for region in REGIONS:
+        aws.client("cloudformation", region).create_stack(
+            StackName="twins",
+            TemplateBody=stack_template(
+                {"EnvironmentName": "prod", "KnownEnvironments": "prod,DR"}
+            ),
+        )
+        aws.client("ssm", region).put_parameter(
+            Name=PARAMETER, Value="prod", Type="String", Overwrite=True
+        )
+    run = cli(capsys, "status", "--regions", BOTH, "--stack", "twins", "--table", TABLE)
+    assert run.code == 1
+    assert run.lines[-1] == (
+        "2 regions are active: us-east-1 (prod), us-west-2 (prod) - each may run the same "
+        "firing. Give each stack its own EnvironmentName."
+    )
+    run = cli(capsys, "failover", "--to", "prod", "--regions", BOTH, "--stack", "twins",
+              "--table", TABLE, "--operator", "jane.doe")  # fmt: skip
+    assert run.code == 1 and run.lines[-1].startswith("2 regions are active: ")
+
+
+def test_a_stack_s_known_environments_are_the_ones_its_ticker_knows(
+    capsys: pytest.CaptureFixture[str], aws: Aws
+) -> None:
+    """One region given: its stack's KnownEnvironments output says which other names exist."""
+    aws.client("cloudformation", "us-west-2").create_stack(
+        StackName="listed",
+        TemplateBody=stack_template(
+            {"StateTableName": TABLE, "EnvironmentName": "DR", "KnownEnvironments": "prod,DR"}
+        ),
+    )
+    argv = ("--regions", "us-west-2", "--stack", "listed")
+    run = cli(capsys, "status", *argv)
+    assert run.code == 0, run.out
+    assert run.lines[1].split()[1:4] == ["prod", "(default)", "DR:"]
+    run = cli(capsys, "failover", "--to", "prod", *argv, "--operator", "jane.doe")
+    assert run.code == 0, run.err
+    # the stack of the conftest has no KnownEnvironments: prod is then known to nobody here
+    run = cli(capsys, "failover", "--to", "prod", "--regions", "us-west-2", "--stack", STACK,
+              "--operator", "jane.doe")  # fmt: skip
+    assert run.code == 2 and "prod is not a known environment (known: DR)" in run.err
 
 
 @pytest.mark.parametrize(
