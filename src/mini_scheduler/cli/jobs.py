@@ -1,32 +1,47 @@
 """The operator's read-only commands on a deployed stack: ``jobs`` (each job's next firing, last
-run and pause) and ``history`` (a job's runs, newest first)."""
+run and pause) and ``history`` (runs newest first: a job's, or every job's in every region
+given, merged, filtered by ``--since`` and ``--status``)."""
 
 from __future__ import annotations
 
 import argparse
 import difflib
 import json
+import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
-from mini_scheduler.cli.context import EXIT_OK, EXIT_USAGE, CommandError, Context
-from mini_scheduler.cli.render import columns, plural, span, took, utc_stamp, wall_time
+from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, Context
+from mini_scheduler.cli.render import (
+    columns,
+    instant,
+    plural,
+    span,
+    took,
+    utc_stamp,
+    wall_time,
+)
 from mini_scheduler.cli.where import (
+    Outcome,
     Where,
     add_where,
     claims_for,
     cron_source,
+    each_region,
     load_cron,
+    many_regions,
     one_region,
     resolve,
 )
 from mini_scheduler.cron.zones import get_zone
 from mini_scheduler.errors import CronFileError
 from mini_scheduler.jobs import CronFile, name_problem
-from mini_scheduler.model import iso_seconds
+from mini_scheduler.model import RunStatus, iso_seconds, parse_instant
 
 if TYPE_CHECKING:
+    from mini_scheduler.claims.base import ClaimStore
     from mini_scheduler.claims.records import RunRecord
 
 MAX_HISTORY: Final = 1000
@@ -159,6 +174,10 @@ def _jobs_json(
 
 # -- history --------------------------------------------------------------------------------
 
+_DURATION: Final = re.compile(r"(?:\d{1,6}[smhdw])+")
+_UNIT_SECONDS: Final = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_STATUSES: Final = ", ".join(status.value for status in RunStatus)
+
 
 def _history_limit(text: str) -> int:
     try:
@@ -170,26 +189,82 @@ def _history_limit(text: str) -> int:
     return value
 
 
+def _since(text: str) -> timedelta | datetime:
+    """``--since``: a span back from now (``12h``, ``30m``, ``2d``, ``1h30m``) or an instant."""
+    value = text.strip()
+    if _DURATION.fullmatch(value):
+        seconds = sum(
+            int(n) * _UNIT_SECONDS[unit] for n, unit in re.findall(r"(\d+)([smhdw])", value)
+        )
+        if seconds == 0:
+            raise argparse.ArgumentTypeError(f"{text!r} is no time at all: e.g. 12h")
+        return timedelta(seconds=seconds)
+    try:
+        return instant(value)
+    except argparse.ArgumentTypeError:
+        raise argparse.ArgumentTypeError(
+            f"not a span (e.g. 12h, 30m, 2d, 1h30m) nor an ISO 8601 time "
+            f"(e.g. 2026-11-30T02:00:00Z): {text!r}"
+        ) from None
+
+
+def _statuses(text: str) -> list[RunStatus]:
+    found: list[RunStatus] = []
+    for part in text.split(","):
+        name = part.strip().upper()
+        if not name:
+            continue
+        if name not in RunStatus.__members__:
+            raise argparse.ArgumentTypeError(f"not a run status: {part.strip()!r} ({_STATUSES})")
+        found.append(RunStatus[name])
+    if not found:
+        raise argparse.ArgumentTypeError(f"name a status: {_STATUSES}")
+    return found
+
+
 def add_history(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "history",
-        help="a job's runs, newest first",
+        help="runs, newest first: of a job, or of every job, in one region or several",
         description=(
-            "Print a job's run records from the state table, newest first. A job without runs "
-            "is looked up in the cron file: a name in neither is an error."
+            "Print run records from the state table, newest first: of one job (JOB or --job), "
+            "or of every job of the cron file and every runtime schedule, in each region given, "
+            "merged. One Query per job and region, each reading at most --limit runs; "
+            "--since and --status keep the runs that match. A job without runs is looked up in "
+            "the cron file: a name in neither is an error."
         ),
     )
-    parser.add_argument("job", metavar="JOB", help="the job's name")
+    parser.add_argument("job", metavar="JOB", nargs="?", help="one job's runs (or --job)")
+    parser.add_argument("--job", dest="job_option", metavar="JOB", help="one job's runs")
     parser.add_argument(
-        "--limit", "-n", type=_history_limit, default=20, help="how many runs (default 20)"
+        "--since",
+        type=_since,
+        metavar="WHEN",
+        help="runs scheduled since: a span back from now (12h, 30m, 2d) or an ISO 8601 time",
     )
-    add_where(parser, cron_file=True)
+    parser.add_argument(
+        "--status",
+        type=_statuses,
+        action="append",
+        metavar="S1,S2",
+        help=f"only runs of these statuses ({_STATUSES}); may be repeated",
+    )
+    parser.add_argument(
+        "--limit",
+        "-n",
+        type=_history_limit,
+        default=20,
+        help="how many runs to show, and to read per job and region (default 20)",
+    )
+    add_where(parser, many_regions=True, cron_file=True)
 
 
 def _run_note(run: RunRecord) -> str:
     parts: list[str] = []
     if run.manual:
         parts.append(f"manual run by {run.operator}" if run.operator else "manual run")
+    if run.reruns:
+        parts.append(f"rerun of {run.reruns}")
     if run.attempt > 1:
         parts.append(f"attempt {run.attempt}")
     if run.backfill:
@@ -235,27 +310,111 @@ def _check_job_known(job: str, context: Context, where: Where) -> None:
     )
 
 
-def history(args: argparse.Namespace, context: Context) -> int:
-    problem = name_problem(args.job)
-    if problem:
-        return context.fail("history", f"not a job name: {problem}")
-    region = one_region(args, context)
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """A run, the region whose table holds it, and its scheduled instant (for the merge)."""
+
+    region: str
+    run: RunRecord
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class _Filter:
+    since: datetime | None
+    statuses: frozenset[RunStatus]
+    limit: int
+
+    def keeps(self, found: _Found) -> bool:
+        if self.since is not None and found.at < self.since:
+            return False
+        return not self.statuses or found.run.status in self.statuses
+
+
+def _scheduled(run: RunRecord) -> datetime:
+    try:
+        return parse_instant(run.scheduled_time)
+    except ValueError:
+        return datetime.min.replace(tzinfo=UTC)
+
+
+def _job_names(context: Context, where: Where, claims: ClaimStore) -> list[str]:
+    """Every job of the cron file, then every runtime schedule (the region's)."""
+    from mini_scheduler.claims.base import SCHEDULE
+
+    names = [job.name for job in load_cron(context, where).jobs]
+    schedules = {item.firing.job for item in claims.pending_deferred(SCHEDULE)}
+    return names + sorted(schedules - set(names))
+
+
+def _read_region(
+    context: Context, args: argparse.Namespace, region: str, job: str | None, keep: _Filter
+) -> dict[str, Any]:
+    """One region's runs that ``keep`` keeps: one history Query per job; and the jobs whose
+    Query was cut by the limit before it reached ``--since`` (older runs left unread)."""
     where = resolve(args, context, region)
-    runs = list(claims_for(context, where).history(args.job, args.limit))
-    if not runs:
-        _check_job_known(args.job, context, where)
+    claims = claims_for(context, where)
+    names = [job] if job else _job_names(context, where, claims)
+    found: list[_Found] = []
+    cut: list[dict[str, Any]] = []
+    for name in names:
+        runs = claims.history(name, keep.limit)
+        read = [_Found(region, run, _scheduled(run)) for run in runs]
+        found += [item for item in read if keep.keeps(item)]
+        if len(runs) == keep.limit and (keep.since is None or read[-1].at >= keep.since):
+            cut.append({"region": region, "job": name, "readBackTo": iso_seconds(read[-1].at)})
+    return {"where": where, "found": found, "jobs": names, "cut": cut}
+
+
+def history(args: argparse.Namespace, context: Context) -> int:
+    job: str | None = args.job or args.job_option
+    if args.job and args.job_option and args.job != args.job_option:
+        return context.fail("history", f"two jobs given: {args.job} and --job {args.job_option}")
+    if job is not None:
+        problem = name_problem(job)
+        if problem:
+            return context.fail("history", f"not a job name: {problem}")
+    regions = many_regions(args, context)
+    since = args.since
+    if isinstance(since, timedelta):
+        since = context.clock.now().astimezone(UTC) - since
+    statuses = frozenset(s for given in args.status or () for s in given)
+    keep = _Filter(since, statuses, args.limit)
+    if len(regions) == 1:  # its error is the command's
+        outcomes = [Outcome(regions[0], True, _read_region(context, args, regions[0], job, keep))]
+    else:  # a region that fails is reported, and the others shown
+        outcomes = each_region(regions, lambda r: _read_region(context, args, r, job, keep))
+    read = [o for o in outcomes if o.ok]
+    found = sorted(
+        (item for o in read for item in o.fields["found"]),
+        key=lambda f: (f.at, f.run.attempt, f.run.job, f.region),
+        reverse=True,
+    )
+    if job and not found and len(read) == 1 and not keep.since and not keep.statuses:
+        _check_job_known(job, context, read[0].fields["where"])
+    if job and len(regions) == 1 and read:
+        _one_job(context, args, job, read[0].fields["where"], [f.run for f in found[: keep.limit]])
+    else:
+        _merged(context, args, job, outcomes, found, keep)
+    return EXIT_FAILED if len(read) < len(outcomes) else EXIT_OK
+
+
+def _one_job(
+    context: Context, args: argparse.Namespace, job: str, where: Where, runs: list[RunRecord]
+) -> None:
+    """One job in one region: the table ``history JOB`` has always printed."""
     if args.json:
         report = {
-            "job": args.job,
-            "region": region,
+            "job": job,
+            "region": where.region,
             "table": where.table,
             "runs": [run.to_json() for run in runs],
         }
         context.print(json.dumps(report, indent=2))
-        return EXIT_OK
+        return
     if not runs:
-        context.print(f"No runs recorded for {args.job} in table {where.table} ({region}).")
-        return EXIT_OK
+        context.print(f"No runs recorded for {job} in table {where.table} ({where.region}).")
+        return
     rows = [["SCHEDULED", "STATUS", "STARTED", "ENDED", "TOOK", "ORIGIN", "NOTE"]]
     rows.extend(
         [
@@ -272,5 +431,88 @@ def history(args: argparse.Namespace, context: Context) -> int:
     for line in columns(rows):
         context.print(line)
     more = " (the newest; --limit for more)" if len(runs) == args.limit else ""
-    context.print(f"{plural(len(runs), 'run')} of {args.job} in {region}{more}")
-    return EXIT_OK
+    context.print(f"{plural(len(runs), 'run')} of {job} in {where.region}{more}")
+
+
+def _merged(
+    context: Context,
+    args: argparse.Namespace,
+    job: str | None,
+    outcomes: list[Outcome],
+    found: list[_Found],
+    keep: _Filter,
+) -> None:
+    """Every job (or one) in every region given, merged newest first, with a REGION column."""
+    shown = found[: keep.limit]
+    cut = [item for o in outcomes if o.ok for item in o.fields["cut"]]
+    if args.json:
+        report = {
+            "job": job,
+            "since": iso_seconds(keep.since) if keep.since else None,
+            "statuses": sorted(str(s) for s in keep.statuses),
+            "limit": keep.limit,
+            "regions": [
+                {"region": o.region, "ok": True, "table": o.fields["where"].table}
+                | ({} if job else {"jobs": len(o.fields["jobs"])})
+                if o.ok
+                else {"region": o.region, "ok": False, "error": o.error}
+                for o in outcomes
+            ],
+            "runs": [{"region": f.region, **f.run.to_json()} for f in shown],
+            "more": len(found) > len(shown),
+            "cutByLimit": cut,
+        }
+        context.print(json.dumps(report, indent=2))
+        return
+    rows = [["SCHEDULED", "REGION", "JOB", "STATUS", "STARTED", "TOOK", "FIRING", "NOTE"]]
+    rows.extend(
+        [
+            f.run.scheduled_time.replace("T", " "),
+            f.region,
+            f.run.job,
+            str(f.run.status),
+            utc_stamp(f.run.started_at or f.run.claimed_at),
+            took(f.run),
+            f.run.firing_id,
+            _run_note(f.run),
+        ]
+        for f in shown
+    )
+    if shown:
+        for line in columns(rows):
+            context.print(line)
+    for o in outcomes:
+        if not o.ok:
+            context.warn(f"mini-scheduler history: {o.region} not read - {o.error}")
+    _summary(context, job, outcomes, found, shown, keep, cut)
+
+
+def _summary(
+    context: Context,
+    job: str | None,
+    outcomes: list[Outcome],
+    found: list[_Found],
+    shown: list[_Found],
+    keep: _Filter,
+    cut: list[dict[str, Any]],
+) -> None:
+    read = [o for o in outcomes if o.ok]
+    what = [",".join(sorted(str(s) for s in keep.statuses))] if keep.statuses else []
+    if keep.since:
+        what.append(f"since {utc_stamp(keep.since)}")
+    matching = f" ({' '.join(what)})" if what else ""
+    names = {name for o in read for name in o.fields["jobs"]}
+    of = f"of {job}" if job else f"of {plural(len(names), 'job')}"
+    places = ", ".join(o.region for o in read) or "no region"
+    more = (
+        f", the newest {len(shown)} of {len(found)}: --limit for more"
+        if found[len(shown) :]
+        else ""
+    )
+    context.print(f"{plural(len(shown), 'run')}{matching} {of} in {places}{more}")
+    if cut:
+        jobs = ", ".join(f"{c['job']} ({c['region']}, back to {c['readBackTo']})" for c in cut)
+        context.print(
+            f"Read only the newest {keep.limit} runs of {jobs}: older runs that match may be "
+            "left out - raise --limit or narrow --since."
+        )
