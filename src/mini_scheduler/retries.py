@@ -80,13 +80,13 @@ def defer_retry(
     StoreError when it could not be written (the caller's failure is then retried, and writes
     it again). With ``metrics`` (the first time the failure is heard), count it:
     ``RetriesDeferred``, or ``RunsFailedFinal`` when no attempt follows (retries spent, no
-    policy, a manual run)."""
+    policy, a manual run), also by job (the runs-failed alarm's series)."""
     retry = policy if isinstance(policy, Retry) else Retry.from_record(policy)
     deferred = next_attempt(run_id, policy, failed_at=failed_at, origin=origin, now=now)
     firing = firing_from_id(run_id)
     if deferred is None:
         if metrics is not None:
-            metrics.add(m.RUNS_FAILED_FINAL)
+            metrics.add(m.RUNS_FAILED_FINAL, dimensions={m.JOB: firing.job})
         if retry is not None and not firing.manual:
             log.error(
                 NO_ATTEMPT_LEFT,

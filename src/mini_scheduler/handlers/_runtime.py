@@ -11,7 +11,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools import Metrics as PowertoolsMetrics
 from aws_lambda_powertools.logging.filters import SuppressFilter
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
 NAMESPACE = "MiniScheduler"
 PACKAGE_LOGGER = "mini_scheduler"
@@ -85,6 +85,7 @@ _UNITS = {
 
 _lock = threading.Lock()
 _counts: dict[str, float] = {}  # Count metrics added since the last flush, summed
+_by: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}  # those with dimensions too
 
 
 class EmfMetrics:
@@ -94,12 +95,24 @@ class EmfMetrics:
     A count is summed until :func:`flush` and written as one value: a tick of 1,000 firings
     writes ``FiringsDispatched`` once, not 1,000 values (and a new metric object at each
     hundredth, EMF's limit). Every alarm and graph reads counts as ``Sum``, which this keeps;
-    other units keep each value (their averages and maximums need them)."""
+    other units keep each value (their averages and maximums need them). A count added with
+    ``dimensions`` is written a second time, summed the same way, as a metric object of its
+    own under the default dimensions and those."""
 
-    def add(self, name: str, value: float = 1, unit: str = "Count") -> None:
+    def add(
+        self,
+        name: str,
+        value: float = 1,
+        unit: str = "Count",
+        *,
+        dimensions: Mapping[str, str] | None = None,
+    ) -> None:
         with _lock:
             if unit == "Count":
                 _counts[name] = _counts.get(name, 0) + value
+                if dimensions:
+                    key = (name, tuple(sorted(dimensions.items())))
+                    _by[key] = _by.get(key, 0) + value
             else:
                 powertools_metrics.add_metric(
                     name=name, unit=_UNITS.get(unit, MetricUnit.Count), value=value
@@ -116,6 +129,21 @@ def flush() -> None:
         for name, value in _counts.items():
             powertools_metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
         _counts.clear()
+        defaults = {
+            **powertools_metrics.default_dimensions,
+            "service": str(powertools_metrics.service),
+        }
+        for (name, dimensions), value in _by.items():  # a metric object each: its own set
+            with single_metric(
+                name=name,
+                unit=MetricUnit.Count,
+                value=value,
+                namespace=powertools_metrics.namespace,
+                default_dimensions=defaults,
+            ) as metric:
+                for key, dimension in dimensions:
+                    metric.add_dimension(name=key, value=dimension)
+        _by.clear()
         if powertools_metrics.metric_set:
             powertools_metrics.flush_metrics()
 

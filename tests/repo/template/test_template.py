@@ -369,7 +369,7 @@ def test_the_alarms_use_the_dimensions_powertools_writes(template: Template) -> 
         {"Name": "service", "Value": _runtime.powertools_metrics.service},
     ]
     ours = [a for a in _alarm_metrics(template) if a["Namespace"] == _runtime.NAMESPACE]
-    assert len(ours) >= 4
+    assert len(ours) >= 3
     for alarm in ours:
         assert alarm["Dimensions"] == expected
 
@@ -385,8 +385,8 @@ def test_the_alarms_required_by_the_design(template: Template) -> None:
     assert no_tick["Period"] * no_tick["EvaluationPeriods"] == 180
     assert (_runtime.NAMESPACE, m.DISPATCH_ERRORS) in alarms
     assert ("AWS/SQS", "ApproximateNumberOfMessagesVisible") in alarms
-    # A failure no attempt follows, not each failed attempt: a retry that mends it needs nobody.
-    assert (_runtime.NAMESPACE, m.RUNS_FAILED_FINAL) in alarms
+    # A failure no attempt follows (test_the_runs_failed_alarm_names_the_job)
+    assert template["Resources"]["RunsFailedAlarm"]["Type"] == "AWS::CloudWatch::Alarm"
     assert (_runtime.NAMESPACE, m.ALERTS_UNPUBLISHED) in alarms
     # an entry skipped at load: a gauge written every tick, so its Maximum
     skipped = alarms[(_runtime.NAMESPACE, m.CRON_ENTRIES_SKIPPED)]
@@ -395,6 +395,28 @@ def test_the_alarms_required_by_the_design(template: Template) -> None:
         assert alarm["AlarmActions"] == [{"Ref": "AlarmTopic"}]
     topic = template["Resources"]["AlarmTopic"]["Properties"]
     assert topic["KmsMasterKeyId"] == {"Ref": "AlarmKey"}
+
+
+def test_the_runs_failed_alarm_names_the_job(template: Template) -> None:
+    """A failure no attempt follows, not each failed attempt (a retry that mends it needs
+    nobody), counted by job: a Metrics Insights query grouped by Job, each job a contributor of
+    its own, so the alarm's notification names the job (issue 15)."""
+    alarm = template["Resources"]["RunsFailedAlarm"]["Properties"]
+    (query,) = alarm["Metrics"]
+    expression = " ".join(query["Expression"]["Fn::Sub"].split())
+    assert expression == (
+        f'SELECT SUM({m.RUNS_FAILED_FINAL}) FROM SCHEMA("{_runtime.NAMESPACE}", Environment, '
+        f"{m.JOB}, Region, service) WHERE Environment = '${{EnvironmentName}}' AND Region = "
+        f"'${{AWS::Region}}' AND service = '{_runtime.powertools_metrics.service}' "
+        f"GROUP BY {m.JOB} ORDER BY SUM() DESC"
+    )
+    assert (query["Period"], query["ReturnData"]) == (300, True)
+    assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (
+        1,
+        "GreaterThanOrEqualToThreshold",
+    )
+    assert alarm["TreatMissingData"] == "notBreaching"
+    assert alarm["AlarmActions"] == [{"Ref": "AlarmTopic"}]
 
 
 # -- failure events -------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """``rerun``: a past firing run again as a manual run that names it, with the original's
-scheduled time (issue 15, part 4), through the one operator path and the ticker's event."""
+scheduled time (issue 15, part 4), through the one operator path and the ticker's event; and the
+final-failure count by job that the runs-failed alarm reads."""
 
 from __future__ import annotations
 
@@ -154,3 +155,10 @@ def test_a_rerun_taken_over_after_its_lease_keeps_what_it_reruns() -> None:
     assert [(p["reruns"], p["scheduledTime"]) for p in payloads] == [
         (FAILED, "2026-11-30T14:00:00Z")
     ]
+
+
+def test_a_final_failure_is_counted_by_job_too() -> None:
+    """RunsFailedFinal twice: the region's total, and by Job (the runs-failed alarm's series)."""
+    r = failed_at_14()
+    assert r.metrics.totals["RunsFailedFinal"] == 1
+    assert dict(r.metrics.by) == {("RunsFailedFinal", (("Job", "export"),)): 1}
