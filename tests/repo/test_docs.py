@@ -30,6 +30,10 @@ NOT_RUN = {
     ("docs/operating.md", "mini-scheduler history heartbeat --limit 3 --stack mini-scheduler"),
     (
         "docs/operating.md",
+        "mini-scheduler doctor --stack mini-scheduler --regions us-east-1,us-west-2",
+    ),
+    (
+        "docs/operating.md",
         "mini-scheduler history --since 12h --status FAILED,TIMED_OUT --regions "
         "us-east-1,us-west-2 --stack mini-scheduler",
     ),
@@ -37,10 +41,6 @@ NOT_RUN = {
         "docs/operating.md",
         "mini-scheduler rerun hourly-cleanup@2026-11-30T02:15:00Z --operator jane.doe --stack "
         "mini-scheduler",
-    ),
-    (
-        "docs/operating.md",
-        "mini-scheduler doctor --stack mini-scheduler --regions us-east-1,us-west-2",
     ),
     (
         "docs/operating.md",
