@@ -30,6 +30,7 @@ TICKER_SAMPLES = (
     "schedule-delete.json",
     "backfill.json",
     "backfill-status.json",
+    "rerun.json",
 )
 RECORDER_SAMPLES = (
     "lambda-destination-success.json",
@@ -58,6 +59,7 @@ KEYS = (
     "schedules",
     "backfill",
     "backfillStatus",
+    "rerun",
     "from",
     "to",
     "rate",

@@ -48,8 +48,8 @@ TICKER_LINES = [
         "WARNING",
         {"job", "firingId"},
     ),
-    ("Operator", "INFO", {"job"}),
-    ("Active environment set to", "INFO", set()),
+    ("Operator <who> runs", "INFO", {"job"}),
+    ("Active environment set to <name> by <who> -", "INFO", set()),
     ("Event rejected:", "WARNING", set()),
 ]
 RECORDER_LINES = [
