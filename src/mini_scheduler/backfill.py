@@ -117,7 +117,6 @@ def plan_backfill(
     operator: str,
     origin: str,
     now: datetime,
-    nonce: str | None = None,
 ) -> list[Deferred]:
     """The deferred firings of a backfill of ``job`` over ``[start, end)``; EventError when
     the window holds none, or more than :data:`MAX_FIRINGS`."""
@@ -134,7 +133,7 @@ def plan_backfill(
             f"{job.name} ({job.schedule}) has no firing from {iso_seconds(start)} to "
             f"{iso_seconds(end)}: nothing to backfill"
         )
-    ident = f"{job.name}@backfill-{iso_millis(now)}-{nonce or secrets.token_hex(4)}"
+    ident = f"{job.name}@backfill-{iso_millis(now)}-{secrets.token_hex(4)}"
     detail = {
         "backfill": ident,
         "from": iso_seconds(start),
@@ -156,32 +155,22 @@ def plan_backfill(
     ]
 
 
-def start_backfill(
-    claims: ClaimStore,
-    job: Job,
-    start: datetime,
-    end: datetime,
-    *,
-    rate: int,
-    operator: str,
-    origin: str,
-    now: datetime,
-) -> Backfill:
-    """Write the backfill (:func:`plan_backfill`) and say so; StoreError when the store
-    refused part of it (writing it again is harmless: the same keys, the same claims)."""
-    items = plan_backfill(job, start, end, rate=rate, operator=operator, origin=origin, now=now)
+def start_backfill(claims: ClaimStore, items: Sequence[Deferred]) -> Backfill:
+    """Write a backfill's deferred firings (:func:`plan_backfill`) and say so; StoreError when
+    the store refused part of them (writing them again is harmless: the same keys, the same
+    claims)."""
     claims.defer(items)
     (backfill,) = summarize(items)
     log.info(
         "Operator %s backfills %s: %d firings from %s to %s, %d a minute (backfill %s)",
-        operator,
-        job.name,
+        backfill.operator,
+        backfill.job,
         backfill.total,
         backfill.start,
         backfill.end,
-        rate,
+        backfill.rate,
         backfill.id,
-        extra=log_keys(job.name, backfill=backfill.id),
+        extra=log_keys(backfill.job, backfill=backfill.id),
     )
     return backfill
 

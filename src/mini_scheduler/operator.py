@@ -15,7 +15,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from mini_scheduler.backfill import check_rate, check_window, start_backfill
+from mini_scheduler.backfill import check_rate, check_window, plan_backfill, start_backfill
 from mini_scheduler.backfill import status as backfill_status
 from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.clock import Clock
@@ -359,17 +359,10 @@ class Operator:
             raise EventError(f"job {job.name} is disabled: enable it to backfill it")
         now = self.clock.now()
         begin, stop = check_window(start, end, now)
-        found = start_backfill(
-            self._claims(),
-            job,
-            begin,
-            stop,
-            rate=check_rate(rate),
-            operator=operator,
-            origin=self._origin,
-            now=now,
+        items = plan_backfill(
+            job, begin, stop, rate=check_rate(rate), operator=operator, origin=self._origin, now=now
         )
-        return found.to_json()
+        return start_backfill(self._claims(), items).to_json()
 
     def backfill_status(self, job_name: Any = None) -> dict[str, Any]:
         """The backfills with firings left to dispatch (of one job, or all)."""
