@@ -174,8 +174,9 @@ def _badly_compiled(folder: Path, tag: str) -> list[str]:
 
 
 def _not_for_lambda(package: Path) -> list[str]:
-    """What the package holds of the local run and the CLI (src/Makefile leaves them out)."""
-    names = ("local", "cli", "cli.py", "__main__.py")
+    """What the package holds of the local run, the CLI and the console (src/Makefile leaves
+    them out)."""
+    names = ("local", "cli", "cli.py", "console", "__main__.py")
     return [name for name in names if (package / "mini_scheduler" / name).exists()]
 
 
