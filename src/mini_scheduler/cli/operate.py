@@ -30,6 +30,7 @@ from mini_scheduler.cli.where import (
 from mini_scheduler.cli.where import _stack_outputs as stack_outputs
 from mini_scheduler.config import DEFAULT_KNOWN, environment_names, valid_environment_name
 from mini_scheduler.environment.active import DEFAULT_ACTIVE, ActiveEnvironment, same_environment
+from mini_scheduler.environment.regions import Held, active_regions, is_known, verdict
 from mini_scheduler.errors import ConfigurationError, SchedulerError, describe_aws_error
 from mini_scheduler.jobs import name_problem
 from mini_scheduler.operator import Operator
@@ -298,59 +299,6 @@ def _known(args: argparse.Namespace, context: Context, wheres: list[_Region]) ->
     return tuple(known)
 
 
-def _is_known(name: str, known: tuple[str, ...]) -> bool:
-    return any(same_environment(name, k) for k in known)
-
-
-@dataclass(frozen=True, slots=True)
-class _Held:
-    """One region as a verdict sees it: its environment (None: not known) and the active
-    environment it holds (None: not read)."""
-
-    region: str
-    environment: str | None
-    active: str | None
-
-
-def _active(held: list[_Held]) -> list[_Held]:
-    """The regions that hold their own name: the active ones."""
-    return [h for h in held if h.environment and same_environment(h.active, h.environment)]
-
-
-def _verdict(held: list[_Held], known: tuple[str, ...]) -> str | None:
-    """What is wrong with who is active, or None: more than one region active; or none, when
-    that is certain (every region read, and each value names one of these regions or no
-    stack at all: a known name of a region not given may be active there)."""
-    active = _active(held)
-    if len(active) > 1:
-        listed = ", ".join(f"{h.region} ({h.environment})" for h in active)
-        return (
-            f"{len(active)} regions are active: {listed} - each may run the same firing. "
-            "Give each stack its own EnvironmentName"
-        )
-    if active or any(h.active is None for h in held):
-        return None
-    names = [h.environment for h in held if h.environment]
-    values = {str(h.active).casefold(): str(h.active) for h in held}
-    unknown = [v for v in values.values() if not _is_known(v, known)]
-    if not all(v in unknown or _is_known(v, tuple(names)) for v in values.values()):
-        return None  # a known name of a region not given: it may be active there
-    if unknown:
-        why = (
-            f"{', '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not a known "
-            f"environment (known: {', '.join(known)}), so no stack has "
-            f"{'it' if len(unknown) == 1 else 'them'}"
-        )
-    else:
-        why = "each region holds the name of another: " + ", ".join(
-            f"{h.region} ({h.environment}) holds {h.active}" for h in held
-        )
-    return (
-        f"No region is active: {why}. No job runs until one is: mini-scheduler failover "
-        f"--to NAME --regions {','.join(h.region for h in held)}"
-    )
-
-
 def add_status(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "status",
@@ -379,7 +327,7 @@ def _read_active(context: Context, where: Where, known: tuple[str, ...]) -> dict
         "store": store.name,
         "active": active,
         "stored": stored is not None,
-        "known": _is_known(active, known),
+        "known": is_known(active, known),
     }
     if where.environment_name:
         fields["environment"] = where.environment_name
@@ -415,20 +363,20 @@ def status(args: argparse.Namespace, context: Context) -> int:
     failed = [o for o in outcomes if not o.ok]
     values = {str(o.fields["active"]).casefold() for o in outcomes if o.ok}
     held = [
-        _Held(o.region, o.fields.get("environment"), o.fields["active"] if o.ok else None)
+        Held(o.region, o.fields.get("environment"), o.fields["active"] if o.ok else None)
         for o in outcomes
     ]
-    verdict = _verdict(held, known)
-    code = EXIT_FAILED if failed or verdict else EXIT_OK
+    problem = verdict(held, known)
+    code = EXIT_FAILED if failed or problem else EXIT_OK
     if args.json:
         report: dict[str, Any] = {
             "regions": [o.to_json() for o in outcomes],
             "agree": len(values) <= 1,
             "known": list(known),
-            "activeRegions": [h.region for h in _active(held)],
+            "activeRegions": [h.region for h in active_regions(held)],
         }
-        if verdict:
-            report["problem"] = verdict
+        if problem:
+            report["problem"] = problem
         context.print(json.dumps(report, indent=2))
         return code
     rows = [["REGION", "ACTIVE", "THIS REGION", "STORE"]]
@@ -449,8 +397,8 @@ def status(args: argparse.Namespace, context: Context) -> int:
             "The regions disagree on the active environment: finish the failover "
             "(mini-scheduler failover --to NAME --regions ...)."
         )
-    if verdict:
-        context.print(verdict + ".")
+    if problem:
+        context.print(problem + ".")
     if failed:
         context.print(f"{len(failed)} of {plural(len(outcomes), 'region')} could not be read.")
     return code
@@ -505,7 +453,7 @@ def _retry_hint(
     if args.force:
         return hint + f" --force --reason {shlex.quote(args.reason)}"
     left = [wheres[o.region] for o in failed if o.region in wheres]
-    if not _is_known(target, _known(args, context, left)):
+    if not is_known(target, _known(args, context, left)):
         hint += f" --known {target}"
     return hint
 
@@ -525,7 +473,7 @@ def failover(args: argparse.Namespace, context: Context) -> int:
     target: str = args.to
     wheres, unresolved = _resolve_each(args, context, regions)
     known = _known(args, context, list(wheres.values()))
-    if not _is_known(target, known) and not args.force:
+    if not is_known(target, known) and not args.force:
         return context.fail(
             "failover",
             f"{target} is not a known environment (known: {', '.join(known)}): no region would "
@@ -556,15 +504,15 @@ def failover(args: argparse.Namespace, context: Context) -> int:
     outcomes = [done[r] for r in regions]
     failed = [o for o in outcomes if not o.ok]
     held = [
-        _Held(
+        Held(
             o.region,
             wheres[o.region].where.environment_name if o.region in wheres else None,
             target if o.ok else None,
         )
         for o in outcomes
     ]
-    verdict = _verdict(held, known)
-    code = EXIT_FAILED if failed or verdict else EXIT_OK
+    problem = verdict(held, known)
+    code = EXIT_FAILED if failed or problem else EXIT_OK
     if args.json:
         report: dict[str, Any] = {
             "active": target,
@@ -574,8 +522,8 @@ def failover(args: argparse.Namespace, context: Context) -> int:
         }
         if args.force:
             report |= {"forced": True, "reason": args.reason}
-        if verdict:
-            report["problem"] = verdict
+        if problem:
+            report["problem"] = problem
         context.print(json.dumps(report, indent=2))
         return code
     rows = []
@@ -599,6 +547,6 @@ def failover(args: argparse.Namespace, context: Context) -> int:
             f"Active environment {target} in {plural(len(outcomes), 'region')}, set by "
             f"{operator}{forced}."
         )
-    if verdict:
-        context.print(verdict + ".")
+    if problem:
+        context.print(problem + ".")
     return code
