@@ -18,6 +18,7 @@ from mini_scheduler.cli.render import (
     columns,
     instant,
     plural,
+    run_note,
     span,
     took,
     utc_stamp,
@@ -259,31 +260,6 @@ def add_history(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     add_where(parser, many_regions=True, cron_file=True)
 
 
-def _run_note(run: RunRecord) -> str:
-    parts: list[str] = []
-    if run.manual:
-        parts.append(f"manual run by {run.operator}" if run.operator else "manual run")
-    if run.reruns:
-        parts.append(f"rerun of {run.reruns}")
-    if run.attempt > 1:
-        parts.append(f"attempt {run.attempt}")
-    if run.backfill:
-        replaced = (run.replaced_skip or {}).get("reason")
-        parts.append(f"backfill (was SKIPPED: {replaced})" if replaced else "backfill")
-    if run.skipped_count is not None and run.skipped_until:
-        parts.append(f"{run.skipped_count} firings to {run.skipped_until}")
-    if run.reason:
-        parts.append(run.reason)
-    if run.timed_out_at is not None and not run.swept:
-        parts.append(f"ended after it was marked TIMED_OUT at {utc_stamp(run.timed_out_at)}")
-    if run.redrives:
-        earlier = ", ".join(str(end.status) for end in run.earlier_ends)
-        parts.append(f"redriven {run.redrives}x" + (f" after {earlier}" if earlier else ""))
-    if run.error:
-        parts.append(run.error.splitlines()[0][:200] if run.error.strip() else run.error)
-    return "; ".join(parts) or "-"
-
-
 def _check_job_known(job: str, context: Context, where: Where) -> None:
     """A job with no runs must be in the cron file the CLI reads: else the name is wrong
     (CommandError, a usage error, with the nearest name in the file)."""
@@ -424,7 +400,7 @@ def _one_job(
             utc_stamp(run.ended_at),
             took(run),
             run.origin or "-",
-            _run_note(run),
+            run_note(run),
         ]
         for run in runs
     )
@@ -474,7 +450,7 @@ def _merged(
             utc_stamp(f.run.started_at or f.run.claimed_at),
             took(f.run),
             f.run.firing_id,
-            _run_note(f.run),
+            run_note(f.run),
         ]
         for f in shown
     )

@@ -88,3 +88,30 @@ def took(run: RunRecord) -> str:
     elapsed = max(timedelta(0), run.ended_at - started)
     millis = int(elapsed.total_seconds() * 1000)
     return f"{millis} ms" if millis < 10_000 else span(elapsed)
+
+
+def run_note(run: RunRecord) -> str:
+    """What else a run was, in a few words: manual, a rerun, an attempt, a backfill, a skipped
+    range, its reason or error."""
+    parts: list[str] = []
+    if run.manual:
+        parts.append(f"manual run by {run.operator}" if run.operator else "manual run")
+    if run.reruns:
+        parts.append(f"rerun of {run.reruns}")
+    if run.attempt > 1:
+        parts.append(f"attempt {run.attempt}")
+    if run.backfill:
+        replaced = (run.replaced_skip or {}).get("reason")
+        parts.append(f"backfill (was SKIPPED: {replaced})" if replaced else "backfill")
+    if run.skipped_count is not None and run.skipped_until:
+        parts.append(f"{run.skipped_count} firings to {run.skipped_until}")
+    if run.reason:
+        parts.append(run.reason)
+    if run.timed_out_at is not None and not run.swept:
+        parts.append(f"ended after it was marked TIMED_OUT at {utc_stamp(run.timed_out_at)}")
+    if run.redrives:
+        earlier = ", ".join(str(end.status) for end in run.earlier_ends)
+        parts.append(f"redriven {run.redrives}x" + (f" after {earlier}" if earlier else ""))
+    if run.error:
+        parts.append(run.error.splitlines()[0][:200] if run.error.strip() else run.error)
+    return "; ".join(parts) or "-"

@@ -176,19 +176,19 @@ def test_backfill_status_and_a_refused_window(capsys: pytest.CaptureFixture[str]
 
 def test_history_notes_say_attempt_and_backfill() -> None:
     from mini_scheduler.claims.records import RunRecord
-    from mini_scheduler.cli.jobs import _run_note
+    from mini_scheduler.cli.render import run_note
     from mini_scheduler.model import RunStatus
 
     def run(firing_id: str, **more: Any) -> RunRecord:
         return RunRecord(firing_id, "export", "2026-11-30T13:00:00Z", RunStatus.SUCCEEDED, **more)
 
-    assert _run_note(run("export@2026-11-30T13:00:00Z")) == "-"
-    assert _run_note(run("export@2026-11-30T13:00:00Z#3")) == "attempt 3"
-    assert _run_note(run("export@2026-11-30T13:00:00Z", backfill=True)) == "backfill"
+    assert run_note(run("export@2026-11-30T13:00:00Z")) == "-"
+    assert run_note(run("export@2026-11-30T13:00:00Z#3")) == "attempt 3"
+    assert run_note(run("export@2026-11-30T13:00:00Z", backfill=True)) == "backfill"
     replaced = run(
         "export@2026-11-30T13:00:00Z", backfill=True, replaced_skip={"reason": "misfire_grace"}
     )
-    assert _run_note(replaced) == "backfill (was SKIPPED: misfire_grace)"
+    assert run_note(replaced) == "backfill (was SKIPPED: misfire_grace)"
 
 
 # -- rerun ----------------------------------------------------------------------------------------

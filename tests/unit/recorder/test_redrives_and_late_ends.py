@@ -214,18 +214,18 @@ def test_a_lambda_completion_after_the_sweep_is_recorded_too() -> None:
 
 
 def test_the_cli_s_history_notes_a_late_end_and_a_redrive() -> None:
-    from mini_scheduler.cli.jobs import _run_note
+    from mini_scheduler.cli.render import run_note
 
     redriven = _recorder()
     for event in ("sfn-status-failed.json", "sfn-status-redriven.json"):
         record_event(redriven, load_event(event))
     record_event(redriven, _redriven_end())
     run = redriven.claims.run(FLOW.id)
-    assert run is not None and _run_note(run) == "redriven 1x after FAILED"
+    assert run is not None and run_note(run) == "redriven 1x after FAILED"
     late = _recorder()
     _swept(late, T0 + timedelta(hours=2))
-    assert _run_note(late.claims.run(FLOW.id)) == TIMED_OUT_ERROR  # type: ignore[arg-type]
+    assert run_note(late.claims.run(FLOW.id)) == TIMED_OUT_ERROR  # type: ignore[arg-type]
     record_event(late, load_event("sfn-status-succeeded.json"))
     run = late.claims.run(FLOW.id)
     assert run is not None
-    assert _run_note(run) == "ended after it was marked TIMED_OUT at 2026-11-30 16:15:00Z"
+    assert run_note(run) == "ended after it was marked TIMED_OUT at 2026-11-30 16:15:00Z"
