@@ -162,7 +162,7 @@ def test_an_event_that_is_not_published_is_said_and_counted_and_the_pause_still_
 
 
 class _Unreadable(MemoryClaimStore):
-    def history(self, job: str, limit: int = 20) -> list[RunRecord]:
+    def history(self, job: str, limit: int = 20, before: str | None = None) -> list[RunRecord]:
         raise StoreError("Query (history) failed - ProvisionedThroughputExceededException")
 
 

@@ -115,6 +115,30 @@ def deferred_firing(run_id: str, reason: str) -> Firing:
     return replace(firing, backfill=True) if reason == BACKFILL else firing
 
 
+MAX_CURSOR = 300
+"""The longest cursor ``history`` takes (a run's sort key is about 50 characters)."""
+
+
+def history_cursor(before: object) -> str | None:
+    """``history``'s ``before`` checked: None, or the cursor it is. A ValueError, saying why,
+    for one that cannot be a run's sort key: not a string, empty, longer than
+    :data:`MAX_CURSOR`, or not printable ASCII (a sort key always is; the check keeps every
+    store comparing the same bytes, and a store's key size limit out of reach)."""
+    if before is None:
+        return None
+    if not isinstance(before, str):
+        raise ValueError(f"a history cursor is a string, not {type(before).__name__}")
+    if not before:
+        raise ValueError("a history cursor cannot be empty")
+    if len(before) > MAX_CURSOR:
+        raise ValueError(f"a history cursor is at most {MAX_CURSOR} characters, not {len(before)}")
+    if not (before.isascii() and before.isprintable()):
+        raise ValueError(
+            f"a history cursor is printable ASCII (a run's sort key): {before[:100]!a}"
+        )
+    return before
+
+
 ClaimOutcome = ClaimResult | StoreError
 """A batched claim's answer for one firing: the result, or why its write failed (after
 retries; the caller holds that firing)."""
@@ -262,8 +286,15 @@ class ClaimStore(Protocol):
         """One run record."""
         ...
 
-    def history(self, job: str, limit: int = 20) -> Sequence[RunRecord]:
-        """The job's runs, newest first, without a scan."""
+    def history(self, job: str, limit: int = 20, before: str | None = None) -> Sequence[RunRecord]:
+        """The job's runs, newest first (at most ``limit``), without a scan. ``before`` pages
+        on: an opaque cursor, a run's sort key (:attr:`.RunRecord.sort_key`, the last run of
+        the page before), and only the runs sorted strictly before it (older; a firing's
+        earlier attempts) are answered, read by a range on the sort key itself (a key
+        condition, an index bound), never by a filter. Paging from ``None`` until a page is
+        empty gives each run once. A cursor that is not a non-empty string of printable ASCII
+        of at most :data:`MAX_CURSOR` characters raises ValueError (:func:`history_cursor`)
+        before any request."""
         ...
 
     def job_state(self, job: str) -> JobState | None: ...

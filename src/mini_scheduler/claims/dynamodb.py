@@ -45,6 +45,7 @@ from mini_scheduler.claims.base import (
     MarkRequest,
     OneByOne,
     Pause,
+    history_cursor,
 )
 from mini_scheduler.claims.dynamodb_batch import BatchWriter, Insert, Update
 from mini_scheduler.claims.dynamodb_deferred import DeferredFirings
@@ -469,13 +470,19 @@ class DynamoDBClaimStore(OneByOne):
         raw = answer.get("Item")
         return run_from(raw) if raw else None
 
-    def history(self, job: str, limit: int = 20) -> Sequence[RunRecord]:
+    def history(self, job: str, limit: int = 20, before: str | None = None) -> Sequence[RunRecord]:
+        # The cursor is a key condition on the sort key, not a filter: the Query starts past it
+        # and reads (and is billed for) the page's items only.
+        cursor = history_cursor(before)
+        keys, values = "#pk = :pk", {":pk": {"S": f"RUN#{job}"}}
+        if cursor is not None:
+            keys, values[":before"] = f"{keys} AND #sk < :before", {"S": cursor}
         return [
             run_from(raw)
             for raw in self._query(
                 "Query (history)",
-                KeyConditionExpression="#pk = :pk",
-                ExpressionAttributeValues={":pk": {"S": f"RUN#{job}"}},
+                KeyConditionExpression=keys,
+                ExpressionAttributeValues=values,
                 ScanIndexForward=False,
                 PaginationConfig={"MaxItems": limit, "PageSize": min(limit, 100)},
             )

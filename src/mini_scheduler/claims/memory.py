@@ -19,6 +19,7 @@ from mini_scheduler.claims.base import (
     Deferred,
     MarkRequest,
     Pause,
+    history_cursor,
 )
 from mini_scheduler.claims.records import JobStart, JobState, Redrive, RunRecord
 from mini_scheduler.claims.transitions import (
@@ -269,10 +270,14 @@ class MemoryClaimStore:
             self.calls += 1
             return self._runs.get(self._key(firing_from_id(firing_id)))
 
-    def history(self, job: str, limit: int = 20) -> Sequence[RunRecord]:
+    def history(self, job: str, limit: int = 20, before: str | None = None) -> Sequence[RunRecord]:
+        cursor = history_cursor(before)
         with self._lock:
             self.calls += 1
-            keys = sorted((k for k in self._runs if k[0] == job), reverse=True)[:limit]
+            keys = sorted(
+                (k for k in self._runs if k[0] == job and (cursor is None or k[1] < cursor)),
+                reverse=True,
+            )[:limit]
             return [self._runs[k] for k in keys]
 
     def job_state(self, job: str) -> JobState | None:

@@ -52,6 +52,7 @@ from mini_scheduler.claims.base import (
     MarkRequest,
     OneByOne,
     Pause,
+    history_cursor,
 )
 from mini_scheduler.claims.mongodb_deferred import DEFERRED, DeferredFirings
 from mini_scheduler.claims.mongodb_deferred import create_indexes as create_deferred_indexes
@@ -532,8 +533,13 @@ class MongoDBClaimStore(OneByOne):
         )
         return [run for run in found if run.status.open]
 
-    def history(self, job: str, limit: int = 20) -> Sequence[RunRecord]:
-        return self._find("history", {"job": job}, ("sortKey", DESCENDING), limit)
+    def history(self, job: str, limit: int = 20, before: str | None = None) -> Sequence[RunRecord]:
+        # A bound on sortKey, the history index's second key: the index serves the page.
+        cursor = history_cursor(before)
+        query: dict[str, Any] = {"job": job}
+        if cursor is not None:
+            query["sortKey"] = {"$lt": cursor}
+        return self._find("history", query, ("sortKey", DESCENDING), limit)
 
     def _runs(self, firing_ids: Sequence[str]) -> dict[str, RunRecord]:
         """The runs of these firings that exist, by firing id, in one find."""

@@ -20,7 +20,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Final
 
-from mini_scheduler.model import RunStatus
+from mini_scheduler.model import RunStatus, firing_from_id
 
 # -- the types ----------------------------------------------------------------------------------
 
@@ -92,6 +92,12 @@ class RunRecord:
         """Which attempt of its firing the run is: 1, or the ``#<n>`` its id ends with."""
         _, marked, number = self.firing_id.rpartition("@")[2].partition("#")
         return int(number) if marked and number.isdigit() else 1
+
+    @property
+    def sort_key(self) -> str:
+        """Where the job's history sorts the run (its firing's :attr:`.Firing.sort_key`, time
+        first): the cursor that pages past it (``ClaimStore.history``'s ``before``)."""
+        return firing_from_id(self.firing_id).sort_key
 
     @property
     def swept(self) -> bool:

@@ -474,6 +474,6 @@ class LocalScheduler:
             time.sleep(0.01)
         return False
 
-    def history(self, job: str, limit: int = 100) -> list[RunRecord]:
-        """A job's runs, newest first."""
-        return list(self.ticker.claims.history(job, limit))
+    def history(self, job: str, limit: int = 100, before: str | None = None) -> list[RunRecord]:
+        """A job's runs, newest first; ``before`` pages on (``ClaimStore.history``)."""
+        return list(self.ticker.claims.history(job, limit, before))

@@ -226,6 +226,102 @@ def test_history_is_newest_first_with_manual_runs_in_time_order(claim_store: Cla
     assert claim_store.history("nobody") == []
 
 
+def _seven_runs(store: ClaimStore) -> list[str]:
+    """Seven runs of ``report`` (and one of ``other``): a firing and its retry, a manual run at
+    the same instant and its retry, two later firings, a skipped range before; their ids,
+    newest first (by sort key: a firing's later attempt first, a manual run after the firing
+    of its instant)."""
+    scheduled = Firing("report", T0)
+    manual = Firing.manual_run("report", T0, "jane.doe", {"x": 1}, nonce="0a1b2c3d")
+    later = [Firing("report", T0 + timedelta(minutes=m)) for m in (1, 2)]
+    for firing in (scheduled, scheduled.retry(), manual, manual.retry(), *later):
+        assert _claim(store, firing) is ClaimResult.WON
+    assert _claim(store, Firing("other", T0 + timedelta(seconds=30))) is ClaimResult.WON
+    assert store.record_skipped_range(
+        "report",
+        T0 - timedelta(hours=2),
+        T0 - timedelta(hours=1),
+        61,
+        now=T0,
+        reason="misfire_grace",
+        origin=ORIGIN,
+    )
+    return [
+        "report@2026-11-30T14:02:00Z",
+        "report@2026-11-30T14:01:00Z",
+        "report@manual-2026-11-30T14:00:00.000Z-0a1b2c3d#2",
+        "report@manual-2026-11-30T14:00:00.000Z-0a1b2c3d",
+        "report@2026-11-30T14:00:00Z#2",
+        "report@2026-11-30T14:00:00Z",
+        "report@2026-11-30T12:00:00Z",
+    ]
+
+
+def test_a_job_s_history_pages_newest_first_each_run_once(claim_store: ClaimStore) -> None:
+    """The console's paging: each page's last run's sort key is the next page's cursor; the
+    pages hold every run once, in the order of one read of them all, and the page after the
+    last is empty."""
+    newest_first = _seven_runs(claim_store)
+    whole = claim_store.history("report", limit=20)
+    assert [r.firing_id for r in whole] == newest_first
+    assert [r.sort_key for r in whole] == sorted((r.sort_key for r in whole), reverse=True)
+    pages: list[list[str]] = []
+    cursor: str | None = None
+    while True:
+        page = claim_store.history("report", limit=3, before=cursor)
+        if not page:
+            break
+        assert all(cursor is None or run.sort_key < cursor for run in page)
+        pages.append([run.firing_id for run in page])
+        cursor = page[-1].sort_key
+        assert len(pages) <= 3, pages  # no cursor may bring the same page back
+    assert pages == [newest_first[:3], newest_first[3:6], newest_first[6:]]
+    assert claim_store.history("report", limit=3, before=cursor) == []
+    assert claim_store.history("other", limit=3, before=whole[-1].sort_key) == []
+
+
+def test_a_cursor_pages_from_any_run_and_is_a_bound_not_a_key_that_must_exist(
+    claim_store: ClaimStore,
+) -> None:
+    newest_first = _seven_runs(claim_store)
+    whole = claim_store.history("report", limit=20)
+    for i, run in enumerate(whole):  # strictly older: never the cursor's own run
+        after = claim_store.history("report", limit=20, before=run.sort_key)
+        assert [r.firing_id for r in after] == newest_first[i + 1 :]
+    assert claim_store.history("report", limit=20, before=None) == whole
+    # a firing's retry pages to its first attempt; the first attempt, past both
+    retry = Firing("report", T0).retry()
+    assert [r.firing_id for r in claim_store.history("report", 1, retry.sort_key)] == [
+        "report@2026-11-30T14:00:00Z"
+    ]
+    # a key no run has: the runs sorted before it
+    minute = "2026-11-30T14:01:30.000Z"
+    assert [r.firing_id for r in claim_store.history("report", 2, minute)] == newest_first[1:3]
+    assert [r.firing_id for r in claim_store.history("report", 20, "~")] == newest_first
+    assert claim_store.history("report", 20, "0") == []
+    assert claim_store.history("report", 20, "x" * 300) == whole  # the longest cursor taken
+
+
+BAD_CURSORS = [
+    pytest.param(7, "a history cursor is a string, not int", id="int"),
+    pytest.param(b"2026-11-30T14:00:00.000Z", "a string, not bytes", id="bytes"),
+    pytest.param("", "a history cursor cannot be empty", id="empty"),
+    pytest.param("x" * 301, "at most 300 characters, not 301", id="too-long"),
+    pytest.param("2026-11-30T14:00:00.000Z\n", "printable ASCII", id="control"),
+    pytest.param("2026-11-30T14:00:00.000Z#é", "printable ASCII", id="not-ascii"),
+    pytest.param("\ud800", "printable ASCII", id="lone-surrogate"),
+]
+
+
+@pytest.mark.parametrize(("cursor", "message"), BAD_CURSORS)
+def test_a_cursor_that_is_no_sort_key_is_refused(
+    claim_store: ClaimStore, cursor: object, message: str
+) -> None:
+    _seven_runs(claim_store)
+    with pytest.raises(ValueError, match=message):
+        claim_store.history("report", 3, cursor)  # type: ignore[arg-type]
+
+
 def test_the_watermark_only_moves_forward(claim_store: ClaimStore) -> None:
     scope = "us-east-1/prod"
     assert claim_store.control(scope).watermark is None
@@ -1091,3 +1187,14 @@ def test_a_store_that_cannot_be_reached_raises_store_error(
         unreachable_claim_store.due_deferred(T0)
     with pytest.raises(StoreError):
         unreachable_claim_store.drop_deferred([deferred])
+
+
+@pytest.mark.parametrize(("cursor", "message"), BAD_CURSORS)
+def test_a_bad_cursor_is_refused_before_any_request(
+    unreachable_claim_store: ClaimStore, cursor: object, message: str
+) -> None:
+    """A ValueError (the console's 400), not the StoreError of a request that was sent."""
+    with pytest.raises(ValueError, match=message):
+        unreachable_claim_store.history("report", 3, cursor)  # type: ignore[arg-type]
+    with pytest.raises(StoreError):
+        unreachable_claim_store.history("report", 3, "2026-11-30T14:00:00.000Z")

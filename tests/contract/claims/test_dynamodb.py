@@ -244,6 +244,44 @@ def test_no_deferred_firing_due_is_one_request_however_many_wait(dynamodb_local:
     }
 
 
+@pytest.mark.dynamodb_local
+def test_a_history_page_is_a_key_condition_on_the_sort_key_not_a_filter(
+    dynamodb_local: object,
+) -> None:
+    """A page past a cursor is one Query that starts at the cursor: it reads the page's items
+    only (ScannedCount is the page), however many newer runs the job has."""
+    table = new_table_name()
+    create_state_table(dynamodb_local, table)  # type: ignore[arg-type]
+    store = DynamoDBClaimStore(table, dynamodb_local, sleep=lambda _: None)  # type: ignore[arg-type]
+    firings = [Firing("report", T0 + timedelta(minutes=m)) for m in range(30)]
+    for firing in firings:
+        store.claim(firing, now=T0, lease_until=T0 + timedelta(seconds=120), origin="a")
+    sent: list[dict[str, Any]] = []
+    scanned: list[tuple[int, int]] = []
+
+    def request(params: dict[str, Any], **_: Any) -> None:
+        sent.append(dict(params))
+
+    def answer(parsed: dict[str, Any], **_: Any) -> None:
+        scanned.append((parsed["ScannedCount"], parsed["Count"]))
+
+    events = dynamodb_local.meta.events  # type: ignore[attr-defined]
+    events.register("before-parameter-build.dynamodb.Query", request)
+    events.register("after-call.dynamodb.Query", answer)
+    try:
+        page = store.history("report", limit=3, before=firings[5].sort_key)
+    finally:
+        events.unregister("before-parameter-build.dynamodb.Query", request)
+        events.unregister("after-call.dynamodb.Query", answer)
+    assert [r.firing_id for r in page] == [f.id for f in reversed(firings[2:5])]
+    ((query,),) = [sent]
+    assert query["KeyConditionExpression"] == "#pk = :pk AND #sk < :before"
+    assert query["ExpressionAttributeValues"][":before"] == {"S": "2026-11-30T14:05:00.000Z"}
+    assert query["ExpressionAttributeNames"] == {"#pk": "pk", "#sk": "sk"}
+    assert "FilterExpression" not in query and query["ScanIndexForward"] is False
+    assert scanned == [(3, 3)]
+
+
 class _Unprocessing:
     """A client whose BatchWriteItem leaves its last request unprocessed ``times`` times."""
 

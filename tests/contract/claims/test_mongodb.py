@@ -131,6 +131,21 @@ def test_every_collection_writes_and_reads_with_majority_on_the_primary(
     assert [c.name for c in collections[:4]] == ["runs", "job_state", "control", "deferred"]
 
 
+def test_a_history_page_asks_for_the_runs_below_the_cursor_on_the_history_index(
+    store: MongoDBClaimStore,
+) -> None:
+    for minute in range(5):
+        _claim(store, Firing("report", T0 + timedelta(minutes=minute)))
+    store.history("report")  # the indexes, made on the first read
+    spy = _Spy(store.runs, "find")
+    page = store.history("report", limit=2, before="2026-11-30T14:03:00.000Z")
+    assert [r.scheduled_time for r in page] == ["2026-11-30T14:02:00Z", "2026-11-30T14:01:00Z"]
+    assert spy.calls == 1
+    assert spy.args == ({"job": "report", "sortKey": {"$lt": "2026-11-30T14:03:00.000Z"}},)
+    store.history("report")
+    assert spy.args == ({"job": "report"},)
+
+
 def test_indexes_are_created_once_per_store(store: MongoDBClaimStore) -> None:
     spy = _Spy(store.runs, "create_index")
     deferred = _Spy(store.deferred, "create_index")
@@ -857,6 +872,25 @@ def test_the_sweep_and_the_history_are_served_by_their_indexes(
     assert HISTORY_INDEX in _winning_plan(history.explain())
     info = server_store.runs.index_information()
     assert info[EXPIRY_INDEX]["expireAfterSeconds"] == 0
+
+
+@pytest.mark.mongodb_server
+def test_a_history_page_past_a_cursor_is_a_bound_on_the_history_index(
+    server_store: MongoDBClaimStore,
+) -> None:
+    """``sortKey: {$lt: cursor}`` is a range of the index: no sort stage, and the server looks
+    at the page's keys only, however many newer runs the job has."""
+    firings = [Firing("report", T0 + timedelta(minutes=m)) for m in range(30)]
+    for firing in firings:
+        _claim(server_store, firing)
+    page = server_store.history("report", limit=3, before=firings[5].sort_key)
+    assert [r.firing_id for r in page] == [f.id for f in reversed(firings[2:5])]
+    query = {"job": "report", "sortKey": {"$lt": firings[5].sort_key}}
+    found = server_store.runs.find(query).sort("sortKey", -1).limit(3)
+    explanation = found.explain("executionStats")
+    assert HISTORY_INDEX in _winning_plan(explanation)
+    assert "'stage': 'SORT'" not in _winning_plan(explanation)
+    assert explanation["executionStats"]["totalKeysExamined"] <= 4
 
 
 @pytest.mark.mongodb_server

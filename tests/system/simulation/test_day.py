@@ -331,8 +331,8 @@ class SimClaims:
         self._call("get run")
         return self.store.run(firing_id)
 
-    def history(self, job: str, limit: int = 20) -> Sequence[RunRecord]:
-        return self.store.history(job, limit)
+    def history(self, job: str, limit: int = 20, before: str | None = None) -> Sequence[RunRecord]:
+        return self.store.history(job, limit, before)
 
     def job_state(self, job: str) -> JobState | None:
         return self.store.job_state(job)
