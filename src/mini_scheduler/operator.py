@@ -30,7 +30,7 @@ from mini_scheduler.jobs import (
     split_reserved,
 )
 from mini_scheduler.model import Firing, RunStatus, firing_from_id, iso_seconds, log_keys
-from mini_scheduler.schedules import Schedules
+from mini_scheduler.schedules import RuntimeSchedule, Schedules
 
 log = logging.getLogger("mini_scheduler.ticker")
 
@@ -117,6 +117,16 @@ class Operator:
         if job is None:
             raise EventError(f"unknown job {name[:100]!r}: no job of that name in cron.yaml")
         return job
+
+    def cron_file(self) -> CronFile:
+        """The cron file the jobs come from; EventError when this path has none."""
+        if self._cron is None:
+            raise EventError("no cron file to find the jobs in")
+        return self._cron()
+
+    def runtime_schedules(self) -> list[RuntimeSchedule]:
+        """The runtime schedules this region's store holds, by name."""
+        return self._schedules().all()
 
     def run_now(self, job_name: Any, operator: Any, parameters: Any = None) -> dict[str, Any]:
         """Run a job now for an operator: no claim to win, on a standby region too; a firing of

@@ -158,7 +158,7 @@ def ask_ticker(
         )
         raise CommandError(f"the ticker failed ({answer.function_error}): {detail}")
     if isinstance(payload, Mapping) and payload.get("status") == "rejected":
-        raise CommandError(f"the ticker refused it: {payload.get('error')}")
+        raise TickerRefused(f"the ticker refused it: {payload.get('error')}")
     return payload
 
 
@@ -171,3 +171,7 @@ class CommandError(SchedulerError):
     def __init__(self, message: str, code: int = EXIT_FAILED) -> None:
         super().__init__(message)
         self.code = code
+
+
+class TickerRefused(CommandError):
+    """The ticker answered that it will not act on the event (its reason): nothing was done."""

@@ -264,7 +264,7 @@ def add_known(parser: argparse.ArgumentParser) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class _Region:
+class StackRegion:
     """One region's configuration, and its stack's KnownEnvironments output (None: no stack,
     or a stack without it)."""
 
@@ -272,7 +272,9 @@ class _Region:
     listed: str | None = None
 
 
-def _known(args: argparse.Namespace, context: Context, wheres: list[_Region]) -> tuple[str, ...]:
+def known_names(
+    args: argparse.Namespace, context: Context, wheres: list[StackRegion]
+) -> tuple[str, ...]:
     """The names the deployment knows, as the regions in ``wheres`` tell them."""
     given: str | None = getattr(args, "known", None)
     what = "--known" if given is not None else "KNOWN_ENVIRONMENTS"
@@ -335,15 +337,15 @@ def _read_active(context: Context, where: Where, known: tuple[str, ...]) -> dict
     return fields
 
 
-def _resolve_each(
+def resolve_each(
     args: argparse.Namespace, context: Context, regions: list[str]
-) -> tuple[dict[str, _Region], list[Outcome]]:
+) -> tuple[dict[str, StackRegion], list[Outcome]]:
     """Each region's configuration; the regions whose stack could not be read, as failures."""
 
     def one(region: str) -> dict[str, Any]:
         where = resolve(args, context, region, one_of=len(regions))
         outputs = stack_outputs(context, where.stack, region) if where.stack else {}
-        return {"region": _Region(where, outputs.get("KnownEnvironments"))}
+        return {"region": StackRegion(where, outputs.get("KnownEnvironments"))}
 
     resolved = each_region(regions, one)
     wheres = {o.region: o.fields["region"] for o in resolved if o.ok}
@@ -354,8 +356,8 @@ def status(args: argparse.Namespace, context: Context) -> int:
     regions = many_regions(args, context)
     if args.environment_name and len(regions) > 1:
         return context.fail("status", "--environment-name names one region's: give one region")
-    wheres, unresolved = _resolve_each(args, context, regions)
-    known = _known(args, context, list(wheres.values()))
+    wheres, unresolved = resolve_each(args, context, regions)
+    known = known_names(args, context, list(wheres.values()))
     read = {o.region: o for o in unresolved}
     for o in each_region(list(wheres), lambda r: _read_active(context, wheres[r].where, known)):
         read[o.region] = o
@@ -446,14 +448,14 @@ def _retry_hint(
     context: Context,
     target: str,
     failed: list[Outcome],
-    wheres: dict[str, _Region],
+    wheres: dict[str, StackRegion],
 ) -> str:
     """The command that writes the regions left, with what it needs to accept ``target``."""
     hint = f"mini-scheduler failover --to {target} --regions {','.join(o.region for o in failed)}"
     if args.force:
         return hint + f" --force --reason {shlex.quote(args.reason)}"
     left = [wheres[o.region] for o in failed if o.region in wheres]
-    if not is_known(target, _known(args, context, left)):
+    if not is_known(target, known_names(args, context, left)):
         hint += f" --known {target}"
     return hint
 
@@ -471,8 +473,8 @@ def failover(args: argparse.Namespace, context: Context) -> int:
         )
     regions: list[str] = args.regions
     target: str = args.to
-    wheres, unresolved = _resolve_each(args, context, regions)
-    known = _known(args, context, list(wheres.values()))
+    wheres, unresolved = resolve_each(args, context, regions)
+    known = known_names(args, context, list(wheres.values()))
     if not is_known(target, known) and not args.force:
         return context.fail(
             "failover",
