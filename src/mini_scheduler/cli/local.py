@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from mini_scheduler.cli.context import Context
+from mini_scheduler.local.options import add_options, as_argv
 
 
 def add_local(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -14,17 +15,14 @@ def add_local(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         description=(
             "Tick a cron file on the wall clock with moto in this process as AWS (no account "
             "or credentials needed): the sample Lambda targets run in-process, flows start in "
-            "moto's Step Functions, and every firing is logged. Ctrl-C stops it."
+            "moto's Step Functions, and every firing is logged; the operator console is served "
+            "on 127.0.0.1. Ctrl-C stops it."
         ),
     )
-    parser.add_argument(
-        "--cron-file",
-        metavar="PATH",
-        help="the cron file to tick (default samplecode/cron.yaml)",
-    )
+    add_options(parser)
 
 
 def local(args: argparse.Namespace, context: Context) -> int:
     from mini_scheduler.local.main import run
 
-    return run(["--cron-file", args.cron_file] if args.cron_file else [])
+    return run(as_argv(args))

@@ -5,7 +5,8 @@ One function per subcommand, each ``(args, context) -> exit code``, registered i
 ``validate``, ``next`` (files.py), ``local`` (local.py). Commands for operators, against a
 deployed stack (where.py says where they act): ``jobs``, ``history`` (jobs.py), ``run``,
 ``pause``, ``resume``, ``status``, ``failover`` (operate.py), ``schedule``, ``backfill``,
-``rerun`` (deferred.py) and ``tick`` (tick.py).
+``rerun`` (deferred.py), ``tick`` (tick.py), ``doctor`` (doctor.py) and ``console``
+(console.py: the web page, an optional extra).
 
 Every command prints for people by default and JSON with ``--json``; an error is one line on
 stderr (exit codes in context.py). Only :func:`main` picks the real clock, environment, AWS
@@ -22,6 +23,7 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from mini_scheduler import __version__
+from mini_scheduler.cli.console import add_console, console
 from mini_scheduler.cli.context import (
     EXIT_FAILED,
     EXIT_OK,
@@ -81,6 +83,7 @@ COMMANDS: Final[dict[str, tuple[Register, Handler]]] = {
     "backfill": (add_backfill, backfill),
     "tick": (add_tick, tick),
     "doctor": (add_doctor, doctor),
+    "console": (add_console, console),
     "local": (add_local, local),
 }
 

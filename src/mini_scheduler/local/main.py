@@ -22,8 +22,10 @@ from typing import Any, TextIO
 from mini_scheduler import __version__
 from mini_scheduler.clock import Clock
 from mini_scheduler.config import DEFAULT_PARAMETER
+from mini_scheduler.console.server import DEFAULT_PORT, ConsoleServer
 from mini_scheduler.errors import CronFileError
 from mini_scheduler.local.dispatch import FUNCTION_THREAD, SAMPLE_PREFIX
+from mini_scheduler.local.options import add_options
 from mini_scheduler.local.scheduler import REGION, SAMPLECODE, STATE_TABLE, LocalScheduler
 from mini_scheduler.logs import package_logs
 
@@ -82,7 +84,7 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def banner(scheduler: LocalScheduler) -> str:
+def banner(scheduler: LocalScheduler, console_url: str | None = None) -> str:
     cron_file = scheduler.cron
     jobs = cron_file.jobs if cron_file else ()
     functions = scheduler.samplecode / "functions"
@@ -106,6 +108,11 @@ def banner(scheduler: LocalScheduler) -> str:
             if scheduler.demo
             else []
         ),
+        *(
+            [f"  console      {console_url} (the operator page and its API; --no-console: none)"]
+            if console_url
+            else []
+        ),
         "Ticking every minute on the wall clock; log times are UTC. Press Ctrl-C to stop.",
     ]
     return "\n".join(lines)
@@ -116,19 +123,30 @@ def _parser() -> argparse.ArgumentParser:
         prog="mini-scheduler local",
         description="Run the scheduler on this machine with moto as AWS (no account needed).",
     )
-    parser.add_argument(
-        "--cron-file",
-        metavar="PATH",
-        help=f"the cron file to tick (default {_shown(SAMPLECODE / 'cron.yaml')})",
-    )
-    parser.add_argument(
-        "--demo",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="at start, a one-time schedule, a retry, a final failure and a backfill (default: "
-        "on with the sample cron file, off with --cron-file)",
-    )
+    add_options(parser)
     return parser
+
+
+def _console_server(args: argparse.Namespace, err: TextIO) -> ConsoleServer | None:
+    """The console's socket, bound on loopback before anything starts (its URL goes in the
+    banner); None when it is turned off or its extra is missing (said on ``err``)."""
+    if not args.console:
+        return None
+    try:
+        import fastapi  # noqa: F401 - only to say clearly when it is missing
+    except ImportError:
+        print(
+            "mini-scheduler local: no console (it needs the console extra: "
+            "pip install -e '.[console]'; make run installs it)",
+            file=err,
+        )
+        return None
+    if args.console_port is not None:
+        return ConsoleServer(args.console_port)
+    try:
+        return ConsoleServer(DEFAULT_PORT)
+    except OSError:  # another make run has it: any free port
+        return ConsoleServer(0)
 
 
 def main(
@@ -159,6 +177,18 @@ def main(
             file=err,
         )
         return 1
+    if args.console_port is not None and not 0 <= args.console_port <= 65535:
+        print("mini-scheduler local: --console-port must be 0 to 65535", file=err)
+        return 2
+    try:
+        server = _console_server(args, err)
+    except OSError as exc:
+        print(
+            f"mini-scheduler local: cannot serve the console on 127.0.0.1:{args.console_port} "
+            f"({exc.strerror or exc}): give another --console-port, or 0 for any free one",
+            file=err,
+        )
+        return 2
     stop = stop or threading.Event()
     with _console(out) as console:
         scheduler = LocalScheduler(
@@ -171,8 +201,14 @@ def main(
         previous = _on_signals(stop)
         try:
             scheduler.read_cron_file()
-            print(banner(scheduler), file=out, flush=True)  # before anything logs
+            # before anything logs
+            print(banner(scheduler, server.url if server else None), file=out, flush=True)
             scheduler.start()
+            if server is not None:
+                from mini_scheduler.console.app import create_app
+                from mini_scheduler.console.local import local_console
+
+                server.start(create_app(local_console(scheduler), title="make run"))
             scheduler.run()
             log.info("Stopping - letting the running handlers finish")
             scheduler.close()
@@ -183,6 +219,8 @@ def main(
         except KeyboardInterrupt:
             return 130
         finally:
+            if server is not None:
+                server.stop()
             scheduler.close()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import logging
 import os
 import queue
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -389,7 +391,12 @@ def test_main_prints_the_banner_before_any_log_line(tmp_path: Path) -> None:
     banner_end = lines.index(
         "Ticking every minute on the wall clock; log times are UTC. Press Ctrl-C to stop."
     )
-    assert lines[0].startswith("mini-scheduler ") and banner_end == 7, lines
+    assert lines[0].startswith("mini-scheduler ") and banner_end == 8, lines
+    assert re.fullmatch(
+        r"  console      http://127\.0\.0\.1:\d+/ \(the operator page and its API; "
+        r"--no-console: none\)",
+        lines[7],
+    ), lines
     logged = [i for i, line in enumerate(lines) if re.match(r"\d\d:\d\d:\d\d [A-Z]+ ", line)]
     assert logged and min(logged) > banner_end, lines
     assert any(
@@ -573,6 +580,14 @@ def test_the_local_scheduler_dispatches_within_a_minute_and_stops_cleanly(
             if " dispatched to " in line:
                 break
         assert any(" dispatched to " in line for line in seen), "".join(seen)
+        # the console's page and API over the running scheduler, at the address the banner gives
+        (url,) = (line.split()[1] for line in seen if line.startswith("  console      "))
+        with urllib.request.urlopen(url, timeout=10) as answer:  # nosec B310 # loopback only
+            assert "mini-scheduler" in answer.read().decode()
+        with urllib.request.urlopen(url + "api/schedule", timeout=10) as answer:  # nosec B310
+            listed = json.load(answer)
+        names = [job["name"] for job in listed["jobs"]]
+        assert names[:3] == ["morning-report", "hourly-cleanup", "heartbeat"], listed
         process.send_signal(stop)
         code = process.wait(timeout=HANG)  # how a stop ends the wait: the tests above
     finally:

@@ -1,0 +1,15 @@
+"""The operator console: a web page and a JSON API on 127.0.0.1 over the deployed stacks of every
+region (``mini-scheduler console``), or over ``make run``'s in-process state.
+
+An optional extra (``mini-scheduler[console]``: FastAPI, uvicorn, Jinja2, cron-descriptor), never
+in the functions' packages. Every action goes through :class:`~mini_scheduler.operator.Operator`,
+as the CLI's do.
+
+* :mod:`.sites`: one region as the console reaches it (its operator path, and how a manual run
+  reaches its ticker).
+* :mod:`.service`: what the page and the API read and do, across the regions, as plain data.
+* :mod:`.timeline`: the next hours' firings per job and the zones' DST changes (pure).
+* :mod:`.words`: a Quartz statement in words.
+* :mod:`.app`: the FastAPI application (routes, CSRF, errors as messages, the page).
+* :mod:`.server`: serving it on loopback.
+"""

@@ -1,0 +1,219 @@
+"""The API's requests and answers as typed models: FastAPI checks each request against them
+and writes the OpenAPI document (``/openapi.json``) from them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+OPERATOR = Field(
+    description="who asks: 1-128 letters, digits, '.', '_', '-' or '@' (logged with the action)",
+    examples=["jane.doe"],
+)
+REGION = Field(
+    None,
+    description="the region to act in (default: the active region, else the console's first)",
+    examples=["us-east-1"],
+)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RunNow(Strict):
+    """Seed 000's run-now body, with the parameters to merge over the job's."""
+
+    operator: str = OPERATOR
+    parameters: dict[str, Any] | None = Field(None, description="merged over the job's")
+    region: str | None = REGION
+
+
+class OperatorOnly(Strict):
+    operator: str = OPERATOR
+
+
+class InRegion(Strict):
+    operator: str = OPERATOR
+    region: str | None = REGION
+
+
+class Rerun(Strict):
+    firingId: str = Field(
+        description="the firing to run again", examples=["nightly-export@2026-11-30T02:00:00Z"]
+    )
+    operator: str = OPERATOR
+    region: str | None = REGION
+
+
+class EnvironmentChange(Strict):
+    """Seed 000's body: the environment to make active, and who asks."""
+
+    active: str = Field(description="an environment name, e.g. prod or DR", examples=["DR"])
+    operator: str = OPERATOR
+    force: bool = Field(False, description="write a name no region knows (needs a reason)")
+    reason: str | None = Field(None, description="why it is forced (logged)")
+
+
+class Backfill(Strict):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    start: str = Field(
+        alias="from", description="ISO 8601 instant", examples=["2026-11-30T00:00:00Z"]
+    )
+    end: str = Field(alias="to", description="ISO 8601 instant, not after now")
+    rate: int | None = Field(None, description="firings dispatched a minute (default 60)")
+    operator: str = OPERATOR
+    region: str | None = REGION
+
+
+class SchedulesCreate(Strict):
+    schedules: list[dict[str, Any]] | dict[str, Any] = Field(
+        description="runtime schedule entries: cron.yaml's keys, or `at` for a one-time one",
+        examples=[[{"name": "one-off-report", "at": "2026-12-24T18:00:00Z", "service": "report"}]],
+    )
+    operator: str = OPERATOR
+    region: str | None = REGION
+
+
+# -- answers --------------------------------------------------------------------------------
+
+
+class Open(BaseModel):
+    """An answer that may carry more fields than those listed."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Problem(BaseModel):
+    error: str = Field(description="what is wrong, for people")
+
+
+class Firing(BaseModel):
+    utc: str
+    local: str = Field(description="ISO 8601 in the job's zone, with its offset")
+    abbreviation: str | None
+    zone: str
+
+
+class LastRun(BaseModel):
+    firingId: str | None
+    status: str | None
+    started: str
+    ended: str | None
+    durationMs: int | None
+    region: str
+
+
+class JobSummary(BaseModel):
+    name: str
+    kind: str = Field(description="cron.yaml, runtime or one-time")
+    region: str | None = Field(description="the region holding a runtime schedule")
+    statement: str
+    words: str | None = Field(description="the statement in words")
+    zone: str
+    service: str
+    description: str | None
+    enabled: bool
+    next: list[Firing] = Field(description="the next three firings")
+    lastRun: LastRun | None
+    paused: bool
+    pausedIn: list[str]
+    pausedBy: list[str]
+
+
+class JobDetail(JobSummary):
+    parameters: dict[str, Any] = Field(description="without the keys that start with _")
+    target: str
+    misfire: str
+    overlap: str
+    timeout: int
+    retry: dict[str, Any] | None
+    start: str | None
+    end: str | None
+
+
+class Jobs(BaseModel):
+    now: str
+    jobs: list[JobSummary]
+
+
+class Run(BaseModel):
+    firingId: str
+    job: str
+    region: str
+    status: str
+    scheduled: str
+    started: str | None
+    ended: str | None
+    durationMs: int | None
+    attempt: int
+    manual: bool
+    operator: str | None
+    backfill: bool
+    note: str
+
+
+class Unread(BaseModel):
+    region: str
+    error: str
+
+
+class History(BaseModel):
+    job: str
+    runs: list[Run] = Field(description="newest first")
+    next: str | None = Field(description="the cursor of the next page (none: the last)")
+    unread: list[Unread] = Field(description="regions that could not be read")
+
+
+class NextFirings(BaseModel):
+    job: str
+    firings: list[Firing]
+
+
+class ClockChange(BaseModel):
+    at: str
+    zone: str
+    offsetBefore: int
+    offsetAfter: int
+    text: str
+
+
+class TimelineRow(BaseModel):
+    job: str
+    zone: str
+    firings: list[str]
+    dense: bool = Field(description="more firings than drawn")
+    clockChanges: list[ClockChange]
+
+
+class Timeline(BaseModel):
+    from_: str = Field(alias="from")
+    to: str
+    rows: list[TimelineRow]
+
+
+class RegionStatus(Open):
+    region: str
+    ok: bool
+    where: str
+
+
+class EnvironmentStatus(Open):
+    """Seed 000's status (environment, active, mode, persistent, store) of the console's first
+    region, and every region's."""
+
+    environment: str | None
+    active: str | None
+    mode: str | None
+    persistent: bool | None
+    store: str | None
+    regions: list[RegionStatus]
+    known: list[str]
+    activeRegions: list[str]
+    problem: str | None
+
+
+class Csrf(BaseModel):
+    token: str = Field(description="send it as the X-CSRF-Token header of every POST and DELETE")
