@@ -50,6 +50,13 @@ PROBLEMS: Final[dict[int | str, dict[str, Any]]] = {
 }
 
 
+_STATUS_BY_ERROR: Final[dict[type[Exception], int]] = {
+    NotFound: 404,  # a job or schedule no region has
+    EventError: 400,  # an operator's request refused: the message says why
+    SchedulerError: 502,  # a region's store, the cron file or the ticker failed
+}
+
+
 def _problem(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
@@ -65,17 +72,12 @@ def _validation_message(exc: RequestValidationError) -> str:
 def _errors(app: FastAPI) -> None:
     from botocore.exceptions import BotoCoreError, ClientError
 
-    @app.exception_handler(NotFound)
-    async def not_found(_: Request, exc: NotFound) -> JSONResponse:
-        return _problem(404, str(exc))
+    for kind, status in _STATUS_BY_ERROR.items():  # the most specific class wins
 
-    @app.exception_handler(EventError)
-    async def refused(_: Request, exc: EventError) -> JSONResponse:
-        return _problem(400, str(exc))
+        async def said(_: Request, exc: Exception, status: int = status) -> JSONResponse:
+            return _problem(status, str(exc))
 
-    @app.exception_handler(SchedulerError)
-    async def failed(_: Request, exc: SchedulerError) -> JSONResponse:
-        return _problem(502, str(exc))
+        app.add_exception_handler(kind, said)
 
     @app.exception_handler(ClientError)
     @app.exception_handler(BotoCoreError)
