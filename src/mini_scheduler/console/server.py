@@ -21,6 +21,10 @@ class ConsoleServer:
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             self._socket.bind((HOST, port))
+            # Listening at once holds the port: a socket that is only bound does not stop
+            # another SO_REUSEADDR socket binding it too (Linux), and a browser that connects
+            # before the server thread runs waits in the backlog rather than being refused.
+            self._socket.listen(128)
         except OSError:
             self._socket.close()
             raise
