@@ -48,6 +48,12 @@ class NotFound(EventError):
     """A job or schedule the console knows in no region."""
 
 
+def _next_second(now: datetime) -> datetime:
+    """Where "next" firings begin: the second after ``now`` (a firing at ``now`` is due, not
+    next)."""
+    return now.astimezone(UTC).replace(microsecond=0) + timedelta(seconds=1)
+
+
 def firing_times(job: Job, moment: datetime) -> dict[str, Any]:
     """A firing in UTC and in its job's zone."""
     local = moment.astimezone(job.tz)
@@ -219,7 +225,8 @@ class ConsoleService:
     ) -> dict[str, Any]:
         job, kind, region = found
         paused = {r: p[job.name] for r, p in pauses.items() if job.name in p}
-        upcoming = list(islice(job.firings(now, now + timedelta(days=366 * 4)), 3))
+        after = _next_second(now)
+        upcoming = list(islice(job.firings(after, after + timedelta(days=366 * 4)), 3))
         return {
             "name": job.name,
             "kind": kind,
@@ -265,8 +272,8 @@ class ConsoleService:
         if not 1 <= count <= MAX_NEXT:
             raise EventError(f"count must be 1 to {MAX_NEXT}")
         job = self._find(name)[0]
-        now = self.clock.now().astimezone(UTC)
-        upcoming = list(islice(job.firings(now, now + timedelta(days=366 * 10)), count))
+        after = _next_second(self.clock.now())
+        upcoming = list(islice(job.firings(after, after + timedelta(days=366 * 10)), count))
         return {"job": job.name, "firings": [firing_times(job, f) for f in upcoming]}
 
     def timeline(self, hours: int = 24) -> dict[str, Any]:

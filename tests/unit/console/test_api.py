@@ -100,6 +100,8 @@ def test_every_job_with_words_zone_next_three_firings_and_last_run(
     assert report["next"][0]["local"] == "2026-12-01T09:00:00+01:00"
     assert report["next"][0]["abbreviation"] == "CET"
     assert report["lastRun"] is None and report["paused"] is False
+    # the firing at this very second is due, not next
+    assert tick["next"][0]["utc"] == "2026-11-30T14:01:00Z"
     assert tick["lastRun"]["status"] == "SUCCEEDED"
     assert tick["lastRun"]["region"] == "us-east-1"
     assert tick["lastRun"]["firingId"] == "tick@2026-11-30T14:00:00Z"
