@@ -26,6 +26,11 @@ from tests.docs import ROOT, pages
 
 NOT_RUN = {
     ("docs/development.md", "make run"),
+    ("docs/console.md", "make run"),
+    (
+        "docs/console.md",
+        "mini-scheduler console --stack mini-scheduler --regions us-east-1,us-west-2",
+    ),
     ("docs/operating.md", "mini-scheduler jobs --stack mini-scheduler --cron-file cron.yaml"),
     ("docs/operating.md", "mini-scheduler history heartbeat --limit 3 --stack mini-scheduler"),
     (
