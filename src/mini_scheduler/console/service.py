@@ -23,11 +23,11 @@ from typing import Any, Final, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from mini_scheduler.cli.render import run_note
 from mini_scheduler.cli.where import Outcome, each_region
 from mini_scheduler.clock import Clock
 from mini_scheduler.console.sites import Site
 from mini_scheduler.console.timeline import row
+from mini_scheduler.console.views import firing_times, next_second, run_view, visible
 from mini_scheduler.console.words import in_words
 from mini_scheduler.environment.active import same_environment
 from mini_scheduler.environment.regions import Held, active_regions, is_known, verdict
@@ -46,54 +46,6 @@ _T = TypeVar("_T")
 
 class NotFound(EventError):
     """A job or schedule the console knows in no region."""
-
-
-def _next_second(now: datetime) -> datetime:
-    """Where "next" firings begin: the second after ``now`` (a firing at ``now`` is due, not
-    next)."""
-    return now.astimezone(UTC).replace(microsecond=0) + timedelta(seconds=1)
-
-
-def firing_times(job: Job, moment: datetime) -> dict[str, Any]:
-    """A firing in UTC and in its job's zone."""
-    local = moment.astimezone(job.tz)
-    return {
-        "utc": iso_seconds(moment),
-        "local": local.isoformat(),
-        "abbreviation": local.tzname(),
-        "zone": job.zone,
-    }
-
-
-def _millis(run: Any) -> int | None:
-    started = run.started_at or run.claimed_at
-    if started is None or run.ended_at is None:
-        return None
-    return max(0, int((run.ended_at - started).total_seconds() * 1000))
-
-
-def run_view(run: Any, region: str) -> dict[str, Any]:
-    """One run as the page shows it."""
-    return {
-        "firingId": run.firing_id,
-        "job": run.job,
-        "region": region,
-        "status": str(run.status),
-        "scheduled": run.scheduled_time,
-        "started": iso_seconds(run.started_at) if run.started_at else None,
-        "ended": iso_seconds(run.ended_at) if run.ended_at else None,
-        "durationMs": _millis(run),
-        "attempt": run.attempt,
-        "manual": run.manual,
-        "operator": run.operator,
-        "backfill": run.backfill,
-        "note": run_note(run),
-    }
-
-
-def visible(parameters: Mapping[str, Any]) -> dict[str, Any]:
-    """The parameters without the keys that start with ``_`` (seed 000's filter)."""
-    return {k: v for k, v in parameters.items() if not str(k).startswith("_")}
 
 
 class ConsoleService:
@@ -225,7 +177,7 @@ class ConsoleService:
     ) -> dict[str, Any]:
         job, kind, region = found
         paused = {r: p[job.name] for r, p in pauses.items() if job.name in p}
-        after = _next_second(now)
+        after = next_second(now)
         upcoming = list(islice(job.firings(after, after + timedelta(days=366 * 4)), 3))
         return {
             "name": job.name,
@@ -272,7 +224,7 @@ class ConsoleService:
         if not 1 <= count <= MAX_NEXT:
             raise EventError(f"count must be 1 to {MAX_NEXT}")
         job = self._find(name)[0]
-        after = _next_second(self.clock.now())
+        after = next_second(self.clock.now())
         upcoming = list(islice(job.firings(after, after + timedelta(days=366 * 10)), count))
         return {"job": job.name, "firings": [firing_times(job, f) for f in upcoming]}
 
