@@ -15,7 +15,14 @@ from typing import Any
 
 from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, CommandError, Context, ask_ticker
 from mini_scheduler.cli.render import columns, plural
-from mini_scheduler.cli.where import add_operator, add_where, one_region, operator_name, resolve
+from mini_scheduler.cli.where import (
+    add_operator,
+    add_parameters,
+    add_where,
+    one_region,
+    operator_name,
+    resolve,
+)
 from mini_scheduler.errors import CronFileError, EventError
 from mini_scheduler.jobs.yaml import compose
 from mini_scheduler.operator import past_firing
@@ -302,16 +309,6 @@ def _backfill_status(args: argparse.Namespace, context: Context) -> int:
 # -- rerun ------------------------------------------------------------------------------------
 
 
-def _parameters(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"give a JSON object, not {type(value).__name__}")
-    return value
-
-
 def add_rerun(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "rerun",
@@ -329,12 +326,7 @@ def add_rerun(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="the firing id history shows, e.g. nightly-export@2026-11-30T02:00:00Z",
     )
     add_operator(parser)
-    parser.add_argument(
-        "--parameters",
-        type=_parameters,
-        metavar="JSON",
-        help="a JSON object merged over the job's parameters",
-    )
+    add_parameters(parser)
     add_where(parser, table=False, function=True)
 
 

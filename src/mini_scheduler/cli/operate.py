@@ -17,6 +17,7 @@ from mini_scheduler.cli.where import (
     Outcome,
     Where,
     add_operator,
+    add_parameters,
     add_where,
     claims_for,
     each_region,
@@ -38,18 +39,6 @@ from mini_scheduler.operator import Operator
 # -- run ------------------------------------------------------------------------------------
 
 
-def _json_object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(
-            'give a JSON object, e.g. \'{"region": "west"}\', not ' + type(value).__name__
-        )
-    return value
-
-
 def add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "run",
@@ -62,12 +51,7 @@ def add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     parser.add_argument("job", metavar="JOB", help="the job's name, as in cron.yaml")
     add_operator(parser)
-    parser.add_argument(
-        "--parameters",
-        type=_json_object,
-        metavar="JSON",
-        help="a JSON object merged over the job's parameters",
-    )
+    add_parameters(parser)
     add_where(parser, table=False, function=True)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import re
 import zipfile
 from collections.abc import Callable, Sequence
@@ -132,6 +133,28 @@ def add_operator(parser: argparse.ArgumentParser) -> None:
         "--operator",
         metavar="NAME",
         help="who asks (default: your AWS identity, the last part of its ARN)",
+    )
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(
+            'give a JSON object, e.g. \'{"region": "west"}\', not ' + type(value).__name__
+        )
+    return value
+
+
+def add_parameters(parser: argparse.ArgumentParser) -> None:
+    """``--parameters JSON``: an object merged over the job's parameters (run, rerun)."""
+    parser.add_argument(
+        "--parameters",
+        type=_json_object,
+        metavar="JSON",
+        help="a JSON object merged over the job's parameters",
     )
 
 
