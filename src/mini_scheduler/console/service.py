@@ -117,6 +117,11 @@ class ConsoleService:
         return found
 
     def _find(self, name: str) -> tuple[Job, str, str | None]:
+        """cron.yaml's job ``name``, else a runtime schedule's (the regions' deferred firings
+        are read only for a name cron.yaml does not have)."""
+        job = self.home.operator.cron_file().job(name)
+        if job is not None:
+            return job, "cron.yaml", None
         for found in self._jobs():
             if found[0].name == name:
                 return found

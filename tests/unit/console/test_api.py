@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.console.app import CSRF_HEADER, create_app
-from mini_scheduler.console.service import ConsoleService
+from mini_scheduler.console.service import ConsoleService, NotFound
 from mini_scheduler.console.sites import Site
 from mini_scheduler.handlers.routing import route
 from mini_scheduler.model import RunStatus
@@ -420,3 +420,25 @@ def test_the_openapi_document_describes_every_route(client: TestClient) -> None:
             assert operation.get("description") or operation.get("summary"), (path, method)
             if method in ("post", "delete"):
                 assert "403" in operation["responses"], (path, method)
+
+
+def test_a_cron_yaml_job_is_found_without_reading_the_runtime_schedules(
+    regions: Regions, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each request about one job finds it first in cron.yaml: the regions' deferred firings
+    (every pending schedule, retry and backfill) are read only for another name."""
+    reads: list[str] = []
+    for r in (regions.east, regions.west):
+        original = r.ticker.operator.runtime_schedules
+        monkeypatch.setattr(
+            r.ticker.operator,
+            "runtime_schedules",
+            lambda original=original: reads.append("read") or original(),
+        )
+    service = regions.service()
+    service.history("tick")
+    service.next_firings("report")
+    assert reads == []
+    with pytest.raises(NotFound):
+        service.history("nope")
+    assert reads == ["read", "read"]
