@@ -356,8 +356,9 @@ class Operator:
 
     def delete_schedule(self, name: Any, operator: Any) -> dict[str, Any]:
         operator = check_operator(operator)
-        gone = self._schedules().delete(_job_name(name), operator=operator)
-        return {"deleted": gone.to_json(), "operator": operator}
+        name = _job_name(name)
+        gone = self._schedules().delete(name, operator=operator, now=self.clock.now())
+        return {"deleted": gone.to_json() if gone else {"name": name}, "operator": operator}
 
     def backfill(
         self, job_name: Any, start: Any, end: Any, rate: Any, operator: Any

@@ -23,6 +23,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -30,15 +32,28 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from mini_scheduler.claims.base import SCHEDULE, ClaimStore, Deferred
-from mini_scheduler.errors import EventError
+from mini_scheduler.claims.base import RETRY, SCHEDULE, ClaimStore, Deferred
+from mini_scheduler.errors import EventError, StoreError
 from mini_scheduler.jobs import CronFile, Job, name_problem
 from mini_scheduler.jobs.validate import JOB_KEYS, Reading, read_entry, unknown_key
-from mini_scheduler.model import Firing, iso_millis, iso_seconds, log_keys, parse_instant
+from mini_scheduler.model import (
+    Firing,
+    SkipReason,
+    floor_minute,
+    iso_millis,
+    iso_seconds,
+    log_keys,
+    parse_instant,
+)
 
 log = logging.getLogger("mini_scheduler.ticker")
 
 ENTRY_KEYS: Final = (*JOB_KEYS, "at")
+_IN_HAND: Final = timedelta(minutes=3)
+"""How far from the minute of a delete a tick running then may hold the schedule's firings: the
+tick's window (a minute, after a lead of at most 60 s), and a minute of clocks that disagree."""
+_IN_HAND_MAX: Final = 600
+_DELETE_ROUNDS: Final = 5
 MAX_CREATE: Final = 10_000
 """Schedules one request may create (a bound on the work and on the answer's size)."""
 _CRON_ONLY: Final = ("timezone", "start", "end", "misfire")
@@ -314,13 +329,64 @@ class Schedules:
             return f"name {name} is given twice"
         return None
 
-    def delete(self, name: str, *, operator: str) -> RuntimeSchedule:
-        """Delete the runtime schedule ``name`` (its pending firing); its runs stay in the
-        history. EventError when there is none."""
-        items = [item for item in self._pending() if item.firing.job == name]
+    def delete(self, name: str, *, operator: str, now: datetime) -> RuntimeSchedule | None:
+        """Delete the runtime schedule ``name``: after the answer, none of its firings starts,
+        whatever its rhythm. Its runs stay in the history. EventError when there is none.
+
+        A tick that read the schedule before the delete may hold its firings of the minute in
+        hand: each of those is recorded SKIPPED first (reason ``schedule_deleted``), so that
+        the tick's claim of it is LOST. Then its stored firings go (its next one, and the
+        retries of its runs); a tick that moves the schedule on meanwhile does so only from a
+        firing still stored (:meth:`~mini_scheduler.claims.base.ClaimStore.advance_schedule`),
+        so the firings are read again until none is left."""
+        items = self._of(name)
         if not items:
             raise EventError(f"no runtime schedule {name[:100]!r}: `schedule list` shows them")
-        schedule = stored(items[0])
-        self._claims.drop_deferred(items)
+        schedule = next(iter(self._readable(items)), None)
+        if schedule is not None:
+            self._skip_in_hand(schedule.job, items, now)
+        for _ in range(_DELETE_ROUNDS):
+            self._claims.drop_deferred(items)
+            items = self._of(name)
+            if not items:
+                break
+        else:
+            raise StoreError(
+                f"runtime schedule {name}: {len(items)} firings still stored after "
+                f"{_DELETE_ROUNDS} deletes - delete it again"
+            )
         log.info("Operator %s deleted runtime schedule %s", operator, name, extra=log_keys(name))
         return schedule
+
+    def _of(self, name: str) -> list[Deferred]:
+        """The stored firings of schedule ``name``: its next one, and its runs' retries."""
+        return [
+            item
+            for reason in (SCHEDULE, RETRY)
+            for item in self._claims.pending_deferred(reason)
+            if item.firing.job == name and isinstance(item.detail.get("entry"), Mapping)
+        ]
+
+    def _readable(self, items: Sequence[Deferred]) -> list[RuntimeSchedule]:
+        found: list[RuntimeSchedule] = []
+        for item in items:
+            with contextlib.suppress(EventError, ValueError):
+                found.append(stored(item))
+        return found
+
+    def _skip_in_hand(self, job: Job, items: Sequence[Deferred], now: datetime) -> None:
+        """Record SKIPPED each firing of ``job`` that a tick running now may still claim: the
+        stored ones due before :data:`_IN_HAND` from this minute, and the schedule's own
+        firings until then (a tick claims a schedule's other firings of its minute too)."""
+        horizon = floor_minute(now) + _IN_HAND
+        since = floor_minute(now) - _IN_HAND
+        firings = {item.firing.id: item.firing for item in items if item.firing.scheduled < horizon}
+        for item in items:
+            if item.reason == SCHEDULE and item.firing.scheduled < horizon:
+                begin = max(item.firing.scheduled, since)
+                for at in itertools.islice(job.firings(begin, horizon), _IN_HAND_MAX):
+                    firings.setdefault(Firing(job.name, at).id, Firing(job.name, at))
+        for firing in firings.values():
+            self._claims.record_skipped(
+                firing, now=now, reason=SkipReason.SCHEDULE_DELETED, origin=self._origin
+            )

@@ -34,8 +34,10 @@ contract test suite holds each to it.
   its due instant (writing the same one twice keeps one), ``due_deferred`` lists those due
   before an instant, oldest first, with one range read on the due instant (never a scan, so a
   tick pays one request however many wait for later), and ``drop_deferred`` forgets them once
-  their claim has an answer. A deferred firing is claimed by its run's id like any firing, so a
-  firing deferred twice (by two writers) or read by two ticks still runs once.
+  their claim has an answer; ``advance_schedule`` forgets a runtime schedule's firing and
+  stores its next one in one step that a delete of the schedule wins. A deferred firing is
+  claimed by its run's id like any firing, so a firing deferred twice (by two writers) or read
+  by two ticks still runs once.
 
 The run record's fields and the names they are stored under are :mod:`.records`; what each
 operation writes, and on which condition, is :mod:`.transitions`: a backend translates those
@@ -329,6 +331,13 @@ class ClaimStore(Protocol):
     def pending_deferred(self, reason: str) -> Sequence[Deferred]:
         """Every deferred firing stored for ``reason``, oldest due first: an operator's listing
         (runtime schedules, a backfill's progress) that reads them all; a tick never does."""
+        ...
+
+    def advance_schedule(self, done: Deferred, following: Deferred) -> bool:
+        """A runtime schedule moves on: ``following`` is stored in place of ``done``, only if
+        ``done`` is still stored. False, and ``following`` not stored, when ``done`` is gone:
+        its schedule was deleted meanwhile, and a tick that read it before the delete must not
+        bring it back. Raises StoreError when the store cannot answer (after retries)."""
         ...
 
 

@@ -170,7 +170,12 @@ class DynamoDBClaimStore(OneByOne):
         token = uuid.uuid4().hex
         outcomes: list[ClaimOutcome | None] = [None] * len(claims)
         inserts: list[int] = []
+        asked: set[str] = set()
         for i, request in enumerate(claims):
+            if request.firing.id in asked:  # the first request for it decides; one token
+                outcomes[i] = ClaimResult.LOST  # would read a repeat as our own lost answer
+                continue
+            asked.add(request.firing.id)
             if request.exclusive:
                 try:
                     taken = self._slots.take(
@@ -537,6 +542,9 @@ class DynamoDBClaimStore(OneByOne):
 
     def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
         self._deferred.drop(deferred)
+
+    def advance_schedule(self, done: Deferred, following: Deferred) -> bool:
+        return self._deferred.advance(done, following)
 
     def pending_deferred(self, reason: str) -> Sequence[Deferred]:
         return self._deferred.pending(reason)

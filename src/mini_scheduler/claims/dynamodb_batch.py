@@ -15,6 +15,7 @@ the item and ignores an ``UPDATE``'s ``WHERE``), or a role without the PartiQL p
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -95,10 +96,12 @@ class BatchWriter:
         as a whole (nothing is known of its statements)."""
         if not self.batched:
             return [self._one(statement) for statement in statements]
-        outcomes: list[Outcome] = []
-        for start in range(0, len(statements), BATCH_SIZE):
-            outcomes += self._batch(statements[start : start + BATCH_SIZE])
-        return outcomes
+        outcomes: list[Outcome | None] = [None] * len(statements)
+        for batch in requests_of(statements):
+            answers = self._batch([statements[i] for i in batch])
+            for i, outcome in zip(batch, answers, strict=True):
+                outcomes[i] = outcome
+        return [outcome for outcome in outcomes if outcome is not None]
 
     # -- batched -------------------------------------------------------------------------------
 
@@ -116,6 +119,10 @@ class BatchWriter:
                 )
             except (ClientError, BotoCoreError) as exc:
                 error = failed(self._table, "BatchExecuteStatement", exc)
+                if attempt == 0 and len(statements) > 1 and _invalid(exc):
+                    # Refused whole for what one statement says: nothing was written, and
+                    # each statement alone gets its own answer (one never sinks the others).
+                    return [self._alone(one) for one in statements]
                 if attempt == 0:
                     raise error from exc
                 for i in pending:  # the earlier sends' outcomes stand
@@ -142,6 +149,14 @@ class BatchWriter:
             for i in pending:
                 outcomes[i] = self._refused(f"{why[i]} ({ATTEMPTS} attempts)")
         return [o for o in outcomes if o is not None]
+
+    def _alone(self, statement: Statement) -> Outcome:
+        """One statement as a request of its own: its answer, or why the request failed."""
+        try:
+            (outcome,) = self._batch([statement])
+        except StoreError as exc:
+            return exc
+        return outcome
 
     def _refused(self, why: str) -> StoreError:
         return StoreError(f"DynamoDB statement on table {self._table} refused - {why}")
@@ -189,6 +204,35 @@ class BatchWriter:
 
     def _failed(self, operation: str, exc: Exception) -> StoreError:
         return failed(self._table, "PutItem" if operation == "put_item" else "UpdateItem", exc)
+
+
+def requests_of(statements: Sequence[Statement]) -> list[list[int]]:
+    """The statements' indexes in order, :data:`BATCH_SIZE` to a request at most and never two
+    on one key in a request: DynamoDB refuses such a request whole (``Provided list of item
+    keys contains duplicates``). A repeat starts the next request, where it meets the item."""
+    requests: list[list[int]] = []
+    held: set[str] = set()
+    for i, statement in enumerate(statements):
+        key = _key_of(statement)
+        if not requests or len(requests[-1]) == BATCH_SIZE or key in held:
+            requests.append([])
+            held = set()
+        requests[-1].append(i)
+        held.add(key)
+    return requests
+
+
+def _key_of(statement: Statement) -> str:
+    if isinstance(statement, Insert):
+        key = {name: statement.item[name] for name in ("pk", "sk") if name in statement.item}
+    else:
+        key = dict(statement.key)
+    return json.dumps(key, sort_keys=True)
+
+
+def _invalid(exc: Exception) -> bool:
+    """A request refused whole as invalid (not throttled, not failing): worth splitting."""
+    return isinstance(exc, ClientError) and code(exc) == "ValidationException"
 
 
 def update_statement(table: str, update: Update) -> dict[str, Any]:

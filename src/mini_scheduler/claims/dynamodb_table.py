@@ -224,7 +224,8 @@ def get_many(
 ) -> Iterator[dict[str, Any]]:
     """The items of ``table`` at ``keys`` that exist, 100 a ``BatchGetItem``, the keys DynamoDB
     left unprocessed asked again with back-off. Raises StoreError naming ``operation``."""
-    for start in range(0, len(keys), _READ):
+    keys = list({json.dumps(key, sort_keys=True): key for key in keys}.values())  # once each:
+    for start in range(0, len(keys), _READ):  # DynamoDB refuses a request that repeats a key
         wanted: Any = {"Keys": list(keys[start : start + _READ]), "ConsistentRead": consistent}
         for attempt in range(_UNPROCESSED_ATTEMPTS):
             try:

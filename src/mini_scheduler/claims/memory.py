@@ -323,6 +323,14 @@ class MemoryClaimStore:
             for item in deferred:
                 self._deferred.pop(item.key, None)
 
+    def advance_schedule(self, done: Deferred, following: Deferred) -> bool:
+        with self._lock:
+            self.calls += 1
+            if self._deferred.pop(done.key, None) is None:
+                return False
+            self._deferred.setdefault(following.key, following)
+            return True
+
     def pending_deferred(self, reason: str) -> Sequence[Deferred]:
         with self._lock:
             self.calls += 1

@@ -579,6 +579,10 @@ class MongoDBClaimStore(OneByOne):
     def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
         self._deferred.drop(deferred)
 
+    def advance_schedule(self, done: Deferred, following: Deferred) -> bool:
+        self.ensure_indexes()
+        return self._deferred.advance(done, following)
+
     def pending_deferred(self, reason: str) -> Sequence[Deferred]:
         self.ensure_indexes()
         return self._deferred.pending(reason)

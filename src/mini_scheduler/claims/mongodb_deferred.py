@@ -104,6 +104,20 @@ class DeferredFirings:
         except PyMongoError as exc:
             raise self._fail("delete (deferred)", DEFERRED, exc) from exc
 
+    def advance(self, done: Deferred, following: Deferred) -> bool:
+        """``following`` in place of ``done`` while ``done`` is stored. The next one goes in
+        first, then ``done`` out; when ``done`` was gone already (its schedule deleted), the
+        next one goes out again. A crash between the two leaves both: ``done`` is read again,
+        its claim is LOST, and the step is made again. Never the schedule lost."""
+        self.add([following])
+        try:
+            gone = self._collection.delete_one({"_id": done.key}).deleted_count
+            if not gone:
+                self._collection.delete_one({"_id": following.key})
+        except PyMongoError as exc:
+            raise self._fail("delete (advance schedule)", DEFERRED, exc) from exc
+        return bool(gone)
+
 
 def deferred_doc(deferred: Deferred, ttl: timedelta) -> Document:
     doc: Document = {

@@ -233,20 +233,30 @@ class Executor:
         answered = {item.key for item in tally.answered}
         steps = [(d.deferred, d.then) for d in plan.dispatches]
         steps += [(s.deferred, s.then) for s in plan.skips]
-        following = list(
-            {
-                then.key: then
-                for deferred, then in steps
-                if then is not None and deferred is not None and deferred.key in answered
-            }.values()
-        )
+        advances = {
+            deferred.key: (deferred, then)
+            for deferred, then in steps
+            if then is not None and deferred is not None and deferred.key in answered
+        }
         try:
-            if following:  # first: a schedule whose firing is forgotten keeps its next one
-                self.claims.defer(following)
-            self.claims.drop_deferred(done)
+            for deferred, then in advances.values():  # each schedule keeps its next firing
+                self._advance_schedule(deferred, then)
+            self.claims.drop_deferred([item for item in done if item.key not in advances])
         except StoreError as exc:
             tally.add("errors")
             log.error("Deferred firings not forgotten (read again next tick): %s", exc)
+
+    def _advance_schedule(self, done: Deferred, then: Deferred) -> None:
+        """A runtime schedule's next firing in place of the one answered, unless the schedule
+        was deleted since the tick read it (a delete is never undone)."""
+        if not self.claims.advance_schedule(done, then):
+            log.info(
+                "Runtime schedule %s was deleted during this tick - its next firing %s is not "
+                "written",
+                done.firing.job,
+                then.firing.id,
+                extra=log_keys(done.firing.job, then.firing.id),
+            )
 
     def _watch(self, claims: Sequence[Dispatch], tally: Tally) -> bool:
         """Have the sweep look at the runs of ``claims`` from the minute the first of their

@@ -208,6 +208,8 @@ def plan_tick(inputs: TickInputs, settings: Settings, rng: random.Random | None 
         due = sum(_count(job, begin, end) for job in jobs if job.name not in paused)
         if due > settings.fanout_threshold:
             deferred, late, dropped = plan_deferred(inputs, settings)
+            deferred, twice = claimed_once(deferred, set())
+            dropped.extend(twice)
             return replace(
                 base,
                 mode="active",
@@ -258,6 +260,31 @@ def plan_deferred(
         else:
             dispatches.append(Dispatch(job, item.firing, max(item.due, inputs.now), 0, item, then))
     return dispatches, late, dropped
+
+
+def claimed_once(
+    deferred: Sequence[Dispatch], taken: set[str]
+) -> tuple[list[Dispatch], list[tuple[Deferred, str]]]:
+    """One claim per firing id in a tick: the deferred firings' dispatches less those of a
+    firing ``taken`` already (the window's own, a misfire run) or met before (the same window
+    backfilled twice), and the deferred firings that only held such a firing, to forget: its
+    one claim answers for them all. A claim batch never holds the same key twice."""
+    kept: list[Dispatch] = []
+    twice: list[Dispatch] = []
+    for d in deferred:
+        (twice if d.firing.id in taken else kept).append(d)
+        taken.add(d.firing.id)
+    still_held = {d.deferred.key for d in kept if d.deferred is not None}
+    dropped = {
+        d.deferred.key: (
+            d.deferred,
+            f"firing {d.firing.id} is due twice in this tick (a backfill sent twice?): "
+            "it is claimed once",
+        )
+        for d in twice
+        if d.deferred is not None and d.deferred.key not in still_held
+    }
+    return kept, list(dropped.values())
 
 
 def deferred_job(item: Deferred, cron_file: CronFile) -> tuple[Job | None, str]:
@@ -322,7 +349,11 @@ def _active(
                 Dispatch(job, Firing(job.name, at), at + timedelta(seconds=delay), delay)
             )
     deferred, late, dropped = plan_deferred(inputs, settings)
+    taken = {d.firing.id for group in misfire_runs for d in group}
+    taken.update(d.firing.id for d in dispatches)
+    deferred, twice = claimed_once(deferred, taken)
     dispatches.extend(deferred)
+    dropped.extend(twice)
     skips.extend(late)
     dispatches.sort(key=lambda d: d.due)
     return replace(

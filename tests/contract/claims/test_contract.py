@@ -856,6 +856,27 @@ def test_many_deferred_firings_are_written_listed_and_dropped_in_batches(
     assert claim_store.due_deferred(until) == many[55:]
 
 
+def test_a_schedule_advances_only_from_a_firing_still_stored(claim_store: ClaimStore) -> None:
+    """The next firing replaces the one dispatched while that one is stored; once it is gone
+    (the schedule deleted, or the step made already) nothing is written: a tick that read a
+    schedule before its delete never brings it back."""
+    detail = {"entry": {"name": "every", "cron": "0 * * * * ?", "service": "fn"}}
+
+    def firing_at(minutes: int) -> Deferred:
+        at = T0 + timedelta(minutes=minutes)
+        return Deferred(Firing("every", at), at, "schedule", ORIGIN, WRITTEN, detail)
+
+    first, second, third = firing_at(0), firing_at(1), firing_at(2)
+    claim_store.defer([first])
+    assert claim_store.advance_schedule(first, second) is True
+    assert claim_store.pending_deferred("schedule") == [second]
+    assert claim_store.advance_schedule(first, third) is False  # a second tick's late step
+    assert claim_store.pending_deferred("schedule") == [second]
+    claim_store.drop_deferred([second])  # the operator's delete
+    assert claim_store.advance_schedule(second, third) is False
+    assert claim_store.pending_deferred("schedule") == []
+
+
 def test_a_deferred_firing_keeps_its_reason_and_detail(claim_store: ClaimStore) -> None:
     """A runtime schedule's entry and a backfill's size read back as written (JSON values at
     any depth); a backfill's firing comes back marked so (its payload says it)."""
@@ -1060,6 +1081,36 @@ def test_a_batch_of_backfills_wins_the_skipped_and_new_firings_only(
         "until": firings[8].scheduled_time,
         "count": 4,
     }
+
+
+def test_a_batch_that_holds_a_firing_twice_claims_it_once_and_the_others_beside_it(
+    claim_store: ClaimStore,
+) -> None:
+    """The same firing twice in one batch (plain, and as a backfill's over a skip): the first
+    request wins it, the repeat is LOST, and the firings beside them are claimed as usual. A
+    store never sends one key twice in one request (DynamoDB refuses the whole request)."""
+    skipped = Firing("report", T0 - timedelta(minutes=5))
+    claim_store.record_skipped(skipped, now=T0, reason="misfire", origin=ORIGIN)
+    backfill = replace(skipped, backfill=True)
+    twice = Firing("report", T0)
+    requests = [
+        ClaimRequest(twice),
+        ClaimRequest(Firing("beside", T0)),
+        ClaimRequest(backfill, over_skipped=True),
+        ClaimRequest(twice),
+        ClaimRequest(backfill, over_skipped=True),
+        ClaimRequest(Firing("beside-too", T0)),
+    ]
+    assert _claim_many(claim_store, requests) == [
+        ClaimResult.WON,
+        ClaimResult.WON,
+        ClaimResult.WON,
+        ClaimResult.LOST,
+        ClaimResult.LOST,
+        ClaimResult.WON,
+    ]
+    run = claim_store.run(skipped.id)
+    assert run is not None and run.status is RunStatus.CLAIMED and run.backfill
 
 
 # -- races (on the backends whose conditional writes are atomic: see conftest) ---------------

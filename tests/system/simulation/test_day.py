@@ -360,6 +360,10 @@ class SimClaims:
         self._call("drop deferred", outlasting=True)  # one BatchWriteItem
         self.store.drop_deferred(deferred)
 
+    def advance_schedule(self, done: Deferred, following: Deferred) -> bool:
+        self._call("advance schedule", outlasting=True)  # one TransactWriteItems
+        return self.store.advance_schedule(done, following)
+
 
 class SimEnvironmentStore:
     """A region's SSM parameter behind the SDK model; ``outage`` makes every read fail."""

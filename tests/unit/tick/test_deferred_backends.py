@@ -3,18 +3,21 @@ MongoDB on mongomock; a real server with MONGODB_URI through the same fixture's 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 import pytest
 
 from mini_scheduler.claims.base import ClaimStore
+from mini_scheduler.jobs import Target
 from mini_scheduler.model import RunStatus
 from mini_scheduler.recorder import Completion, Recorder
 from tests.contract.claims.conftest import open_claim_store
-from tests.unit.tick.harness import at, rig
+from tests.unit.tick.harness import FakeDispatcher, at, rig
 
 BACKENDS = [
     "memory",
+    "dynamodb-moto",  # make run's local default: moto, one write at a time
     pytest.param("dynamodb-local", marks=pytest.mark.dynamodb_local),
     "mongodb-mock",
 ]
@@ -97,3 +100,74 @@ def test_a_backfill_runs_the_skipped_and_never_what_ran(claims: ClaimStore) -> N
     run = r.claims.run("export@2026-11-30T14:10:00Z")
     assert run is not None and run.backfill and run.status is RunStatus.DISPATCHED
     assert r.ticker.operator.backfill_status()["backfills"] == []
+
+
+EVERY_MINUTE = """
+jobs:
+  - name: "export"
+    cron: "0 * * * * ?"
+    service: "export-fn"
+misfire.grace: 60
+"""
+
+
+def test_two_identical_backfills_run_each_firing_once_beside_the_jobs_own(
+    claims: ClaimStore,
+) -> None:
+    """Sent twice, run once: the same window backfilled twice puts each firing in the same
+    tick twice; the tick claims it once, and the job's own firing in that tick's batch runs."""
+    r = rig(EVERY_MINUTE, claims=claims)
+    r.tick("2026-11-30T14:00:00Z")
+    r.clock.set(at("2026-11-30T14:10:30Z"))
+    r.tick("2026-11-30T14:10:00Z")  # 14:01 to 14:08: past the grace, one SKIPPED range
+    for sent_at in ("14:10:30", "14:10:41"):  # the second one a few seconds later
+        r.clock.set(at(f"2026-11-30T{sent_at}Z"))
+        r.ticker.operator.backfill(
+            "export", "2026-11-30T14:01:00Z", "2026-11-30T14:06:00Z", 60, "jane.doe"
+        )
+    r.tick("2026-11-30T14:11:00Z")
+    counts = r.dispatcher.counts()
+    backfilled = sorted(c[1] for c in r.dispatcher.calls if c[2].get("backfill"))
+    assert backfilled == [f"export@2026-11-30T14:0{m}:00Z" for m in range(1, 6)]
+    assert counts["export@2026-11-30T14:11:00Z"] == 1
+    assert max(counts.values()) == 1
+    assert r.ticker.operator.backfill_status()["backfills"] == []
+
+
+class HookedDispatcher(FakeDispatcher):
+    """Runs ``hook`` once, as the firing ``when`` is dispatched (an operator acting mid-tick)."""
+
+    def __init__(self, when: str, hook: Callable[[], object]) -> None:
+        super().__init__()
+        self.when, self.hook = when, hook
+
+    def dispatch(self, target: Target, firing_id: str, payload: Mapping[str, Any]) -> str:
+        answer = super().dispatch(target, firing_id, payload)
+        if firing_id == self.when:
+            self.hook()
+        return answer
+
+
+def test_a_schedule_deleted_while_a_tick_holds_it_never_fires_again(claims: ClaimStore) -> None:
+    """Deleted between its :20 and :40 firings, while the tick that read it waits for :40:
+    the :40 firing does not start (recorded SKIPPED), and the tick does not write the next
+    minute's firing back: nothing of it fires in the minutes after."""
+    holder: list[Any] = []
+    dispatcher = HookedDispatcher(
+        "every-20@2026-11-30T14:00:20Z",
+        lambda: holder[0].ticker.operator.delete_schedule("every-20", "jane.doe"),
+    )
+    r = rig(CRON, claims=claims, dispatcher=dispatcher)
+    holder.append(r)
+    r.ticker.operator.create_schedules(
+        [{"name": "every-20", "cron": "*/20 * * * * ?", "service": "fn"}], "jane.doe"
+    )
+    r.tick("2026-11-30T14:00:00Z")
+    for minute in ("14:01", "14:02", "14:03"):
+        r.clock.set(at(f"2026-11-30T{minute}:00Z"))
+        r.tick(f"2026-11-30T{minute}:00Z")
+    fired = [i for i in r.dispatcher.firing_ids if i.startswith("every-20@")]
+    assert fired == ["every-20@2026-11-30T14:00:20Z"]
+    assert r.ticker.operator.list_schedules() == {"schedules": []}
+    held = r.claims.run("every-20@2026-11-30T14:00:40Z")
+    assert held is not None and held.status is RunStatus.SKIPPED
