@@ -57,6 +57,7 @@ class Settings:
     fanout_shards: int = 40
     region: str = "us-east-1"
     function_name: str | None = None
+    ticker_function: str | None = None  # the recorder's: whom to wake for a retry due soon
     # The tick is CPU-bound (~8 ms of CPU per firing in botocore): past 8-16 threads more only
     # add contention (make bench, "knee").
     dispatch_workers: int = 16
@@ -108,6 +109,7 @@ class Settings:
             fanout_shards=_int(env, "FANOUT_SHARDS", 40, 1, 256),
             region=region,
             function_name=env.get("AWS_LAMBDA_FUNCTION_NAME") or None,
+            ticker_function=env.get("TICKER_FUNCTION", "").strip() or None,
             dispatch_workers=_int(env, "DISPATCH_WORKERS", 16, 1, 512),
             batch_writes=flag(env, "STATE_TABLE_BATCH_WRITES", default=True),
             event_bus=_event_bus(env),

@@ -39,7 +39,7 @@ class SkipReason(StrEnum):
     MISFIRE_MAX = "misfire_max"
     MISFIRE_GRACE = "misfire_grace"
     OVERLAP = "overlap"
-    SCHEDULE_DELETED = "schedule_deleted"  # a runtime schedule's firing that a tick held
+    PAUSED = "paused"  # a paused one-time schedule's firing: it has no later one
 
 
 def floor_minute(moment: datetime) -> datetime:

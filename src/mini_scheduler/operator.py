@@ -31,6 +31,7 @@ from mini_scheduler.jobs import (
 )
 from mini_scheduler.model import Firing, RunStatus, firing_from_id, iso_seconds, log_keys
 from mini_scheduler.schedules import RuntimeSchedule, Schedules
+from mini_scheduler.wake import Wake
 
 log = logging.getLogger("mini_scheduler.ticker")
 
@@ -98,6 +99,7 @@ class Operator:
         run: Callable[[Job, Firing], bool] | None = None,
         origin: str = "operator",
         default_zone: str = "UTC",
+        wake: Wake | None = None,
     ) -> None:
         self._cron = cron
         self.claims = claims
@@ -106,6 +108,7 @@ class Operator:
         self._run = run
         self._origin = origin  # who writes a schedule's or a backfill's firings
         self._default_zone = default_zone  # a runtime schedule's zone when it names none
+        self._wake = wake  # told of firings deferred, in case one is due in this minute
 
     def job(self, name: Any) -> Job:
         """The cron file's job ``name``; EventError naming it when there is none."""
@@ -346,7 +349,12 @@ class Operator:
         if not isinstance(entries, list):
             raise EventError("schedules must be a list of schedule entries (or one entry)")
         made = self._schedules().create(entries, operator=operator, now=self.clock.now())
+        self._woken([s.next_firing for s in made if s.next_firing is not None])
         return {"created": [s.to_json() for s in made], "operator": operator}
+
+    def _woken(self, dues: list[datetime]) -> None:
+        if self._wake is not None and dues:
+            self._wake(dues)
 
     def list_schedules(self) -> dict[str, Any]:
         return {"schedules": [s.to_json() for s in self._schedules().all()]}
@@ -373,7 +381,9 @@ class Operator:
         items = plan_backfill(
             job, begin, stop, rate=check_rate(rate), operator=operator, origin=self._origin, now=now
         )
-        return start_backfill(self._claims(), items).to_json()
+        started = start_backfill(self._claims(), items)
+        self._woken([item.due for item in items[:1]])  # the first firings are due now
+        return started.to_json()
 
     def backfill_status(self, job_name: Any = None) -> dict[str, Any]:
         """The backfills with firings left to dispatch (of one job, or all)."""

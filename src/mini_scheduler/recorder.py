@@ -26,6 +26,7 @@ from mini_scheduler.jobs.model import pause_after_failures
 from mini_scheduler.metrics import Metrics, RecordingMetrics
 from mini_scheduler.model import RunStatus, iso_seconds, job_of, log_keys
 from mini_scheduler.retries import defer_retry, next_attempt
+from mini_scheduler.wake import Wake
 
 log = logging.getLogger("mini_scheduler.recorder")
 
@@ -68,8 +69,10 @@ class Recorder:
         *,
         origin: str = "recorder",
         alerts: Alerts | None = None,
+        wake: Wake | None = None,
     ) -> None:
         self.claims = claims
+        self.wake = wake  # told of a retry deferred, in case it is due in this minute
         self.clock = clock
         self.metrics: Metrics = metrics if metrics is not None else RecordingMetrics()
         self.origin = origin  # who defers a retry: this region's
@@ -166,6 +169,8 @@ class Recorder:
             now=self.clock.now(),
             metrics=self.metrics if count else None,
         )
+        if deferred is not None and self.wake is not None:
+            self.wake([deferred.due])
         return deferred is None
 
     def _retry_again(self, completion: Completion) -> None:

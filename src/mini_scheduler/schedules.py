@@ -38,7 +38,6 @@ from mini_scheduler.jobs import CronFile, Job, name_problem
 from mini_scheduler.jobs.validate import JOB_KEYS, Reading, read_entry, unknown_key
 from mini_scheduler.model import (
     Firing,
-    SkipReason,
     floor_minute,
     iso_millis,
     iso_seconds,
@@ -53,6 +52,8 @@ _IN_HAND: Final = timedelta(minutes=3)
 """How far from the minute of a delete a tick running then may hold the schedule's firings: the
 tick's window (a minute, after a lead of at most 60 s), and a minute of clocks that disagree."""
 _IN_HAND_MAX: Final = 600
+DELETED: Final = "schedule_deleted"
+"""The reason of a firing a delete records SKIPPED (an operator's write: no tick metric)."""
 _DELETE_ROUNDS: Final = 5
 MAX_CREATE: Final = 10_000
 """Schedules one request may create (a bound on the work and on the answer's size)."""
@@ -388,5 +389,5 @@ class Schedules:
                     firings.setdefault(Firing(job.name, at).id, Firing(job.name, at))
         for firing in firings.values():
             self._claims.record_skipped(
-                firing, now=now, reason=SkipReason.SCHEDULE_DELETED, origin=self._origin
+                firing, now=now, reason=DELETED, origin=self._origin
             )

@@ -25,6 +25,7 @@ from mini_scheduler.environment.active import ActiveEnvironment
 from mini_scheduler.environment.base import EnvironmentStore
 from mini_scheduler.errors import ConfigurationError, DispatchError, describe_aws_error
 from mini_scheduler.metrics import Metrics
+from mini_scheduler.wake import Wake, waker
 
 if TYPE_CHECKING:
     from mini_scheduler.jobs import CronFile
@@ -109,8 +110,15 @@ def cron_source(settings: Settings, clients: Clients) -> Callable[[], CronFile]:
 
 
 def fanout(settings: Settings, clients: Clients) -> Callable[[dict[str, Any]], None] | None:
-    """Invoke this ticker function asynchronously with a shard's tick (None outside Lambda)."""
-    function = settings.function_name
+    """Invoke this ticker function asynchronously with a shard's tick, or a catch-up (None
+    outside Lambda)."""
+    return _ticker_invoke(settings.function_name, clients)
+
+
+def _ticker_invoke(
+    function: str | None, clients: Clients
+) -> Callable[[dict[str, Any]], None] | None:
+    """An asynchronous invoke of the ticker function ``function`` with an event."""
     if not function:
         return None
 
@@ -121,7 +129,7 @@ def fanout(settings: Settings, clients: Clients) -> Callable[[dict[str, Any]], N
             )
         except (ClientError, BotoCoreError) as exc:
             raise DispatchError(
-                f"Lambda Invoke {function} (shard) failed - {describe_aws_error(exc)}"
+                f"Lambda Invoke {function} (ticker) failed - {describe_aws_error(exc)}"
             ) from exc
         finish_invoke(answer)
 
@@ -145,6 +153,7 @@ def build_ticker(
     dispatch: Dispatchers | None = None,
     cron: Callable[[], CronFile] | None = None,
     alerts: Alerts | None = None,
+    wake: Wake | None = None,
 ) -> Ticker:
     from mini_scheduler.tick import Ticker
 
@@ -163,6 +172,7 @@ def build_ticker(
         metrics=metrics,
         fanout=fanout(settings, clients),
         alerts=alerts if alerts is not None else alert_publisher(settings, clients),
+        wake=wake,
     )
 
 
@@ -173,14 +183,19 @@ def build_recorder(
     clock: Clock | None = None,
     metrics: Metrics | None = None,
     alerts: Alerts | None = None,
+    wake: Wake | None = None,
 ) -> Recorder:
     from mini_scheduler.recorder import Recorder
 
     made = clients or Clients(settings.region, pool=8)
+    clock = clock or SystemClock()
+    if wake is None and (invoke := _ticker_invoke(settings.ticker_function, made)) is not None:
+        wake = waker(invoke, clock, settings.tick_lead_seconds)
     return Recorder(
         claim_store(settings, made),
-        clock or SystemClock(),
+        clock,
         metrics,
         origin=settings.origin,
         alerts=alerts if alerts is not None else alert_publisher(settings, made),
+        wake=wake,
     )

@@ -43,10 +43,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class Tick:
-    """Run the minute ``at`` (of one shard's jobs, or of all)."""
+    """Run the minute ``at`` (of one shard's jobs, or of all); ``deferred``: only the deferred
+    firings due in it, written after its tick read them (a catch-up: mini_scheduler.wake)."""
 
     at: datetime
     shard: Shard | None = None
+    deferred: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +171,17 @@ def _shard(event: Mapping[str, Any]) -> Shard | None:
     return Shard(index, count)
 
 
+def _catch_up(event: Mapping[str, Any]) -> bool:
+    """A tick's ``deferred`` flag: ``true`` for a catch-up, which is no shard's."""
+    if "deferred" not in event:
+        return False
+    if event["deferred"] is not True:
+        raise EventError('deferred must be true: {"tick": "<minute>", "deferred": true}')
+    if "shard" in event or "shards" in event:
+        raise EventError("a catch-up of deferred firings is the whole region's, not a shard's")
+    return True
+
+
 def parse_tick(event: Mapping[str, Any]) -> Tick | None:
     """The minute a tick event names (and its shard), or None when the event is not a tick."""
     if "tick" in event:
@@ -183,7 +196,7 @@ def parse_tick(event: Mapping[str, Any]) -> Tick | None:
             raise EventError(
                 f"tick {raw[:60]!r} is not an ISO-8601 instant with a zone: {exc}"
             ) from None
-        return Tick(at, _shard(event))
+        return Tick(at, _shard(event), _catch_up(event))
     if event.get("detail-type") == "Scheduled Event":
         raw = event.get("time")
         if not isinstance(raw, str):

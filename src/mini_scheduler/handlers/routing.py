@@ -28,6 +28,8 @@ def route(ticker: Ticker, event: Any, deadline: datetime | None = None) -> dict[
     ``deadline``: when a tick stops claiming firings (see :func:`deadline_of`)."""
     request = ticker_request(event)
     if isinstance(request, Tick):  # the ticker refuses a tick from the future (EventError)
+        if request.deferred:
+            return ticker.catch_up(request.at, deadline=deadline).to_json()
         return ticker.tick(request.at, request.shard, deadline=deadline).to_json()
     if isinstance(request, EnvironmentStatus):
         return ticker.environment_status()

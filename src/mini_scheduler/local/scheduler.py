@@ -56,6 +56,7 @@ from mini_scheduler.local.dispatch import (
     LocalFlowDispatcher,
 )
 from mini_scheduler.model import RunStatus, floor_minute, iso_seconds
+from mini_scheduler.wake import Wake, waker
 
 if TYPE_CHECKING:
     from mini_scheduler.aws import Clients
@@ -75,6 +76,7 @@ the local run calls reaches AWS (its endpoints are unset, its profile and config
 read)."""
 ROLE_NAME: Final = "mini-scheduler-local"
 MARK_WAIT_SECONDS: Final = 5.0  # how long a completion waits for its firing to be marked
+CATCH_UP_JOIN_SECONDS: Final = 5.0  # how long a stop waits for a catch-up to notice it
 _PLACEHOLDER: Final = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
 
 
@@ -228,6 +230,7 @@ class LocalScheduler:
         self._lambda: LocalDispatcher | None = None
         self._flows: LocalFlowDispatcher | None = None
         self._clients: Clients | None = None
+        self._catch_ups: threading.Thread | None = None  # the latest catch-up's thread
         self.cron: CronFile | None = None
 
     # -- start and stop --------------------------------------------------------------------
@@ -295,8 +298,9 @@ class LocalScheduler:
             self._functions(clients, role)
             self._state_machines(clients, role, cron_file)
             alerts = LogAlerts()  # no bus here: each event is a line of the log
+            wake = self._waker()
             self._recorder = build_recorder(
-                self.settings, clients=clients, clock=self.clock, alerts=alerts
+                self.settings, clients=clients, clock=self.clock, alerts=alerts, wake=wake
             )
             self._ticker = build_ticker(
                 self.settings,
@@ -305,6 +309,7 @@ class LocalScheduler:
                 clock=StoppableClock(self.clock, self.stop),
                 dispatch=self._dispatchers(clients),
                 cron=self._source.load,
+                wake=wake,
             )
             # Nothing before the start is a misfire, and the current minute's firings from
             # this second on run at their second (not all at once, as a late tick would).
@@ -356,8 +361,41 @@ class LocalScheduler:
     def close(self) -> None:
         """Let the running handlers finish, stop watching flows, take moto down."""
         self.stop.set()
+        if self._catch_ups is not None:
+            self._catch_ups.join(timeout=CATCH_UP_JOIN_SECONDS)
         self._exit.close()
         self._started = False
+
+    def _waker(self) -> Wake | None:
+        """On the real clock, the ticker is woken as in Lambda (:mod:`mini_scheduler.wake`):
+        a catch-up runs on a thread of its own. On a test's clock none does (a thread would
+        move that clock under the test): its ticks run what is due, a minute later."""
+        if not isinstance(self.clock, SystemClock):
+            return None
+        return waker(self._catch_up_soon, self.clock, self.settings.tick_lead_seconds)
+
+    def _catch_up_soon(self, event: dict[str, Any]) -> None:
+        minute = floor_minute(datetime.fromisoformat(str(event["tick"]).replace("Z", "+00:00")))
+        self._catch_ups = threading.Thread(
+            target=self._catch_up, args=(minute,), name="catch-up", daemon=True
+        )
+        self._catch_ups.start()
+
+    def _catch_up(self, minute: datetime) -> None:
+        try:
+            summary = self.ticker.catch_up(minute)
+        except Stopped:
+            return
+        except SchedulerError as exc:
+            log.error("Catch-up of minute %s failed: %s", iso_seconds(minute), exc)
+            return
+        dispatched = summary.counts.get("dispatched", 0)
+        if dispatched:
+            log.info(
+                "Catch-up %s done - %d deferred firings dispatched",
+                iso_seconds(summary.minute)[11:16],
+                dispatched,
+            )
 
     def _idempotency_table(self, clients: Clients) -> None:
         dynamodb = clients("dynamodb")

@@ -64,6 +64,7 @@ from mini_scheduler.tick.lines import (
 )
 from mini_scheduler.tick.plan import Dispatch, SkipRange, TickPlan
 from mini_scheduler.tick.report import Tally
+from mini_scheduler.wake import Wake
 
 log = logging.getLogger("mini_scheduler.ticker")
 
@@ -147,6 +148,7 @@ class Executor:
         fanout: Callable[[dict[str, Any]], None] | None = None,
         retry_sleep: Callable[[float], None] = time.sleep,
         failures: FinalFailures | None = None,
+        wake: Wake | None = None,
     ) -> None:
         self.settings = settings
         self.claims = claims
@@ -156,6 +158,7 @@ class Executor:
         self.fanout = fanout
         self.retry_sleep = retry_sleep  # worker threads back off on it, not on the clock
         self.failures = failures  # a final failure's event and pause (None: neither)
+        self.wake = wake  # told of a retry deferred, in case it is due in this minute
 
     def execute(self, plan: TickPlan, *, deadline: datetime | None = None) -> Tally:
         """Carry ``plan`` out. Past ``deadline`` no firing is claimed: each one left is held, so
@@ -171,7 +174,9 @@ class Executor:
         self._sweep(plan, tally)
         if plan.fan_out:
             self._fan_out(plan.minute, plan.due_count, tally)
-            if plan.dispatches or plan.dropped:  # the deferred firings: the parent's own
+            if (
+                plan.dispatches or plan.dropped or plan.moved or plan.skips
+            ):  # the deferred firings: the parent's own
                 self._write(plan, tally, deadline)
             return tally
         if plan.mode == "active":
@@ -228,7 +233,7 @@ class Executor:
                 extra=log_keys(item.firing.job, item.firing.id),
             )
         done = [*tally.answered, *(item for item, _ in plan.dropped)]
-        if not done:
+        if not done and not plan.moved:
             return
         answered = {item.key for item in tally.answered}
         steps = [(d.deferred, d.then) for d in plan.dispatches]
@@ -238,6 +243,7 @@ class Executor:
             for deferred, then in steps
             if then is not None and deferred is not None and deferred.key in answered
         }
+        advances.update((done.key, (done, then)) for done, then in plan.moved)
         try:
             for deferred, then in advances.values():  # each schedule keeps its next firing
                 self._advance_schedule(deferred, then)
@@ -707,6 +713,8 @@ class Executor:
             return
         if deferred is None and self.failures is not None:
             self.failures.failed(run, pause_after)
+        elif deferred is not None and self.wake is not None:
+            self.wake([deferred.due])
 
     def _take_over(self, run: RunRecord, job: Job, now: datetime, tally: Tally) -> None:
         base = firing_from_id(run.firing_id)

@@ -117,6 +117,17 @@ class TickInputs:
     deferred: Sequence[Deferred] = ()  # due before the window's end; a shard reads none
 
 
+@dataclass(slots=True)
+class DeferredPlan:
+    """What a tick does with the deferred firings it read (:func:`plan_deferred`)."""
+
+    dispatches: list[Dispatch] = field(default_factory=list)
+    late: list[Skip] = field(default_factory=list)  # past misfire.grace: recorded SKIPPED
+    dropped: list[tuple[Deferred, str]] = field(default_factory=list)  # no job runs them
+    paused: list[LeftAlone] = field(default_factory=list)  # a paused schedule's firings
+    moved: list[tuple[Deferred, Deferred]] = field(default_factory=list)  # ... and its next
+
+
 @dataclass(frozen=True, slots=True)
 class TickPlan:
     """Everything one tick does, decided before it does any of it."""
@@ -141,6 +152,7 @@ class TickPlan:
     due_count: int = 0  # firings due in the window when the tick fans out
     advance_to: datetime | None = None  # how far the watermark moves when nothing is held
     dropped: tuple[tuple[Deferred, str], ...] = ()  # deferred firings no job can run, and why
+    moved: tuple[tuple[Deferred, Deferred], ...] = ()  # a paused schedule's firing -> its next
 
     @property
     def misfired(self) -> int:
@@ -207,9 +219,8 @@ def plan_tick(inputs: TickInputs, settings: Settings, rng: random.Random | None 
     if shard is None and inputs.can_fan_out:
         due = sum(_count(job, begin, end) for job in jobs if job.name not in paused)
         if due > settings.fanout_threshold:
-            deferred, late, dropped = plan_deferred(inputs, settings)
-            deferred, twice = claimed_once(deferred, set())
-            dropped.extend(twice)
+            held = plan_deferred(inputs, settings)
+            deferred, twice = claimed_once(held.dispatches, set())
             return replace(
                 base,
                 mode="active",
@@ -218,48 +229,111 @@ def plan_tick(inputs: TickInputs, settings: Settings, rng: random.Random | None 
                 fan_out=settings.fanout_shards,
                 due_count=due,
                 dispatches=tuple(deferred),  # the parent runs the deferred firings itself
-                skips=tuple(late),
-                dropped=tuple(dropped),
+                skips=tuple(held.late),
+                dropped=(*held.dropped, *twice),
+                left_alone=tuple(held.paused),
+                moved=tuple(held.moved),
             )
     jitter = rng or random.Random()  # nosec B311 # deferred.start jitter, not security
     return _active(base, inputs, settings, jobs, watermark, begin, sweep, jitter)
 
 
-def plan_deferred(
-    inputs: TickInputs, settings: Settings
-) -> tuple[list[Dispatch], list[Skip], list[tuple[Deferred, str]]]:
+def plan_catch_up(inputs: TickInputs, settings: Settings) -> TickPlan:
+    """The plan of a catch-up (:mod:`mini_scheduler.wake`): the deferred firings due in the
+    window of ``inputs.minute`` that its tick may have read before they were written, each
+    dispatched at its second, as the tick would have (:func:`plan_deferred`). Nothing else: no
+    job's own firing, no sweep, no watermark (those are the tick's). On standby, or failing
+    closed, nothing: a standby region leaves deferred firings for when it is active."""
+    minute = inputs.minute.replace(second=0, microsecond=0)
+    start, end = window(minute, settings)
+    base = TickPlan(
+        minute=minute,
+        window=(start, end),
+        scope=settings.origin,
+        environment=settings.environment_name,
+        active_environment=inputs.reading.active,
+        mode="standby",
+        handled=None,
+        note="a catch-up: the deferred firings due in the minute",
+    )
+    if inputs.reading.active is None:
+        return replace(base, note="the active environment is unknown", error=inputs.reading.error)
+    if not same_environment(inputs.reading.active, settings.environment_name):
+        return base
+    held = plan_deferred(inputs, settings)
+    deferred, twice = claimed_once(held.dispatches, set())
+    return replace(
+        base,
+        mode="active",
+        dispatches=tuple(sorted(deferred, key=lambda d: d.due)),
+        skips=tuple(held.late),
+        dropped=(*held.dropped, *twice),
+        left_alone=tuple(held.paused),
+        moved=tuple(held.moved),
+    )
+
+
+def plan_deferred(inputs: TickInputs, settings: Settings) -> DeferredPlan:
     """The deferred firings the tick dispatches (each at its due instant, or at once when that
     has passed), those it records SKIPPED because they are later than ``misfire.grace`` (a
     backfill's never: its due instants only pace it), and those it forgets because no job can
     run them. A runtime schedule's firing brings the schedule's other firings of the window (a
-    schedule may fire more than once a minute) and its next one after the window (``then``). A
-    paused job's wait, none of them: they are read again after its resume."""
+    schedule may fire more than once a minute) and its next one after the window (``then``).
+    A paused job's retries and backfills wait, read again after its resume; a paused runtime
+    schedule moves on as a paused cron.yaml job does (:func:`_paused_schedule`)."""
     cron_file = inputs.cron_file
     start, end = window(inputs.minute.replace(second=0, microsecond=0), settings)
     stale_before = start - timedelta(seconds=cron_file.misfire_grace)
-    dispatches: list[Dispatch] = []
-    late: list[Skip] = []
-    dropped: list[tuple[Deferred, str]] = []
+    held = DeferredPlan()
     for item in inputs.deferred:
         job, why = deferred_job(item, cron_file)
         if job is None:
-            dropped.append((item, why))
+            held.dropped.append((item, why))
             continue
-        if job.name in inputs.control.paused:
+        pause = inputs.control.paused.get(job.name)
+        if pause is not None:
+            if item.reason == SCHEDULE:
+                _paused_schedule(held, item, job, pause, inputs, settings)
             continue
         then = None
         if item.reason == SCHEDULE:
             then = successor(item, job, end - _SECOND, origin=settings.origin, now=inputs.now)
             after = max(item.firing.scheduled + _SECOND, start)
-            dispatches.extend(  # forgotten with the item: it held them all
+            held.dispatches.extend(  # forgotten with the item: it held them all
                 Dispatch(job, Firing(job.name, at), max(at, inputs.now), 0, item)
                 for at in job.firings(after, end)
             )
         if item.reason != BACKFILL and item.due < stale_before:
-            late.append(Skip(job, item.firing, SkipReason.MISFIRE_GRACE, item, then))
+            held.late.append(Skip(job, item.firing, SkipReason.MISFIRE_GRACE, item, then))
         else:
-            dispatches.append(Dispatch(job, item.firing, max(item.due, inputs.now), 0, item, then))
-    return dispatches, late, dropped
+            held.dispatches.append(
+                Dispatch(job, item.firing, max(item.due, inputs.now), 0, item, then)
+            )
+    return held
+
+
+def _paused_schedule(
+    held: DeferredPlan,
+    item: Deferred,
+    job: Job,
+    pause: Pause,
+    inputs: TickInputs,
+    settings: Settings,
+) -> None:
+    """A paused runtime schedule's firings of the window are not run and nothing is written
+    for them, as for a paused cron.yaml job; the schedule moves on to its first firing after
+    the window, so that after its resume it fires at its next firing. A one-time schedule (or
+    one past its end) has none: its firing is recorded SKIPPED (``paused``), so that its
+    history says why it never ran."""
+    start, end = window(inputs.minute.replace(second=0, microsecond=0), settings)
+    after = max(item.firing.scheduled + _SECOND, start)
+    count = 1 + sum(1 for _ in job.firings(after, end))
+    held.paused.append(LeftAlone(job, count, pause))
+    then = successor(item, job, end - _SECOND, origin=settings.origin, now=inputs.now)
+    if then is None:
+        held.late.append(Skip(job, item.firing, SkipReason.PAUSED, item))
+    else:
+        held.moved.append((item, then))
 
 
 def claimed_once(
@@ -348,18 +422,19 @@ def _active(
             dispatches.append(
                 Dispatch(job, Firing(job.name, at), at + timedelta(seconds=delay), delay)
             )
-    deferred, late, dropped = plan_deferred(inputs, settings)
+    held = plan_deferred(inputs, settings)
     taken = {d.firing.id for group in misfire_runs for d in group}
     taken.update(d.firing.id for d in dispatches)
-    deferred, twice = claimed_once(deferred, taken)
+    deferred, twice = claimed_once(held.dispatches, taken)
     dispatches.extend(deferred)
-    dropped.extend(twice)
-    skips.extend(late)
+    skips.extend(held.late)
+    left_alone.extend(held.paused)
     dispatches.sort(key=lambda d: d.due)
     return replace(
         base,
         mode="active",
-        dropped=tuple(dropped),
+        dropped=(*held.dropped, *twice),
+        moved=tuple(held.moved),
         dispatches=tuple(dispatches),
         misfire_runs=tuple(misfire_runs),
         skips=tuple(skips),

@@ -23,7 +23,7 @@ from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.clock import Clock
 from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers
-from mini_scheduler.environment.active import ActiveEnvironment
+from mini_scheduler.environment.active import ActiveEnvironment, same_environment
 from mini_scheduler.errors import CronFileUnreadableError, EventError, StoreError
 from mini_scheduler.failures import FinalFailures
 from mini_scheduler.jobs import CronFile
@@ -35,12 +35,14 @@ from mini_scheduler.tick.plan import (
     Shard,
     TickInputs,
     TickPlan,
+    plan_catch_up,
     plan_tick,
     reads_deferred,
     sweeps,
     window,
 )
 from mini_scheduler.tick.report import TickSummary
+from mini_scheduler.wake import Wake, waker
 
 log = logging.getLogger("mini_scheduler.ticker")
 
@@ -79,8 +81,12 @@ class Ticker:
         fanout: Callable[[dict[str, Any]], None] | None = None,
         retry_sleep: Callable[[float], None] = time.sleep,
         alerts: Alerts | None = None,
+        wake: Wake | None = None,
     ) -> None:
         self.settings = settings
+        if wake is None and fanout is not None:  # in Lambda: this function, invoked anew
+            wake = waker(fanout, clock, settings.tick_lead_seconds)
+        self.wake = wake
         self._cron = cron
         self.claims = claims
         self.environment = environment
@@ -97,6 +103,7 @@ class Ticker:
             metrics=self.metrics,
             fanout=fanout,
             retry_sleep=retry_sleep,
+            wake=wake,
             failures=FinalFailures(
                 claims,
                 alerts if alerts is not None else RecordingAlerts(),
@@ -113,6 +120,7 @@ class Ticker:
             run=self.executor.run_now,
             origin=settings.origin,
             default_zone=settings.default_timezone,
+            wake=wake,
         )
 
     def cron_file(self) -> CronFile:
@@ -210,6 +218,37 @@ class Ticker:
         self.metrics.add(m.TICKS)
         self.metrics.add(m.TICK_LAG, max(0.0, (now - minute).total_seconds()), "Seconds")
         plan, errors = self.plan(minute, shard)
+        tally = self.executor.execute(plan, deadline=deadline)
+        tally.errors += errors
+        return TickSummary(
+            plan.minute,
+            plan.environment,
+            plan.active_environment,
+            plan.mode,
+            tally.to_json(),
+            plan.window,
+            plan.note,
+            plan.error,
+        )
+
+    def catch_up(self, scheduled: datetime, *, deadline: datetime | None = None) -> TickSummary:
+        """Dispatch, each at its second, the deferred firings due in the minute ``scheduled``
+        names that its tick may have read before they were written (:mod:`mini_scheduler.wake`):
+        only those. Refused like a tick when more than a few minutes ahead of the clock."""
+        minute = floor_minute(scheduled)
+        now = self.clock.now()
+        check_not_ahead(scheduled, now)
+        cron_file = self.cron_file()
+        control = self.claims.control(self.settings.origin)
+        reading = self.environment.read()
+        active = reading.active is not None and same_environment(
+            reading.active, self.settings.environment_name
+        )
+        deferred, errors = (
+            self._due_deferred(window(minute, self.settings)[1]) if active else ((), 0)
+        )
+        inputs = TickInputs(minute, cron_file, control, reading, now, deferred=deferred)
+        plan = plan_catch_up(inputs, self.settings)
         tally = self.executor.execute(plan, deadline=deadline)
         tally.errors += errors
         return TickSummary(

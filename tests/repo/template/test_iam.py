@@ -219,7 +219,8 @@ def test_the_recorder_role_only_closes_runs(template: Template) -> None:
     reopened (PutItem of a watch item), and defers a failed run's retry or drops it when the run
     is redriven (BatchWriteItem). A final failure is an event (PutEvents); for a job with
     pause_after_failures it reads the job's history and the pauses (Query), and may pause it
-    (PutItem)."""
+    (PutItem). A retry due in the minute of its failure wakes the ticker (InvokeFunction of the
+    stack's ticker only)."""
     assert _grants(template, "RecorderRole") == {
         "Logs": (["logs:CreateLogStream", "logs:PutLogEvents"], ["<RecorderLogGroup.Arn>"]),
         "StateTable": (
@@ -248,6 +249,13 @@ def test_the_recorder_role_only_closes_runs(template: Template) -> None:
             ],
         ),
         "MongoUri": (["secretsmanager:GetSecretValue"], ["<Ref MongoUriSecretArn>"]),
+        "WakeTicker": (
+            ["lambda:InvokeFunction"],
+            [
+                "arn:${AWS::Partition}:lambda:${AWS::Region}:${AWS::AccountId}"
+                ":function:${AWS::StackName}-ticker"
+            ],
+        ),
     }
 
 

@@ -527,6 +527,8 @@ def test_the_handlers_run_on_the_stack(
             recorded = recorder_handler.handler(event, recorder_context)
             again = recorder_handler.handler(event, recorder_context)
             # The flow failed, then Step Functions redrove it: the run reopens, watched again.
+            # Its retry (5 min on) is due in the minute it is heard in: the ticker is woken.
+            clock.set(datetime.fromisoformat("2026-11-30T14:20:00+00:00"))
             failed = recorder_handler.handler(
                 load_event("sfn-status-failed.json"), recorder_context
             )

@@ -219,6 +219,7 @@ def _dispatched_14_15(aws: Aws, ticker: Invoke) -> None:
     ticker({"tick": "2026-11-30T14:15:00Z"})
 
 
+SAMPLE_FUNCTION = "mini-scheduler-sample-report"
 TICK_COUNTS = {"claimed", "dispatched", "skipped", "misfired", "errors", "takenOver", "timedOut"}
 TICK_COUNTS |= {"held"}
 
@@ -384,7 +385,32 @@ def _backfill_status(answer: dict[str, Any], aws: Aws, event: dict[str, Any]) ->
     assert (found["job"], found["pending"], found["done"]) == ("heartbeat", 4, 0)
 
 
+def _soon_made(aws: Aws, ticker: Invoke) -> None:
+    """14:00 ticked; at 14:00:20 a one-time schedule made for 14:00:40, after that tick read
+    the deferred firings."""
+    _dispatched_14_00(aws, ticker)
+    aws.clock.set(datetime(2026, 11, 30, 14, 0, 20, tzinfo=UTC))
+    ticker(
+        {
+            "schedule": "create",
+            "operator": "jane.doe",
+            "schedules": [
+                {"name": "soon", "at": "2026-11-30T14:00:40Z", "service": SAMPLE_FUNCTION}
+            ],
+        }
+    )
+
+
+def _caught_up(answer: dict[str, Any], aws: Aws, event: dict[str, Any]) -> None:
+    assert (answer["minute"], answer["mode"]) == ("2026-11-30T14:00:00Z", "active")
+    assert (answer["counts"]["claimed"], answer["counts"]["dispatched"]) == (1, 1)
+    (run,) = aws.store().history("soon")
+    assert run.firing_id == "soon@2026-11-30T14:00:40Z"
+    assert run.started_at == datetime(2026, 11, 30, 14, 0, 40, tzinfo=UTC)  # at its second
+
+
 EVENT_FILE_EXPECTATIONS: dict[str, EventExpectation] = {
+    "catch-up.json": EventExpectation("ticker", _caught_up, _soon_made),
     "tick.json": EventExpectation("ticker", _a_tick_of("2026-11-30T14:00:00Z"), _region_ticked),
     "scheduled-event.json": EventExpectation(
         "ticker", _a_tick_of("2026-11-30T14:00:00Z"), _region_ticked

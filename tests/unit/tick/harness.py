@@ -21,6 +21,7 @@ from mini_scheduler.errors import DispatchError
 from mini_scheduler.jobs import CronFile, Target, load
 from mini_scheduler.metrics import RecordingMetrics
 from mini_scheduler.tick import Ticker
+from mini_scheduler.wake import Wake
 
 
 def at(text: str) -> datetime:
@@ -82,6 +83,7 @@ def rig(
     dispatcher: FakeDispatcher | None = None,
     region: str = "us-east-1",
     alerts: Alerts | None = None,
+    wake: Wake | None = None,
     **settings: Any,
 ) -> Rig:
     clock = FixedClock(at(start))
@@ -108,5 +110,6 @@ def rig(
         clock=clock,
         metrics=metrics,
         alerts=alerts,
+        wake=wake,
     )
     return Rig(ticker, clock, claims, store, dispatcher, metrics, config, texts)

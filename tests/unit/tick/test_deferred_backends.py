@@ -171,3 +171,36 @@ def test_a_schedule_deleted_while_a_tick_holds_it_never_fires_again(claims: Clai
     assert r.ticker.operator.list_schedules() == {"schedules": []}
     held = r.claims.run("every-20@2026-11-30T14:00:40Z")
     assert held is not None and held.status is RunStatus.SKIPPED
+
+
+def test_a_paused_schedule_moves_on_and_fires_again_after_its_resume(claims: ClaimStore) -> None:
+    """Paused like a cron.yaml job: its firings of the pause are not run, nothing is written
+    for them, and after the resume it fires at its next firings. A one-time schedule whose
+    instant passes while paused is recorded SKIPPED (paused) rather than silently gone."""
+    r = rig(CRON, claims=claims)
+    operator = r.ticker.operator
+    operator.create_schedules(
+        [
+            {"name": "every-20", "cron": "*/20 * * * * ?", "service": "fn"},
+            {"name": "once", "at": "2026-11-30T14:01:30Z", "service": "fn"},
+        ],
+        "jane.doe",
+    )
+    operator.set_paused("every-20", True, "jane.doe")
+    operator.set_paused("once", True, "jane.doe")
+    for minute in ("14:00", "14:01"):
+        r.clock.set(at(f"2026-11-30T{minute}:00Z"))
+        r.tick(f"2026-11-30T{minute}:00Z")
+    assert [i for i in r.dispatcher.firing_ids if not i.startswith("export@")] == []
+    assert r.claims.run("every-20@2026-11-30T14:00:20Z") is None  # nothing written
+    once = r.claims.run("once@2026-11-30T14:01:30Z")
+    assert once is not None and once.status is RunStatus.SKIPPED and once.reason == "paused"
+    operator.set_paused("every-20", False, "jane.doe")
+    r.clock.set(at("2026-11-30T14:02:00Z"))
+    r.tick("2026-11-30T14:02:00Z")
+    assert [i for i in r.dispatcher.firing_ids if i.startswith("every-20@")] == [
+        "every-20@2026-11-30T14:02:00Z",
+        "every-20@2026-11-30T14:02:20Z",
+        "every-20@2026-11-30T14:02:40Z",
+    ]
+    assert [s["name"] for s in operator.list_schedules()["schedules"]] == ["every-20"]
