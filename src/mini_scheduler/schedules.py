@@ -388,6 +388,4 @@ class Schedules:
                 for at in itertools.islice(job.firings(begin, horizon), _IN_HAND_MAX):
                     firings.setdefault(Firing(job.name, at).id, Firing(job.name, at))
         for firing in firings.values():
-            self._claims.record_skipped(
-                firing, now=now, reason=DELETED, origin=self._origin
-            )
+            self._claims.record_skipped(firing, now=now, reason=DELETED, origin=self._origin)
