@@ -293,7 +293,8 @@ def add_status(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Read each region's active-environment store (an SSM parameter by default) one "
             "by one and report it, and whether exactly one region is active. Exit 1 when a "
             "region could not be read, when no region is active (the name is not a known "
-            "environment, or each region holds another's), or when more than one is."
+            "environment, or each region holds another's), when more than one is, or when "
+            "the regions hold different values."
         ),
     )
     add_known(parser)
@@ -378,11 +379,6 @@ def status(args: argparse.Namespace, context: Context) -> int:
         rows.append([o.region, active, here, str(o.fields["store"])])
     for line in columns(rows):
         context.print(line)
-    if len(values) > 1:
-        context.print(
-            "The regions disagree on the active environment: finish the failover "
-            "(mini-scheduler failover --to NAME --regions ...)."
-        )
     if problem:
         context.print(problem + ".")
     if failed:
@@ -451,7 +447,9 @@ def _left_out(
         missing = [k for k in known if not is_known(k, given)]
         if not missing or not is_known(target, given):
             return None  # every stack's region is given, or none given becomes active
-        active = [r for r, n in zip(regions, names, strict=True) if same_environment(target, n)]
+        active = [
+            r for r, n in zip(regions, names, strict=True) if n and same_environment(target, n)
+        ]
         whose = " or ".join(missing)
         return (
             f"{target} would be active in {', '.join(active)}, and no region given is {whose}'s "

@@ -1185,10 +1185,11 @@ def test_status_says_when_regions_disagree_or_a_value_is_nonsense(
 ) -> None:
     aws.client("ssm", "us-west-2").put_parameter(Name=PARAMETER, Value="DR", Type="String")
     run = cli(capsys, "status", "--regions", BOTH)
-    assert run.code == 0
+    assert run.code == 1
     assert run.lines[-1] == (
-        "The regions disagree on the active environment: finish the failover "
-        "(mini-scheduler failover --to NAME --regions ...)."
+        "The regions disagree on the active environment: us-east-1 holds prod, us-west-2 holds "
+        "DR. Finish the failover: mini-scheduler failover --to NAME --regions "
+        "us-east-1,us-west-2."
     )
     aws.client("ssm").put_parameter(Name=PARAMETER, Value="not a name", Type="String")
     run = cli(capsys, "status", "--regions", BOTH, "--json")
@@ -1199,6 +1200,30 @@ def test_status_says_when_regions_disagree_or_a_value_is_nonsense(
         "ssm:/mini-scheduler/active-environment holds 'not a name', which is not an "
         "environment name"
     )
+
+
+@pytest.mark.parametrize("stack", [[], ["--stack", STACK]], ids=["no stack", "stack"])
+def test_status_exits_1_when_the_regions_disagree_with_or_without_a_stack(
+    capsys: pytest.CaptureFixture[str], aws: Aws, stack: list[str]
+) -> None:
+    """Issue 25: without --stack, regions holding prod and maintenance exited 0; with it too,
+    as one region (prod) was active."""
+    aws.client("ssm", "us-east-1").put_parameter(Name=PARAMETER, Value="prod", Type="String")
+    aws.client("ssm", "us-west-2").put_parameter(Name=PARAMETER, Value="maintenance", Type="String")
+    run = cli(capsys, "status", "--regions", BOTH, *stack)
+    assert run.code == 1, run.out
+    assert run.lines[-1].startswith(
+        "The regions disagree on the active environment: us-east-1 holds prod, us-west-2 holds "
+        "maintenance. "
+    )
+    report = cli(capsys, "status", "--regions", BOTH, *stack, "--json")
+    assert report.code == 1 and report.json()["agree"] is False
+    assert report.json()["problem"].startswith("The regions disagree")
+    # the same value in every region, spelt differently, is agreement
+    aws.client("ssm", "us-west-2").put_parameter(
+        Name=PARAMETER, Value="PROD", Type="String", Overwrite=True
+    )
+    assert cli(capsys, "status", "--regions", BOTH, *stack).code == 0
 
 
 def test_failover_refuses_a_name_no_stack_has_and_writes_nothing(
