@@ -433,6 +433,27 @@ def _retry_hint(args: argparse.Namespace, target: str) -> str:
     return hint
 
 
+def spelled(name: str, stacks: tuple[str, ...]) -> str:
+    """``name`` as the stack whose name it is spells it (its EnvironmentName): names are
+    compared without regard to case, as the ticker compares them. A name no stack given has
+    stays as typed."""
+    return next((k for k in stacks if same_environment(name, k)), name)
+
+
+def _unknown_name(name: str, known: tuple[str, ...]) -> str:
+    """The refusal of a name no stack has, with the closest known one."""
+    import difflib  # to become cli/suggest.py's suggest(word, choices)
+
+    folded = {k.casefold(): k for k in known}
+    close = difflib.get_close_matches(name.casefold(), list(folded), n=1)
+    then = f" - did you mean {folded[close[0]]}? No" if close else ": no"
+    return (
+        f"{name} is not a known environment (known: {', '.join(known)}){then} region would be "
+        "active, and nothing was written. Check the name (a stack's EnvironmentName, --known, "
+        "KNOWN_ENVIRONMENTS), or write it anyway with --force --reason TEXT"
+    )
+
+
 def _left_out(
     regions: list[str], wheres: dict[str, StackRegion], known: tuple[str, ...], target: str
 ) -> str | None:
@@ -479,16 +500,12 @@ def failover(args: argparse.Namespace, context: Context) -> int:
             "with --force",
         )
     regions: list[str] = args.regions
-    target: str = args.to
     wheres, unresolved = resolve_each(args, context, regions)
     known = known_names(args, context, list(wheres.values()))
+    stacks = tuple(r.where.environment_name for r in wheres.values() if r.where.environment_name)
+    target = spelled(args.to, stacks)
     if not is_known(target, known) and not args.force:
-        return context.fail(
-            "failover",
-            f"{target} is not a known environment (known: {', '.join(known)}): no region would "
-            "be active, and nothing was written. Check the name (a stack's EnvironmentName, "
-            "--known, KNOWN_ENVIRONMENTS), or write it anyway with --force --reason TEXT",
-        )
+        return context.fail("failover", _unknown_name(target, known))
     left_out = _left_out(regions, wheres, known, target)
     if left_out:
         return context.fail("failover", left_out + " Nothing was written.")

@@ -1234,9 +1234,10 @@ def test_failover_refuses_a_name_no_stack_has_and_writes_nothing(
     run = cli(capsys, *argv, "--stack", STACK)
     assert (run.code, run.out) == (2, "")
     assert run.err == (
-        "mini-scheduler failover: DRR is not a known environment (known: prod, DR): no region "
-        "would be active, and nothing was written. Check the name (a stack's EnvironmentName, "
-        "--known, KNOWN_ENVIRONMENTS), or write it anyway with --force --reason TEXT\n"
+        "mini-scheduler failover: DRR is not a known environment (known: prod, DR) - did you "
+        "mean DR? No region would be active, and nothing was written. Check the name (a stack's "
+        "EnvironmentName, --known, KNOWN_ENVIRONMENTS), or write it anyway with --force "
+        "--reason TEXT\n"
     )
     # without a stack, the list the functions know by default (prod,DR), or the one given
     assert cli(capsys, *argv).code == 2
@@ -1249,6 +1250,33 @@ def test_failover_refuses_a_name_no_stack_has_and_writes_nothing(
     run = cli(capsys, *argv, "--known", "prod,drr")  # compared without regard to case
     assert run.code == 0, run.err
     assert aws.active("us-west-2") == "DRR"
+
+
+def test_failover_matches_a_name_without_regard_to_case_and_writes_the_stack_s_spelling(
+    capsys: pytest.CaptureFixture[str], aws: Aws
+) -> None:
+    """Issue 25: --to dr to a stack named DR wrote dr; the tickers compare without regard to
+    case, so it worked, but every listing then showed dr beside the stack's DR."""
+    run = cli(capsys, "failover", "--to", "dr", "--regions", BOTH, "--stack", STACK,
+              "--operator", "jane.doe")  # fmt: skip
+    assert run.code == 0, run.err
+    assert run.lines[-1] == "Active environment DR in 2 regions, set by jane.doe."
+    assert [aws.active(r) for r in REGIONS] == ["DR", "DR"]
+    assert cli(capsys, "status", "--regions", BOTH, "--stack", STACK).lines[2].split()[1:3] == [
+        "DR",
+        "DR:",
+    ]
+
+
+def test_failover_suggests_the_closest_known_name_only_when_one_is_close(
+    capsys: pytest.CaptureFixture[str], aws: Aws
+) -> None:
+    argv = ("failover", "--regions", BOTH, "--stack", STACK, "--operator", "jane.doe")
+    run = cli(capsys, *argv, "--to", "prd")
+    assert run.code == 2 and "(known: prod, DR) - did you mean prod? No region" in run.err
+    run = cli(capsys, *argv, "--to", "staging")
+    assert run.code == 2
+    assert "did you mean" not in run.err and "(known: prod, DR): no region" in run.err
 
 
 def test_a_forced_failover_to_a_name_no_stack_has_says_no_region_is_active(
