@@ -20,6 +20,7 @@ from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Command
 from mini_scheduler.cli.files import Grant, target_problem
 from mini_scheduler.cli.render import columns, level_tag
 from mini_scheduler.cli.where import (
+    PackageUnreadable,
     Where,
     add_where,
     cron_source,
@@ -110,12 +111,12 @@ def doctor(args: argparse.Namespace, context: Context) -> int:
     rows += [[f.region, level_tag(f.level).strip(), f.check, f.message] for f in findings]
     for line in columns(rows):
         context.print(line)
-    fixes = [f for f in findings if f.fix]
+    fixes = _what_to_do(findings)
     if fixes:
         context.print()
         context.print("What to do:")
-        for f in fixes:
-            context.print(f"  {f.region} {f.check}: {f.fix}")
+        for line in fixes:
+            context.print(f"  {line}")
     verdict = (
         ("1 finding stops" if errors == 1 else f"{errors} findings stop") + " the jobs"
         if errors
@@ -125,6 +126,15 @@ def doctor(args: argparse.Namespace, context: Context) -> int:
         verdict += f"; {warnings} warning{'s' if warnings != 1 else ''}"
     context.print(f"{verdict} (stack {args.stack} in {', '.join(regions)}).")
     return EXIT_FAILED if errors else EXIT_OK
+
+
+def _what_to_do(findings: list[Finding]) -> list[str]:
+    """Each fix once: the regions where the same check has the same fix share one line."""
+    regions: dict[tuple[str, str], list[str]] = {}
+    for f in findings:
+        if f.fix and f.region not in regions.setdefault((f.check, f.fix), []):
+            regions[(f.check, f.fix)].append(f.region)
+    return [f"{', '.join(where)} {check}: {fix}" for (check, fix), where in regions.items()]
 
 
 def _region_findings(args: argparse.Namespace, context: Context, seen: _Region) -> list[Finding]:
@@ -324,6 +334,8 @@ def _jobs(context: Context, seen: _Region, where: Where) -> list[Finding]:
     region = seen.region
     try:
         cron_file = cron_source(context, where).load()
+    except PackageUnreadable as exc:
+        return [Finding(region, "error", "cron file", f"not checked: {exc}", exc.fix)]
     except (CommandError, SchedulerError) as exc:
         return [
             Finding(

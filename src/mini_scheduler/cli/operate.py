@@ -293,7 +293,8 @@ def add_status(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "Read each region's active-environment store (an SSM parameter by default) one "
             "by one and report it, and whether exactly one region is active. Exit 1 when a "
             "region could not be read, when no region is active (the name is not a known "
-            "environment, or each region holds another's), or when more than one is."
+            "environment, or each region holds another's), when more than one is, or when "
+            "the regions hold different values."
         ),
     )
     add_known(parser)
@@ -378,11 +379,6 @@ def status(args: argparse.Namespace, context: Context) -> int:
         rows.append([o.region, active, here, str(o.fields["store"])])
     for line in columns(rows):
         context.print(line)
-    if len(values) > 1:
-        context.print(
-            "The regions disagree on the active environment: finish the failover "
-            "(mini-scheduler failover --to NAME --regions ...)."
-        )
     if problem:
         context.print(problem + ".")
     if failed:
@@ -427,21 +423,69 @@ def add_failover(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     add_where(parser, many_regions=True, table=True, parameter=True)
 
 
-def _retry_hint(
-    args: argparse.Namespace,
-    context: Context,
-    target: str,
-    failed: list[Outcome],
-    wheres: dict[str, StackRegion],
-) -> str:
-    """The command that writes the regions left, with what it needs to accept ``target``."""
-    hint = f"mini-scheduler failover --to {target} --regions {','.join(o.region for o in failed)}"
+def _retry_hint(args: argparse.Namespace, target: str) -> str:
+    """The command that writes the regions left: it names every region given, since a
+    failover refuses a region left out (writing a region again is harmless), and it knows the
+    same names this one did."""
+    hint = f"mini-scheduler failover --to {target} --regions {','.join(args.regions)}"
     if args.force:
         return hint + f" --force --reason {shlex.quote(args.reason)}"
-    left = [wheres[o.region] for o in failed if o.region in wheres]
-    if not is_known(target, known_names(args, context, left)):
-        hint += f" --known {target}"
     return hint
+
+
+def spelled(name: str, stacks: tuple[str, ...]) -> str:
+    """``name`` as the stack whose name it is spells it (its EnvironmentName): names are
+    compared without regard to case, as the ticker compares them. A name no stack given has
+    stays as typed."""
+    return next((k for k in stacks if same_environment(name, k)), name)
+
+
+def _unknown_name(name: str, known: tuple[str, ...]) -> str:
+    """The refusal of a name no stack has, with the closest known one."""
+    import difflib  # to become cli/suggest.py's suggest(word, choices)
+
+    folded = {k.casefold(): k for k in known}
+    close = difflib.get_close_matches(name.casefold(), list(folded), n=1)
+    then = f" - did you mean {folded[close[0]]}? No" if close else ": no"
+    return (
+        f"{name} is not a known environment (known: {', '.join(known)}){then} region would be "
+        "active, and nothing was written. Check the name (a stack's EnvironmentName, --known, "
+        "KNOWN_ENVIRONMENTS), or write it anyway with --force --reason TEXT"
+    )
+
+
+def _left_out(
+    regions: list[str], wheres: dict[str, StackRegion], known: tuple[str, ...], target: str
+) -> str | None:
+    """Why writing ``target`` in ``regions`` alone could leave two regions active, or None.
+    Each known name is a stack's, in a region of its own: a region left out keeps its value,
+    and may stay active beside the one the failover makes active."""
+    if len(regions) >= len(known):
+        return None  # as many regions as stacks (two alike are the verdict's to say)
+    names = [wheres[r].where.environment_name if r in wheres else None for r in regions]
+    given = tuple(n for n in names if n)
+    if len(given) == len(regions):
+        missing = [k for k in known if not is_known(k, given)]
+        if not missing or not is_known(target, given):
+            return None  # every stack's region is given, or none given becomes active
+        active = [
+            r for r, n in zip(regions, names, strict=True) if n and same_environment(target, n)
+        ]
+        whose = " or ".join(missing)
+        return (
+            f"{target} would be active in {', '.join(active)}, and no region given is {whose}'s "
+            f"(known: {', '.join(known)}): a region left out keeps its value, and may stay "
+            f"active too. Give every stack's region: --regions {','.join(regions)},"
+            + ",".join(f"<{m}'s region>" for m in missing)
+            + f" (if no stack is named {whose}, take it out of KnownEnvironments or --known)."
+        )
+    return (
+        f"the deployment knows {plural(len(known), 'environment')} ({', '.join(known)}) and "
+        f"{plural(len(regions), 'region')} {'is' if len(regions) == 1 else 'are'} given "
+        f"({', '.join(regions)}): a region left out keeps its value, and may stay active too. "
+        "Give every stack's region with --regions, and --stack NAME to tell which is which "
+        "(or --known with only the names your stacks have)."
+    )
 
 
 def failover(args: argparse.Namespace, context: Context) -> int:
@@ -456,16 +500,15 @@ def failover(args: argparse.Namespace, context: Context) -> int:
             "with --force",
         )
     regions: list[str] = args.regions
-    target: str = args.to
     wheres, unresolved = resolve_each(args, context, regions)
     known = known_names(args, context, list(wheres.values()))
+    stacks = tuple(r.where.environment_name for r in wheres.values() if r.where.environment_name)
+    target = spelled(args.to, stacks)
     if not is_known(target, known) and not args.force:
-        return context.fail(
-            "failover",
-            f"{target} is not a known environment (known: {', '.join(known)}): no region would "
-            "be active, and nothing was written. Check the name (a stack's EnvironmentName, "
-            "--known, KNOWN_ENVIRONMENTS), or write it anyway with --force --reason TEXT",
-        )
+        return context.fail("failover", _unknown_name(target, known))
+    left_out = _left_out(regions, wheres, known, target)
+    if left_out:
+        return context.fail("failover", left_out + " Nothing was written.")
     operator = operator_name(args, context, regions[0])
 
     def act(region: str) -> dict[str, Any]:
@@ -479,7 +522,10 @@ def failover(args: argparse.Namespace, context: Context) -> int:
         Operator(
             cron=None, claims=None, environment=environment, clock=context.clock
         ).set_environment(target, operator, args.force, args.reason)
-        fields = {"store": store.name, "before": before, "active": target}
+        after = store.get()  # read back: the verdict is on what the region holds now
+        if after is None or not same_environment(after, target):
+            raise CommandError(f"{store.name} holds {after!r} after the write, not {target}")
+        fields = {"store": store.name, "before": before, "active": after}
         if where.environment_name:
             fields["environment"] = where.environment_name
         return fields
@@ -493,7 +539,7 @@ def failover(args: argparse.Namespace, context: Context) -> int:
         Held(
             o.region,
             wheres[o.region].where.environment_name if o.region in wheres else None,
-            target if o.ok else None,
+            o.fields["active"] if o.ok else None,
         )
         for o in outcomes
     ]
@@ -525,7 +571,7 @@ def failover(args: argparse.Namespace, context: Context) -> int:
         context.print(
             f"Active environment {target} in {len(outcomes) - len(failed)} of "
             f"{plural(len(outcomes), 'region')}; the regions disagree until the rest are "
-            f"written: {_retry_hint(args, context, target, failed, wheres)}"
+            f"written: {_retry_hint(args, target)}"
         )
     else:
         forced = f", forced: {args.reason}" if args.force else ""

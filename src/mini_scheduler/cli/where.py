@@ -362,6 +362,21 @@ def cron_source(context: Context, where: Where) -> CronFileSource:
     return CronFileSource(locations, s3_client=s3, default_timezone=zone)
 
 
+class PackageUnreadable(CommandError):
+    """The ticker's package could not be fetched or read here; ``fix`` says what to do. The
+    ticker reads its own copy, so this stops no job by itself."""
+
+    def __init__(self, message: str, fix: str) -> None:
+        super().__init__(message)
+        self.fix = fix
+
+
+_REACH: Final = (
+    "check that this machine reaches the package's download URL (HTTPS to S3: a proxy, a "
+    "firewall?), then run the command again"
+)
+
+
 class _Package:
     """The ticker's deployment package, downloaded on first use (GetFunction's presigned URL)."""
 
@@ -394,17 +409,27 @@ class _Package:
         try:
             answer = client.get_function(FunctionName=function)
         except (BotoCoreError, ClientError) as exc:
-            raise CommandError(
+            raise PackageUnreadable(
                 f"Lambda GetFunction {function} in {self.where.region} failed - "
-                f"{describe_aws_error(exc)}: the cron file is in its package"
+                f"{describe_aws_error(exc)}: the cron file is in its package",
+                f"allow your identity lambda:GetFunction on {function}, then run the command again",
             ) from exc
         url = str(answer.get("Code", {}).get("Location", ""))
         if not url:
-            raise CommandError(f"Lambda GetFunction {function} gave no package to download")
+            raise PackageUnreadable(
+                f"Lambda GetFunction {function} gave no package to download",
+                "deploy the stack again (make deploy)",
+            )
         try:
-            self._zip = zipfile.ZipFile(io.BytesIO(self.context.download(url)))
-        except (OSError, zipfile.BadZipFile) as exc:
-            raise CommandError(f"{self.name} cannot be read: {exc}") from exc
+            body = self.context.download(url)
+        except (OSError, CommandError) as exc:
+            raise PackageUnreadable(f"downloading {self.name} failed: {exc}", _REACH) from exc
+        try:
+            self._zip = zipfile.ZipFile(io.BytesIO(body))
+        except zipfile.BadZipFile as exc:
+            raise PackageUnreadable(
+                f"{self.name} is not a zip archive ({exc}): the download was cut short?", _REACH
+            ) from exc
         return self._zip
 
 

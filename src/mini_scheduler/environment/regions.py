@@ -30,8 +30,24 @@ def active_regions(held: list[Held]) -> list[Held]:
 
 def verdict(held: list[Held], known: tuple[str, ...]) -> str | None:
     """What is wrong with who is active, or None: more than one region active; or none, when
-    that is certain (every region read, and each value names one of these regions or no
-    stack at all: a known name of a region not given may be active there)."""
+    that is certain; or the regions read holding different values (whatever their names: some
+    tick may see both active, or neither). Every command that judges the regions asks here."""
+    return _more_than_one(held) or _none_active(held, known) or _disagreement(held)
+
+
+def _disagreement(held: list[Held]) -> str | None:
+    read = [h for h in held if h.active is not None]
+    if len({str(h.active).casefold() for h in read}) < 2:
+        return None
+    return (
+        "The regions disagree on the active environment: "
+        + ", ".join(f"{h.region} holds {h.active}" for h in read)
+        + ". Finish the failover: mini-scheduler failover --to NAME --regions "
+        + ",".join(h.region for h in held)
+    )
+
+
+def _more_than_one(held: list[Held]) -> str | None:
     active = active_regions(held)
     if len(active) > 1:
         listed = ", ".join(f"{h.region} ({h.environment})" for h in active)
@@ -39,6 +55,14 @@ def verdict(held: list[Held], known: tuple[str, ...]) -> str | None:
             f"{len(active)} regions are active: {listed} - each may run the same firing. "
             "Give each stack its own EnvironmentName"
         )
+    return None
+
+
+def _none_active(held: list[Held], known: tuple[str, ...]) -> str | None:
+    """No region active, when that is certain: every region read, and each value names one of
+    these regions or no stack at all (a known name of a region not given may be active
+    there)."""
+    active = active_regions(held)
     if active or any(h.active is None for h in held):
         return None
     names = [h.environment for h in held if h.environment]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import urllib.error
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,7 +15,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.unit.cli.conftest import FLOW, FUNCTIONS, PARAMETER, REGIONS, TABLE, TICKER, Aws
-from tests.unit.cli.test_operator import ENV, Run, cli
+from tests.unit.cli.test_operator import ENV, Run, cells, cli
 
 STACK = "sched"  # the full stack of these tests (the fixture's has no parameters)
 RECORDER = "mini-scheduler-recorder"
@@ -391,4 +392,51 @@ def test_doctor_finds_regions_that_disagree_and_both_active(
     assert messages == [
         "the regions disagree on the active environment (us-east-1 prod, us-west-2 DR)",
         "2 regions are active (us-east-1, us-west-2): a firing may run in each",
+    ]
+
+
+def test_doctor_says_the_package_download_failed_and_what_to_do(
+    capsys: pytest.CaptureFixture[str], downloads: Downloads
+) -> None:
+    """Issue 25: a failed download was advised "ship a cron file: make deploy CRON_YAML=...",
+    once per region, though the file was deployed: only this machine could not fetch it."""
+
+    def unreachable(url: str) -> bytes:
+        raise urllib.error.URLError("timed out")
+
+    result = cli(capsys, "doctor", "--stack", STACK, "--regions", BOTH, download=unreachable)
+    assert result.code == 1
+    assert cells(result.lines[5]) == [
+        "us-east-1",
+        "ERROR",
+        "cron file",
+        "not checked: downloading the package of mini-scheduler-ticker in us-east-1 failed: "
+        "<urlopen error timed out>",
+    ]
+    assert "make deploy CRON_YAML" not in result.out
+    what = result.lines[result.lines.index("What to do:") + 1 :]
+    assert what[0] == (
+        "  us-east-1, us-west-2 cron file: check that this machine reaches the package's "
+        "download URL (HTTPS to S3: a proxy, a firewall?), then run the command again"
+    )
+    # a package that is no zip (a download cut short) gets the same advice
+    result = cli(capsys, "doctor", "--stack", STACK, "--region", "us-east-1",
+                 download=lambda url: b"PK\x03\x04 cut")  # fmt: skip
+    assert "the package of mini-scheduler-ticker in us-east-1 is not a zip archive" in result.out
+    assert "reaches the package's download URL" in result.out
+
+
+def test_doctor_says_each_fix_once_for_the_regions_that_share_it(
+    capsys: pytest.CaptureFixture[str], aws: Aws, downloads: Downloads
+) -> None:
+    """A name no stack has, in both regions: one failover fixes both, so one line says it."""
+    for region in REGIONS:
+        aws.client("ssm", region).put_parameter(
+            Name=PARAMETER, Value="DRR", Type="String", Overwrite=True
+        )
+    result = doctor(capsys, downloads)
+    what = result.lines[result.lines.index("What to do:") + 1 : -1]
+    assert what == [
+        f"  us-east-1, us-west-2 environment: mini-scheduler failover --to <one of prod, DR> "
+        f"--stack {STACK} --regions us-east-1,us-west-2"
     ]

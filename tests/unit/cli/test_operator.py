@@ -22,6 +22,7 @@ from mini_scheduler.clock import FixedClock
 from mini_scheduler.model import Firing, RunStatus
 from tests.conftest import ROOT
 from tests.unit.cli.conftest import (
+    ENVIRONMENTS,
     PARAMETER,
     REGIONS,
     STACK,
@@ -1054,7 +1055,8 @@ def test_failover_writes_every_region_through_the_ticker_s_store(
 def test_failover_with_another_parameter_and_the_caller_s_identity(
     capsys: pytest.CaptureFixture[str], aws: Aws
 ) -> None:
-    run = cli(capsys, "failover", "--to", "prod", "--regions", "us-west-2", "--parameter", "/x/y")
+    run = cli(capsys, "failover", "--to", "prod", "--regions", "us-west-2", "--parameter", "/x/y",
+              "--known", "prod")  # fmt: skip
     assert run.code == 0, run.err
     assert run.lines[-1] == "Active environment prod in 1 region, set by moto."
     assert aws.active("us-west-2", "/x/y") == "prod"
@@ -1084,7 +1086,7 @@ def test_a_partial_failover_exits_1_and_says_what_to_retry(
     assert cells(run.lines[1])[:2] == ["eu-west-1", "FAILED"]
     assert run.lines[2] == (
         "Active environment DR in 1 of 2 regions; the regions disagree until the rest are "
-        "written: mini-scheduler failover --to DR --regions eu-west-1"
+        "written: mini-scheduler failover --to DR --regions us-east-1,eu-west-1"
     )
     status = cli(capsys, "status", "--regions", "us-east-1,eu-west-1", environ=env)
     assert status.code == 1
@@ -1092,15 +1094,102 @@ def test_a_partial_failover_exits_1_and_says_what_to_retry(
     assert status.lines[-1] == "1 of 2 regions could not be read."
 
 
+def _deploy(aws: Aws, stack: str, known: str = "prod,DR") -> None:
+    """A stack in each region, named as the conftest's, whose KnownEnvironments lists both."""
+    for region in REGIONS:
+        aws.client("cloudformation", region).create_stack(
+            StackName=stack,
+            TemplateBody=stack_template(
+                {
+                    "StateTableName": TABLE,
+                    "EnvironmentName": ENVIRONMENTS[region],
+                    "KnownEnvironments": known,
+                }
+            ),
+        )
+
+
+def test_a_failover_that_leaves_a_stack_s_region_out_is_refused(
+    capsys: pytest.CaptureFixture[str], aws: Aws
+) -> None:
+    """Issue 25: --to DR in us-west-2 alone made DR active there while us-east-1 (prod) read
+    prod: two regions active, exit 0."""
+    _deploy(aws, "pair")
+    argv = ("failover", "--to", "DR", "--operator", "jane.doe")
+    run = cli(capsys, *argv, "--regions", "us-west-2", "--stack", "pair")
+    assert (run.code, run.out) == (2, "")
+    assert run.err == (
+        "mini-scheduler failover: DR would be active in us-west-2, and no region given is "
+        "prod's (known: DR, prod): a region left out keeps its value, and may stay active too. "
+        "Give every stack's region: --regions us-west-2,<prod's region> (if no stack is named "
+        "prod, take it out of KnownEnvironments or --known). Nothing was written.\n"
+    )
+    # without a stack the regions' names are not known: fewer regions than names is refused
+    run = cli(capsys, *argv, "--regions", "us-west-2", environ=without("ENVIRONMENT_NAME"))
+    assert run.code == 2
+    assert run.err.startswith(
+        "mini-scheduler failover: the deployment knows 2 environments (prod, DR) and 1 region "
+        "is given (us-west-2): a region left out keeps its value, and may stay active too. "
+    )
+    for region in REGIONS:
+        with pytest.raises(ClientError):
+            aws.active(region)
+    run = cli(capsys, *argv, "--regions", BOTH, "--stack", "pair")
+    assert run.code == 0, run.err
+    assert [aws.active(r) for r in REGIONS] == ["DR", "DR"]
+
+
+class _Deaf:
+    """An environment store that takes a write and keeps the old value."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.name, self.persistent = store.name, store.persistent
+
+    def get(self) -> str | None:
+        return self.store.get()  # type: ignore[no-any-return]
+
+    def set(self, value: str, *, operator: str, now: datetime) -> None:
+        pass
+
+
+def test_failover_reads_every_region_back_and_names_one_left_wrong(
+    capsys: pytest.CaptureFixture[str], aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mini_scheduler.cli import operate
+
+    real = operate.environment_for
+
+    def deaf_in_the_east(context: Any, where: Any) -> Any:
+        store = real(context, where)
+        return _Deaf(store) if where.region == "us-east-1" else store
+
+    monkeypatch.setattr(operate, "environment_for", deaf_in_the_east)
+    aws.client("ssm", "us-east-1").put_parameter(Name=PARAMETER, Value="prod", Type="String")
+    run = cli(capsys, "failover", "--to", "DR", "--regions", BOTH, "--stack", STACK,
+              "--operator", "jane.doe")  # fmt: skip
+    assert run.code == 1
+    assert cells(run.lines[0]) == [
+        "us-east-1",
+        "FAILED",
+        "ssm:/mini-scheduler/active-environment holds 'prod' after the write, not DR",
+    ]
+    assert run.lines[2] == (
+        "Active environment DR in 1 of 2 regions; the regions disagree until the rest are "
+        "written: mini-scheduler failover --to DR --regions us-east-1,us-west-2"
+    )
+
+
 def test_status_says_when_regions_disagree_or_a_value_is_nonsense(
     capsys: pytest.CaptureFixture[str], aws: Aws
 ) -> None:
     aws.client("ssm", "us-west-2").put_parameter(Name=PARAMETER, Value="DR", Type="String")
     run = cli(capsys, "status", "--regions", BOTH)
-    assert run.code == 0
+    assert run.code == 1
     assert run.lines[-1] == (
-        "The regions disagree on the active environment: finish the failover "
-        "(mini-scheduler failover --to NAME --regions ...)."
+        "The regions disagree on the active environment: us-east-1 holds prod, us-west-2 holds "
+        "DR. Finish the failover: mini-scheduler failover --to NAME --regions "
+        "us-east-1,us-west-2."
     )
     aws.client("ssm").put_parameter(Name=PARAMETER, Value="not a name", Type="String")
     run = cli(capsys, "status", "--regions", BOTH, "--json")
@@ -1113,6 +1202,30 @@ def test_status_says_when_regions_disagree_or_a_value_is_nonsense(
     )
 
 
+@pytest.mark.parametrize("stack", [[], ["--stack", STACK]], ids=["no stack", "stack"])
+def test_status_exits_1_when_the_regions_disagree_with_or_without_a_stack(
+    capsys: pytest.CaptureFixture[str], aws: Aws, stack: list[str]
+) -> None:
+    """Issue 25: without --stack, regions holding prod and maintenance exited 0; with it too,
+    as one region (prod) was active."""
+    aws.client("ssm", "us-east-1").put_parameter(Name=PARAMETER, Value="prod", Type="String")
+    aws.client("ssm", "us-west-2").put_parameter(Name=PARAMETER, Value="maintenance", Type="String")
+    run = cli(capsys, "status", "--regions", BOTH, *stack)
+    assert run.code == 1, run.out
+    assert run.lines[-1].startswith(
+        "The regions disagree on the active environment: us-east-1 holds prod, us-west-2 holds "
+        "maintenance. "
+    )
+    report = cli(capsys, "status", "--regions", BOTH, *stack, "--json")
+    assert report.code == 1 and report.json()["agree"] is False
+    assert report.json()["problem"].startswith("The regions disagree")
+    # the same value in every region, spelt differently, is agreement
+    aws.client("ssm", "us-west-2").put_parameter(
+        Name=PARAMETER, Value="PROD", Type="String", Overwrite=True
+    )
+    assert cli(capsys, "status", "--regions", BOTH, *stack).code == 0
+
+
 def test_failover_refuses_a_name_no_stack_has_and_writes_nothing(
     capsys: pytest.CaptureFixture[str], aws: Aws
 ) -> None:
@@ -1121,9 +1234,10 @@ def test_failover_refuses_a_name_no_stack_has_and_writes_nothing(
     run = cli(capsys, *argv, "--stack", STACK)
     assert (run.code, run.out) == (2, "")
     assert run.err == (
-        "mini-scheduler failover: DRR is not a known environment (known: prod, DR): no region "
-        "would be active, and nothing was written. Check the name (a stack's EnvironmentName, "
-        "--known, KNOWN_ENVIRONMENTS), or write it anyway with --force --reason TEXT\n"
+        "mini-scheduler failover: DRR is not a known environment (known: prod, DR) - did you "
+        "mean DR? No region would be active, and nothing was written. Check the name (a stack's "
+        "EnvironmentName, --known, KNOWN_ENVIRONMENTS), or write it anyway with --force "
+        "--reason TEXT\n"
     )
     # without a stack, the list the functions know by default (prod,DR), or the one given
     assert cli(capsys, *argv).code == 2
@@ -1136,6 +1250,33 @@ def test_failover_refuses_a_name_no_stack_has_and_writes_nothing(
     run = cli(capsys, *argv, "--known", "prod,drr")  # compared without regard to case
     assert run.code == 0, run.err
     assert aws.active("us-west-2") == "DRR"
+
+
+def test_failover_matches_a_name_without_regard_to_case_and_writes_the_stack_s_spelling(
+    capsys: pytest.CaptureFixture[str], aws: Aws
+) -> None:
+    """Issue 25: --to dr to a stack named DR wrote dr; the tickers compare without regard to
+    case, so it worked, but every listing then showed dr beside the stack's DR."""
+    run = cli(capsys, "failover", "--to", "dr", "--regions", BOTH, "--stack", STACK,
+              "--operator", "jane.doe")  # fmt: skip
+    assert run.code == 0, run.err
+    assert run.lines[-1] == "Active environment DR in 2 regions, set by jane.doe."
+    assert [aws.active(r) for r in REGIONS] == ["DR", "DR"]
+    assert cli(capsys, "status", "--regions", BOTH, "--stack", STACK).lines[2].split()[1:3] == [
+        "DR",
+        "DR:",
+    ]
+
+
+def test_failover_suggests_the_closest_known_name_only_when_one_is_close(
+    capsys: pytest.CaptureFixture[str], aws: Aws
+) -> None:
+    argv = ("failover", "--regions", BOTH, "--stack", STACK, "--operator", "jane.doe")
+    run = cli(capsys, *argv, "--to", "prd")
+    assert run.code == 2 and "(known: prod, DR) - did you mean prod? No region" in run.err
+    run = cli(capsys, *argv, "--to", "staging")
+    assert run.code == 2
+    assert "did you mean" not in run.err and "(known: prod, DR): no region" in run.err
 
 
 def test_a_forced_failover_to_a_name_no_stack_has_says_no_region_is_active(
