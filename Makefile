@@ -13,6 +13,7 @@ help:
 	@echo "make run     run the scheduler locally on the sample cron file (no AWS account needed)"
 	@echo "make test    run the whole test suite"
 	@echo "make lint    ruff and mypy"
+	@echo "make lock    write requirements/dev.lock again from pyproject.toml (UPGRADE=1 moves every pin)"
 	@echo "make bench   benchmarks, each figure next to a baseline measured in the same run"
 	@echo "make validate-template   cfn-lint and sam validate --lint (offline)"
 	@echo "make security   checkov on template.yaml and bandit on src (offline)"
@@ -21,14 +22,41 @@ help:
 	@echo "make deploy  one build, deployed to both regions: prod in us-east-1, then DR in us-west-2"
 	@echo "make deploy-prod / deploy-dr   build, then deploy one region only"
 
-$(STAMP): pyproject.toml
+# The development dependencies (pyproject.toml's dev extra and the runtime ones) are installed
+# at the versions, and with the hashes, of the lock: every machine tests what CI tested, until
+# `make lock` moves them (docs/development.md). The project itself goes on top, without deps.
+LOCK := requirements/dev.lock
+
+$(STAMP): pyproject.toml $(LOCK)
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "mini-scheduler needs Python 3.11 or later; set PYTHON=/path/to/python3.11")'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet --require-hashes -r $(LOCK)
+	$(PY) -m pip install --quiet --no-deps -e .
 	@touch $(STAMP)
 
 install: $(STAMP)
+
+# `make lock` writes the lock again from pyproject.toml with uv's resolver, for Python 3.11 on
+# Linux from PyPI (whatever this machine's Python and pip configuration): the versions pinned
+# stay pinned, a dependency added or a range narrowed is resolved. UPGRADE=1 moves every pin to
+# the newest release its range allows; LOCK_ARGS="--upgrade-package moto" moves one.
+LOCK_VENV  := .venv-lock
+UV_VERSION := 0.13.8
+UV         := $(LOCK_VENV)/bin/uv
+LOCK_ARGS  ?=
+.PHONY: lock
+
+$(UV):
+	$(PYTHON) -m venv $(LOCK_VENV)
+	@echo '*' > $(LOCK_VENV)/.gitignore
+	$(LOCK_VENV)/bin/python -m pip install --quiet uv==$(UV_VERSION)
+
+lock: $(UV)
+	$(UV) pip compile pyproject.toml --extra dev --generate-hashes --no-config \
+	  --python-version 3.11 --python-platform linux --index-url https://pypi.org/simple \
+	  --custom-compile-command 'make lock' $(if $(UPGRADE),--upgrade) $(LOCK_ARGS) \
+	  --quiet --output-file $(LOCK)
 
 run: $(STAMP)
 	$(VENV)/bin/mini-scheduler local
@@ -216,4 +244,4 @@ bench: $(STAMP)
 	$(PY) -m benchmarks
 
 clean:
-	rm -rf $(VENV) $(SAM_VENV) $(SEC_VENV) .aws-sam .cache .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(SAM_VENV) $(SEC_VENV) $(LOCK_VENV) .aws-sam .cache .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,6 +1,8 @@
 """The claim store fixture: one contract suite, run against every backend.
 
 * ``memory``: the in-process store.
+* ``recording``: the memory store behind :class:`.recording.Recording`, the fake the tick's
+  tests record writes with: a fake honours the contract it stands in for.
 * ``dynamodb-moto`` and ``dynamodb-local``: the DynamoDB store on moto and on AWS's DynamoDB
   Local (moto's conditional writes are not atomic: races run on DynamoDB Local only).
 * ``mongodb-mock``: the MongoDB store on mongomock (in process; no write concern, read concern,
@@ -27,9 +29,11 @@ from moto import mock_aws
 from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.claims.dynamodb import DynamoDBClaimStore, create_state_table
 from mini_scheduler.claims.memory import MemoryClaimStore
+from tests.contract.claims.recording import Recording
 
 BACKENDS = [
     "memory",
+    "recording",
     "dynamodb-moto",
     pytest.param("dynamodb-local", marks=pytest.mark.dynamodb_local),
     "mongodb-mock",
@@ -130,6 +134,8 @@ def unreachable_aws_client(service: str) -> Any:
 def open_claim_store(kind: str, request: pytest.FixtureRequest) -> Iterator[ClaimStore]:
     if kind == "memory":
         yield MemoryClaimStore()
+    elif kind == "recording":
+        yield Recording(MemoryClaimStore(), watched_first=False)
     elif kind == "dynamodb-moto":
         with mock_aws():
             client = boto3.client("dynamodb", region_name="us-east-1")

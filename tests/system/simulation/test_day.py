@@ -69,6 +69,7 @@ from mini_scheduler.claims.base import (
     ClaimOutcome,
     ClaimRequest,
     ClaimResult,
+    ClaimStore,
     Control,
     Deferred,
     MarkRequest,
@@ -87,6 +88,7 @@ from mini_scheduler.model import Firing, RunStatus, iso_millis, iso_seconds, par
 from mini_scheduler.recorder import Recorder
 from mini_scheduler.tick import Ticker
 from mini_scheduler.tick import execute as ticker_module
+from tests.contract.seams import protocol_methods
 from tests.system.faults.injection import sdk_attempts
 
 pytestmark = pytest.mark.slow
@@ -240,10 +242,16 @@ class SimClaims:
         lease_until: datetime,
         origin: str,
         exclusive: bool = False,
+        over_skipped: bool = False,
     ) -> ClaimResult:
         self._call("claim", outlasting=True)
         return self.store.claim(
-            firing, now=now, lease_until=lease_until, origin=origin, exclusive=exclusive
+            firing,
+            now=now,
+            lease_until=lease_until,
+            origin=origin,
+            exclusive=exclusive,
+            over_skipped=over_skipped,
         )
 
     def claim_many(
@@ -363,6 +371,23 @@ class SimClaims:
     def advance_schedule(self, done: Deferred, following: Deferred) -> bool:
         self._call("advance schedule", outlasting=True)  # one TransactWriteItems
         return self.store.advance_schedule(done, following)
+
+    def pending_deferred(self, reason: str) -> Sequence[Deferred]:
+        self._call("pending deferred")  # one Query
+        return self.store.pending_deferred(reason)
+
+    def __getattr__(self, name: str) -> Any:
+        """A member of the protocol this class does not model yet: one request, named after
+        it, then the store's answer (``tests/contract/test_fakes.py`` asks for every member)."""
+        if name.startswith("_") or name not in protocol_methods(ClaimStore):
+            raise AttributeError(name)
+        method = getattr(self.store, name)
+
+        def requested(*args: Any, **kwargs: Any) -> Any:
+            self._call(name.replace("_", " "))
+            return method(*args, **kwargs)
+
+        return requested
 
 
 class SimEnvironmentStore:

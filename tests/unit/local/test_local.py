@@ -501,10 +501,11 @@ def test_status_events_read_as_the_recorder_reads_step_functions() -> None:
 
 def test_the_dispatcher_waits_for_the_mark_before_it_reports(tmp_path: Path) -> None:
     order: list[str] = []
-    marked = threading.Event()
+    asked, marked = threading.Event(), threading.Event()
 
     def before(firing_id: str) -> None:
-        marked.wait(5)
+        asked.set()  # the function has returned; its end waits here for the mark
+        marked.wait(HANG)
         order.append("marked")
 
     dispatcher = LocalDispatcher(
@@ -518,10 +519,10 @@ def test_the_dispatcher_waits_for_the_mark_before_it_reports(tmp_path: Path) -> 
     try:
         reference = dispatcher.dispatch(Target("lambda", "plain"), "x@1", PAYLOAD)
         assert reference.startswith("local:plain:")
-        time.sleep(0.05)
-        assert order == []
-        marked.set()
+        assert asked.wait(HANG), "the end was never held for the mark"
+        assert order == []  # the function ended and nothing was reported while it waits
     finally:
+        marked.set()
         dispatcher.close()
     assert order == ["marked", "Success"]
 

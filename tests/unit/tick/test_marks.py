@@ -5,9 +5,12 @@ their marks go: the wait counts the dispatches a claimed batch submits while it 
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 from mini_scheduler.tick.execute import _Work
+
+HANG = 10  # seconds: a bound on what should take a fraction of one (a hang fails, not blocks)
 
 
 def test_settle_waits_for_the_tasks_a_running_task_adds() -> None:
@@ -31,10 +34,24 @@ def test_settle_waits_for_the_tasks_a_running_task_adds() -> None:
 
 
 def test_settle_gives_up_at_its_timeout() -> None:
-    stuck = threading.Event()
+    """A task that never ends holds ``settle`` for its timeout, and no longer: settle returns
+    (within a bound far above the timeout) while the task still runs, not before the timeout."""
+    stuck, ended, returned = threading.Event(), threading.Event(), threading.Event()
+
+    def never_ends() -> None:
+        stuck.wait(3 * HANG)  # ends by itself only long after settle must have returned
+        ended.set()
+
     with ThreadPoolExecutor(max_workers=2) as pool:
         work = _Work(pool)
-        work.submit(stuck.wait, 30)
-        work.settle(timeout=0.05)
-        assert not stuck.is_set()
-        stuck.set()
+        work.submit(never_ends)
+        settled = threading.Thread(target=lambda: (work.settle(timeout=0.2), returned.set()))
+        started = time.monotonic()
+        settled.start()
+        try:
+            assert returned.wait(HANG), "settle went on waiting past its timeout"
+            assert time.monotonic() - started >= 0.2, "settle returned before its timeout"
+            assert not ended.is_set()  # it gave up on the task: the task did not end
+        finally:
+            stuck.set()
+            settled.join(HANG)

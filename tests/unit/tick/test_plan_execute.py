@@ -2,22 +2,23 @@
 every write the executor makes is one the plan named (plus what only a write can tell: a job's
 slot still held, for ``overlap: skip``). On every claim store the ticker meets: memory,
 DynamoDB Local and mongomock; scenarios: the minute, seconds, misfires under each policy and
-past the grace, standby, pauses, overlap, the sweep (time-out, take-over, fail) and fan-out."""
+past the grace, standby, pauses, overlap, the sweep (time-out, take-over, fail), fan-out, and
+deferred firings (a failed dispatch's retry, written; a due one, claimed and forgotten)."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator, Sequence
-from datetime import datetime, timedelta
+from collections.abc import Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from mini_scheduler.claims.base import ClaimRequest, ClaimResult, ClaimStore, MarkRequest
-from mini_scheduler.claims.records import RunRecord
+from mini_scheduler.claims.base import RETRY, ClaimResult
+from mini_scheduler.errors import StoreError
 from mini_scheduler.model import Firing, RunStatus, SkipReason
 from mini_scheduler.tick.plan import TickPlan
 from tests.contract.claims.conftest import open_claim_store
+from tests.contract.claims.recording import Recording
 from tests.unit.tick.harness import Rig, at, rig
 
 BACKENDS = [
@@ -25,71 +26,6 @@ BACKENDS = [
     pytest.param("dynamodb-local", marks=pytest.mark.dynamodb_local),
     "mongodb-mock",
 ]
-
-
-class Recording:
-    """A claim store that notes each write it passes on (reads go straight through)."""
-
-    def __init__(self, inner: ClaimStore) -> None:
-        self._inner = inner
-        self._lock = threading.Lock()
-        self.writes: list[tuple[Any, ...]] = []
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-    def _note(self, *write: Any) -> None:
-        with self._lock:
-            self.writes.append(write)
-
-    def of(self, kind: str) -> list[tuple[Any, ...]]:
-        return [w[1:] for w in self.writes if w[0] == kind]
-
-    def claim_many(self, claims: Sequence[ClaimRequest], **kwargs: Any) -> list[Any]:
-        with self._lock:
-            watched = {w[1] for w in self.writes if w[0] == "watch"}
-        assert all(c.firing.id in watched for c in claims), "claimed before it was watched"
-        outcomes = self._inner.claim_many(claims, **kwargs)
-        for c, outcome in zip(claims, outcomes, strict=True):
-            self._note("claim", c.firing.id, c.exclusive, outcome)
-        return outcomes
-
-    def watch(self, firing_ids: Sequence[str], at: datetime) -> None:
-        for firing_id in firing_ids:
-            self._note("watch", firing_id)
-        self._inner.watch(firing_ids, at)
-
-    def mark_many(self, marks: Sequence[MarkRequest], **kwargs: Any) -> list[Any]:
-        for mark in marks:
-            self._note("mark", mark.firing.id)
-        return self._inner.mark_many(marks, **kwargs)
-
-    def record_skipped(self, firing: Firing, **kwargs: Any) -> bool:
-        self._note("skip", firing.id, kwargs["reason"])
-        return self._inner.record_skipped(firing, **kwargs)
-
-    def record_skipped_range(self, job: str, first: datetime, *args: Any, **kwargs: Any) -> Any:
-        self._note("range", job, first, args[1], kwargs["reason"])
-        return self._inner.record_skipped_range(job, first, *args, **kwargs)
-
-    def time_out(self, run: RunRecord, **kwargs: Any) -> bool:
-        self._note("time_out", run.firing_id)
-        return self._inner.time_out(run, **kwargs)
-
-    def take_over(self, run: RunRecord, **kwargs: Any) -> bool:
-        self._note("take_over", run.firing_id)
-        return self._inner.take_over(run, **kwargs)
-
-    def fail(self, firing: Firing, **kwargs: Any) -> None:
-        self._note("fail", firing.id)
-        self._inner.fail(firing, **kwargs)
-
-    def advance_watermark(self, scope: str, to: datetime) -> None:
-        self._note("watermark", scope, to)
-        self._inner.advance_watermark(scope, to)
-
-    def set_paused(self, job: str, paused: bool, **kwargs: Any) -> None:
-        self._inner.set_paused(job, paused, **kwargs)
 
 
 @pytest.fixture(params=BACKENDS)
@@ -109,11 +45,15 @@ def plan_then_execute(r: Rig, minute: str, **settings: Any) -> TickPlan:
     plan, _ = r.ticker.plan(moment)
     recording.writes.clear()
     r.ticker.executor.execute(plan)
-    assert_writes_are_the_plan_s(plan, recording)
+    assert_writes_are_the_plan_s(plan, recording, refusing=r.dispatcher.failing)
     return plan
 
 
-def assert_writes_are_the_plan_s(plan: TickPlan, recording: Recording) -> None:
+def assert_writes_are_the_plan_s(
+    plan: TickPlan, recording: Recording, refusing: set[str] | frozenset[str] = frozenset()
+) -> None:
+    """``refusing``: the targets that refuse every dispatch (a firing claimed for them is
+    failed, not marked: what only a dispatch can tell)."""
     claims = recording.of("claim")
     planned = [d.firing.id for d in plan.claims()]
     assert sorted(c[0] for c in claims) == sorted(planned)
@@ -137,10 +77,37 @@ def assert_writes_are_the_plan_s(plan: TickPlan, recording: Recording) -> None:
     )
     taken = {run.firing_id for run, _ in plan.sweep.take_overs}
     won = {c[0] for c in claims if c[2] is ClaimResult.WON}
-    assert {m[0] for m in recording.of("mark")} == won | taken
-    assert sorted(recording.of("fail")) == sorted((run.firing_id,) for run, _ in plan.sweep.fails)
+    refused = {d.firing.id for d in plan.claims() if d.job.target.name in refusing} & won
+    assert {m[0] for m in recording.of("mark")} == (won - refused) | taken
+    assert sorted(recording.of("fail")) == sorted(
+        [(run.firing_id,) for run, _ in plan.sweep.fails] + [(fid,) for fid in refused]
+    )
     moved = plan.advance_to is not None and (plan.handled is None or plan.advance_to > plan.handled)
     assert recording.of("watermark") == ([(plan.scope, plan.advance_to)] if moved else [])
+    assert_deferred_writes_are_the_plan_s(plan, recording)
+
+
+def assert_deferred_writes_are_the_plan_s(plan: TickPlan, recording: Recording) -> None:
+    """Deferred firings forgotten are the plan's (each one claimed, and each one dropped, at
+    least); those written are a runtime schedule's next firing the plan named, or the retry of
+    a firing claimed that its target refused (what only a write can tell)."""
+    steps = [*plan.dispatches, *plan.skips]
+    planned = {s.deferred.key for s in steps if s.deferred is not None}
+    planned |= {item.key for item, _ in plan.dropped}
+    dropped = {key for (key,) in recording.of("drop")}
+    assert dropped <= planned
+    answered = {c[0] for c in recording.of("claim") if not isinstance(c[2], StoreError)}
+    must = {
+        d.deferred.key
+        for d in plan.dispatches
+        if d.deferred is not None and d.then is None and d.firing.id in answered
+    }
+    assert must | {item.key for item, _ in plan.dropped} <= dropped
+    following = {s.then.key for s in steps if s.then is not None}
+    won = {c[0].split("#")[0] for c in recording.of("claim") if c[2] is ClaimResult.WON}
+    for key, reason in recording.of("defer"):
+        run_id = key.split("#", 1)[1]
+        assert key in following or (reason == RETRY and run_id.split("#")[0] in won), key
 
 
 CRON = """
@@ -218,3 +185,25 @@ def test_a_fanned_out_tick_writes_nothing_but_its_sweep(store: Recording) -> Non
     assert plan.fan_out == 4 and len(events) == 4 and not plan.claims()
     for event in events:
         assert event["tick"] == "2026-11-30T14:00:00Z"
+
+
+RETRIED = """
+jobs:
+  - name: "report"
+    cron: "0 * * * * ?"
+    service: "report-fn"
+    retry: {retries: 2, backoff: 30}
+"""
+
+
+def test_a_refused_dispatch_s_retry_and_a_due_retry_are_the_plan_s(store: Recording) -> None:
+    r = rig(RETRIED, claims=store)
+    r.dispatcher.failing.add("report-fn")
+    plan_then_execute(r, "2026-11-30T14:00:00Z")
+    assert store.of("defer") == [("2026-11-30T14:00:30.000Z#report@2026-11-30T14:00:00Z#2", RETRY)]
+    r.dispatcher.failing.clear()
+    plan = plan_then_execute(r, "2026-11-30T14:01:00Z")
+    assert [d.firing.id for d in plan.dispatches if d.deferred is not None] == [
+        "report@2026-11-30T14:00:00Z#2"
+    ]
+    assert store.of("drop") == [("2026-11-30T14:00:30.000Z#report@2026-11-30T14:00:00Z#2",)]

@@ -460,10 +460,14 @@ jobs:
     assert run is not None and run.status is RunStatus.TIMED_OUT
 
 
+CLAIM_WINDOW = 1.0  # seconds a sweep's time-out waits for a claim that must not start
+
+
 class _SweepWatch(MemoryClaimStore):
-    """Records whether a claim was made while the sweep was still running. Its ``due_runs``
-    waits (briefly) for a claim to start, so a tick that sweeps concurrently with its claims
-    is caught every time rather than by chance."""
+    """Records whether a claim was made while the sweep was still running. The sweep's write
+    (its time-out) first waits for a claim to start, up to :data:`CLAIM_WINDOW`, so that a tick
+    whose claims run while it sweeps is caught every time rather than by chance: such a claim
+    starts within milliseconds and ends the wait; a tick that sweeps first waits it out."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -478,11 +482,11 @@ class _SweepWatch(MemoryClaimStore):
         if due:  # the sweep has work: it ends when the time-out is written
             self.sweeping = True
             self._claim_started.clear()
-            self._claim_started.wait(0.3)
         return due
 
     def time_out(self, run: RunRecord, *, now: datetime) -> bool:
         try:
+            self._claim_started.wait(CLAIM_WINDOW)
             return super().time_out(run, now=now)
         finally:
             self.sweeping = False
