@@ -1144,7 +1144,8 @@ class _Deaf:
 
     def __init__(self, store: Any) -> None:
         self.store = store
-        self.name, self.persistent = store.name, store.persistent
+        self.name: str = store.name
+        self.persistent: bool = store.persistent
 
     def get(self) -> str | None:
         return self.store.get()  # type: ignore[no-any-return]
