@@ -153,7 +153,9 @@ def add_validate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         ),
     )
     parser.add_argument("file", metavar="FILE", help="a path, file:<path> or s3://bucket/key")
-    parser.add_argument("--quiet", "-q", action="store_true", help="print problems only")
+    parser.add_argument(
+        "--quiet", "-q", action="store_true", help="print the problems only, no summary"
+    )
     parser.add_argument(
         "--strict",
         action="store_true",
@@ -257,7 +259,8 @@ def validate(args: argparse.Namespace, context: Context) -> int:
     lines = checked.problems if args.quiet else checked.lines()
     for line in lines:
         context.print(f"{level_tag(line.level)} {line.message}")
-    context.print(_summary(checked, warnings, len(deploy), grant, strict=args.strict))
+    if not args.quiet:  # quiet: the problems only
+        context.print(_summary(checked, warnings, len(deploy), grant, strict=args.strict))
     return EXIT_OK if checked.ok else EXIT_FAILED
 
 

@@ -91,11 +91,14 @@ def test_validate_quiet_prints_problems_only(
     path = write(tmp_path, document(BASE, {**BASE, "name": "b", "timezone": "EST"}))
     code, out, _ = run(capsys, "validate", "-q", path)
     assert code == 0
-    assert out.splitlines() == [
+    assert out.splitlines() == [  # quiet: the problems only, no summary line
         "WARNING Job b time zone EST never follows daylight saving - name a region such as "
         "America/New_York",
-        f"{path}: 2 jobs loaded, 0 entries skipped (1 warning)",
     ]
+    code, out, _ = run(capsys, "validate", "--quiet", str(SAMPLE))
+    assert (code, out) == (0, "")  # nothing wrong: nothing printed
+    code, out, _ = run(capsys, "validate", "--quiet", write(tmp_path, "jobs: [\n"))
+    assert code == 1 and "is not valid YAML" in out
 
 
 def test_validate_strict_makes_every_warning_an_error(
