@@ -152,8 +152,9 @@ def main(
         return context.fail(args.command, "interrupted", 130)
     except Exception as exc:
         from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.parsers import ResponseParserError  # an answer the SDK cannot read
 
-        if isinstance(exc, (BotoCoreError, ClientError)):
+        if isinstance(exc, (BotoCoreError, ClientError, ResponseParserError)):
             return context.fail(args.command, describe_aws_error(exc), EXIT_FAILED)
         if context.environ.get("MINI_SCHEDULER_TRACEBACK"):
             raise
