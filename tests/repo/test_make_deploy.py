@@ -156,6 +156,15 @@ def test_make_deploy_deploys_one_build_to_both_regions_with_their_names() -> Non
         ]
 
 
+def test_make_build_passes_strict_to_the_function_s_build() -> None:
+    """sam build runs src/Makefile with make build's environment: strict unless STRICT=0."""
+    for variables, passed in (((), 'STRICT="1"'), (("STRICT=0",), 'STRICT="0"')):
+        code, lines, err = deploy(*variables, target="build")
+        assert code == 0, err
+        (build,) = [line for line in lines if "sam build" in line]
+        assert passed in build, build
+
+
 def test_each_region_gets_its_own_cron_file_location() -> None:
     code, lines, err = deploy(
         "DR_CRON_FILE=s3://jobs-us-west-2/cron.yaml,file:cron.yaml",
