@@ -18,7 +18,7 @@ help:
 	@echo "make validate-template   cfn-lint and sam validate --lint (offline)"
 	@echo "make security   checkov on template.yaml and bandit on src (offline)"
 	@echo "make audit   pip-audit on the runtime dependencies (asks a live advisory database)"
-	@echo "make build   sam build without Docker, the cron file checked (CRON_YAML=path/to/cron.yaml; COMPILE_PYTHON=path/to/python3.13)"
+	@echo "make build   sam build without Docker, the cron file checked, warnings too (CRON_YAML=path/to/cron.yaml; STRICT=0; COMPILE_PYTHON=path/to/python3.13)"
 	@echo "make deploy  one build, deployed to both regions: prod in us-east-1, then DR in us-west-2"
 	@echo "make deploy-prod / deploy-dr   build, then deploy one region only"
 
@@ -141,14 +141,14 @@ validate-template: $(SAM_STAMP)
 # python3.13 on PATH, or COMPILE_PYTHON=/path/to/python3.13), and say so when it does not (see
 # src/Makefile). Like every variable given to make or set in the environment, COMPILE_PYTHON
 # reaches src/Makefile through sam build's environment.
-# src/Makefile checks the cron file it packages (mini-scheduler validate --deploy, against
-# the target prefixes and both regions): a file that is not YAML, an entry that does not load or
-# a target the tickers may not invoke fails the build.
+# src/Makefile checks the cron file it packages (mini-scheduler validate --strict --deploy,
+# against the target prefixes and both regions): a file that is not YAML, an entry that does not
+# load, a target the tickers may not invoke or a warning fails the build (STRICT=0: warnings ship).
 build: $(SAM_STAMP)
 	@test -f "$(CRON_YAML)" || { echo "CRON_YAML=$(CRON_YAML): no such file" >&2; exit 1; }
 	MINI_SCHEDULER_CRON_YAML="$(abspath $(CRON_YAML))" BUILD_PYTHON="$(abspath $(SAM_VENV))/bin/python" \
 	  TARGET_FUNCTION_PREFIX="$(TARGET_FUNCTION_PREFIX)" TARGET_STATE_MACHINE_PREFIX="$(TARGET_STATE_MACHINE_PREFIX)" \
-	  CHECK_REGIONS="$(PRIMARY_REGION),$(DR_REGION)" \
+	  CHECK_REGIONS="$(PRIMARY_REGION),$(DR_REGION)" STRICT="$(or $(STRICT),1)" \
 	  $(SAM) build $(SAM_BUILD_ARGS)
 
 # Each region's parameters are made here, never taken whole from DEPLOY_ARGS or samconfig.toml

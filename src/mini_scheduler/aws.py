@@ -8,6 +8,7 @@ nothing of the scheduler's, so any module may use it (the stores, ``mongo.py``, 
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +60,17 @@ class Clients:
                 )
                 self._made[service] = found
             return found
+
+
+def endpoint_override(environ: Mapping[str, str], service: str) -> str | None:
+    """The endpoint boto3 sends ``service``'s calls to instead of AWS's (an emulator's):
+    ``AWS_ENDPOINT_URL_<SERVICE>``, else ``AWS_ENDPOINT_URL``; None when neither is set."""
+    specific = f"AWS_ENDPOINT_URL_{service.upper().replace('-', '_').replace(' ', '_')}"
+    for key in (specific, "AWS_ENDPOINT_URL"):
+        value = environ.get(key, "").strip()
+        if value:
+            return value
+    return None
 
 
 def account_from_arn(arn: str | None) -> str | None:

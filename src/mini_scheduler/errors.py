@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class SchedulerError(Exception):
     """The root of every error mini-scheduler raises on purpose."""
@@ -71,10 +73,70 @@ class EventError(SchedulerError, ValueError):
     """An event the functions cannot act on; nothing was written for it."""
 
 
+NOT_AWS_HINT = (
+    "not an answer of AWS: check the endpoint (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE>) "
+    "or the proxy in between"
+)
+"""What an answer with no AWS error code means (an emulator that failed, a web server or a proxy
+answering in AWS's place), and where to look."""
+_LONGEST = 300
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+
+
 def describe_aws_error(exc: BaseException) -> str:
-    """``Code: message`` of a botocore ClientError, or the type and text of any other error."""
+    """One line saying why an AWS call failed: ``Code: message`` of an AWS error; for an answer
+    that is not AWS's (a status with no AWS error code, an HTML page, a body the SDK cannot
+    parse) the operation, the HTTP status, what came back and :data:`NOT_AWS_HINT`, never the
+    page itself; the type and text of any other error."""
     response = getattr(exc, "response", None)
     if isinstance(response, dict):
-        error = response.get("Error", {})
-        return f"{error.get('Code', 'Error')}: {error.get('Message', '')}".rstrip(": ")
-    return f"{type(exc).__name__}: {exc}"
+        error = response.get("Error") or {}
+        code = str(error.get("Code") or "")
+        message = str(error.get("Message") or "")
+        status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode") or code
+        aws_code = code and not code.isdigit()  # botocore puts the status there when AWS gave none
+        if aws_code or _bodiless(status, message):
+            return f"{code}: {one_line(message)}".rstrip(": ")
+        return _not_aws(getattr(exc, "operation_name", None), status, message)
+    if type(exc).__name__ == "ResponseParserError":  # botocore's: "...received...:\n<body>"
+        body = str(exc).split("\n", 1)[-1]
+        if len(body) > 2 and body[0] == "b" and body[1] in "'\"":  # the bytes' repr
+            body = body[2:-1]
+        return _not_aws(None, None, body)
+    return f"{type(exc).__name__}: {one_line(str(exc))}"
+
+
+def _bodiless(status: object, message: str) -> bool:
+    """A 4xx whose message is only the status's reason phrase: an answer with no body by design
+    (S3's HeadObject: ``404: Not Found``), not a stranger's."""
+    phrase = message.strip()
+    return (
+        str(status).isdigit()
+        and 400 <= int(str(status)) < 500
+        and len(phrase) <= 40
+        and not any(mark in phrase for mark in "<{[\n")
+    )
+
+
+def _not_aws(operation: object, status: object, body: str) -> str:
+    answer = f"HTTP {status} answer" if status else "an answer"
+    to = f" to {operation}" if operation else ""
+    return f"{answer}{to} with no AWS error code ({_what(body)}) - {NOT_AWS_HINT}"
+
+
+def _what(body: str) -> str:
+    """What a body that is not AWS's holds, in a few words."""
+    text = body.strip()
+    lower = text.lower()
+    if "<html" in lower or "<!doctype html" in lower:
+        title = _TITLE.search(text)
+        return f"an HTML page: {one_line(title.group(1), 80)}" if title else "an HTML page"
+    if not text:
+        return "an empty body"
+    return f"the body {one_line(text, 80)!r}"
+
+
+def one_line(text: str, longest: int = _LONGEST) -> str:
+    """``text`` on one line (its whitespace runs made one space), cut to ``longest``."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= longest else flat[: longest - 3] + "..."

@@ -84,6 +84,24 @@ def test_the_check_takes_the_stack_s_prefixes_and_regions(tmp_path: Path) -> Non
     assert check(mine, "CHECK_REGIONS=eu-west-1")[0] == 0
 
 
+def test_a_warning_fails_the_build_unless_strict_is_0(tmp_path: Path) -> None:
+    """A typo that would silently mean the default (`overlapp: skip`, `retry: {backof: 2}`)
+    fails the build, each warning printed and the opt-out spelled; STRICT=0 ships it."""
+    typo = tmp_path / "cron.yaml"
+    typo.write_text(
+        'jobs:\n  - {name: "a", cron: "0 0 * * * ?", service: "mini-scheduler-x",'
+        " overlapp: skip, retry: {retries: 2, backof: 2}}\n"
+    )
+    code, output = check(typo)
+    assert code != 0, output
+    assert "Job a key overlapp ignored - did you mean overlap? (a warning: --strict)" in output
+    assert "Job a key retry.backof ignored - did you mean retry.backoff?" in output
+    assert "a warning fails the build too (make build STRICT=0 ships warnings)" in output
+    code, output = check(typo, "STRICT=0")
+    assert code == 0, output
+    assert "1 job loaded, 0 entries skipped (2 warnings)" in output
+
+
 def test_the_ticker_s_build_checks_the_file_it_packages(tmp_path: Path) -> None:
     """What sam build runs for the ticker (make -n): the dependencies, then the check with them
     on the path, then the copy; the check can fail the build before the file is copied."""
@@ -102,7 +120,7 @@ def test_the_ticker_s_build_checks_the_file_it_packages(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     (install,) = [i for i, line in enumerate(lines) if "pip install" in line]
-    (checked,) = [i for i, line in enumerate(lines) if "validate --quiet --deploy" in line]
+    (checked,) = [i for i, line in enumerate(lines) if "validate --strict --deploy" in line]
     (copied,) = [
         i for i, line in enumerate(lines) if line.startswith("cp ") and "cron.yaml" in line
     ]
@@ -136,6 +154,15 @@ def test_make_deploy_deploys_one_build_to_both_regions_with_their_names() -> Non
             "TargetStateMachinePrefix=mini-scheduler-",
             "AlarmEmail=ops@example.com",
         ]
+
+
+def test_make_build_passes_strict_to_the_function_s_build() -> None:
+    """sam build runs src/Makefile with make build's environment: strict unless STRICT=0."""
+    for variables, passed in (((), 'STRICT="1"'), (("STRICT=0",), 'STRICT="0"')):
+        code, lines, err = deploy(*variables, target="build")
+        assert code == 0, err
+        recipe = "\n".join(lines).split("sam build")[0].rsplit("MINI_SCHEDULER_CRON_YAML=", 1)[-1]
+        assert passed in recipe, recipe  # the variables of the sam build command (one recipe)
 
 
 def test_each_region_gets_its_own_cron_file_location() -> None:

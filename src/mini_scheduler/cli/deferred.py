@@ -3,7 +3,10 @@ delete runtime schedules), ``backfill`` (a job's past window, with a progress ba
 ``backfill status``) and ``rerun`` (one past firing again, as a manual run). Each sends the
 ticker its event, as ``run`` does: the ticker holds the deployed cron file (whose names a
 schedule cannot take, whose jobs a backfill runs) and the store, and acts through the one
-operator path."""
+operator path. ``schedule create`` first reads each entry as the ticker will
+(:func:`~mini_scheduler.schedules.read_schedule`): a bad one is refused before any call.
+``schedule list`` and ``show`` read the state table, as ``history`` does, when one is known
+(``--table``, ``--stack``, ``STATE_TABLE``): no Invoke permission needed."""
 
 from __future__ import annotations
 
@@ -13,19 +16,28 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, CommandError, Context, ask_ticker
+from mini_scheduler.cli.context import (
+    EXIT_FAILED,
+    EXIT_OK,
+    CommandError,
+    Context,
+    ask_ticker,
+)
 from mini_scheduler.cli.render import columns, plural
 from mini_scheduler.cli.where import (
     add_operator,
     add_parameters,
     add_where,
+    claims_for,
     one_region,
     operator_name,
     resolve,
 )
 from mini_scheduler.errors import CronFileError, EventError
+from mini_scheduler.jobs import DEFAULT_TIMEZONE, name_problem
 from mini_scheduler.jobs.yaml import compose
 from mini_scheduler.operator import past_firing
+from mini_scheduler.schedules import Schedules, read_schedule
 
 PROGRESS_EVERY = 15.0
 """Seconds between two looks at a backfill's progress (a tick is a minute)."""
@@ -72,13 +84,28 @@ def add_schedule(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     create.add_argument("--parameters", metavar="JSON", help="a JSON object of parameters")
     create.add_argument("--start", metavar="INSTANT", help="no firing before this instant")
     create.add_argument("--end", metavar="INSTANT", help="no firing from this instant on")
+    create.add_argument(
+        "--retry",
+        type=_retry,
+        metavar="N|JSON",
+        help="retry a failed run: N retries, or cron.yaml's retry mapping as JSON, e.g. "
+        '\'{"retries": 3, "backoff": 30}\'',
+    )
+    create.add_argument(
+        "--timeout", type=_seconds, metavar="SECONDS", help="a run's time limit (cron.yaml's)"
+    )
     add_operator(create)
     add_where(create, table=False, function=True)
-    listing = actions.add_parser("list", help="every runtime schedule and its next firing")
-    add_where(listing, table=False, function=True)
-    show = actions.add_parser("show", help="one runtime schedule, whole")
+    read_help = (
+        "read from the state table (--table, --stack or STATE_TABLE), else asked of --function"
+    )
+    listing = actions.add_parser(
+        "list", help="every runtime schedule and its next firing", description=read_help
+    )
+    add_where(listing, function=True)
+    show = actions.add_parser("show", help="one runtime schedule, whole", description=read_help)
     show.add_argument("name", metavar="NAME")
-    add_where(show, table=False, function=True)
+    add_where(show, function=True)
     delete = actions.add_parser("delete", help="delete a runtime schedule (its runs stay)")
     delete.add_argument("name", metavar="NAME")
     add_operator(delete)
@@ -87,19 +114,16 @@ def add_schedule(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def schedule(args: argparse.Namespace, context: Context) -> int:
     command = f"schedule {args.action}"
-    if args.action == "create":
-        event: dict[str, Any] = {
-            "schedule": "create",
-            "schedules": _entries(args),
-            "operator": None,
-        }
-    elif args.action == "list":
-        event = {"schedule": "list"}
-    elif args.action == "show":
-        event = {"schedule": "show", "name": args.name}
+    if args.action in ("list", "show"):
+        answer = _read(args, context, command)
+    elif args.action == "create":
+        entries = _entries(args)
+        _check_entries(entries, context)  # refused here: nothing sent, nothing written
+        event: dict[str, Any] = {"schedule": "create", "schedules": entries, "operator": None}
+        answer = _ask(args, context, command, event)
     else:
         event = {"schedule": "delete", "name": args.name, "operator": None}
-    answer = _ask(args, context, command, event)
+        answer = _ask(args, context, command, event)
     if args.json:
         context.print(json.dumps(answer, indent=2))
         return EXIT_OK
@@ -146,11 +170,75 @@ def _print_schedules(context: Context, schedules: Sequence[Mapping[str, Any]]) -
         context.print(line)
 
 
+def _read(args: argparse.Namespace, context: Context, command: str) -> Any:
+    """``list`` or ``show``'s answer, as the ticker gives it: read from the region's store when
+    it is known, else asked of the ticker (``--function`` alone)."""
+    region = one_region(args, context)
+    where = resolve(args, context, region)
+    mongo = context.environ.get("CLAIM_STORE", "").strip() == "mongodb"
+    if not where.table and not mongo and where.function:
+        event = {"schedule": "list"} if args.action == "list" else {"schedule": "show"}
+        if args.action == "show":
+            event["name"] = args.name
+        return _ask(args, context, command, event)
+    schedules = Schedules(claims_for(context, where), cron=None, origin="cli")
+    if args.action == "list":
+        return {"schedules": [item.to_json() for item in schedules.all()]}
+    try:
+        return schedules.show(args.name).to_json()
+    except EventError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _check_entries(entries: Sequence[object], context: Context) -> None:
+    """Read each entry as the ticker will (the same reader): CommandError naming every entry
+    that cannot be a schedule, before anything is sent. Names taken by cron.yaml or another
+    schedule are the ticker's to check: it holds both."""
+    zone = context.environ.get("DEFAULT_TIMEZONE", "").strip() or DEFAULT_TIMEZONE
+    now = context.clock.now()
+    reasons: list[str] = []
+    for number, raw in enumerate(entries, 1):
+        try:
+            job, _, _ = read_schedule(raw, default_zone=zone, now=now)
+        except EventError as exc:
+            reasons.append(f"entry {number}: {exc}")
+            continue
+        problem = name_problem(job.name)
+        if problem:
+            reasons.append(f"entry {number}: {problem}")
+    if reasons:
+        shown = reasons[:20] + ([f"... and {len(reasons) - 20} more"] if len(reasons) > 20 else [])
+        raise CommandError("nothing created - " + "; ".join(shown))  # as the ticker's refusal
+
+
+def _retry(text: str) -> dict[str, Any]:
+    """``--retry``: N retries, or cron.yaml's retry mapping as a JSON object (its keys are
+    checked with the entry)."""
+    if text.strip().isdigit():
+        return {"retries": int(text)}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(
+            f'not a number of retries or a JSON object such as {{"retries": 3}}: {text!r}'
+        )
+    return value
+
+
+def _seconds(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number of seconds: {text!r}") from None
+
+
 def _entries(args: argparse.Namespace) -> list[Any]:
     """The entries to create: the file's, or one from NAME and the flags."""
     flags = {
         key: getattr(args, key)
-        for key in ("at", "cron", "timezone", "service", "start", "end")
+        for key in ("at", "cron", "timezone", "service", "start", "end", "retry", "timeout")
         if getattr(args, key) is not None
     }
     if args.parameters is not None:

@@ -149,11 +149,19 @@ def add_validate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description=(
             "Read a cron file as the ticker does and print its load report: each problem at "
             "its level and each job that loaded. Exit 0 when every entry loaded (warnings "
-            "allowed), 1 otherwise."
+            "allowed, unless --strict), 1 otherwise."
         ),
     )
     parser.add_argument("file", metavar="FILE", help="a path, file:<path> or s3://bucket/key")
-    parser.add_argument("--quiet", "-q", action="store_true", help="print problems only")
+    parser.add_argument(
+        "--quiet", "-q", action="store_true", help="print the problems only, no summary"
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="every warning is an error (an unknown key, a job that never fires): exit 1 "
+        "(make build checks the file it packages with --strict)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     deploy = parser.add_argument_group(
         "the deployment (make build runs validate --deploy on the file it packages)"
@@ -220,7 +228,11 @@ def validate(args: argparse.Namespace, context: Context) -> int:
             context.print(f"{level_tag('error')} {exc}")
         return EXIT_FAILED
     deploy = deploy_problems(cron_file, grant) if grant is not None else []
-    checked = replace(cron_file, problems=(*cron_file.problems, *deploy))
+    problems = (*cron_file.problems, *deploy)
+    warnings = sum(1 for p in problems if p.level == "warning")
+    if args.strict:
+        problems = tuple(_as_error(p) for p in problems)
+    checked = replace(cron_file, problems=problems)
     if args.json:
         report: dict[str, Any] = {
             "source": checked.source,
@@ -240,23 +252,38 @@ def validate(args: argparse.Namespace, context: Context) -> int:
                 "account": grant.account,
                 "targetsRefused": len(deploy),
             }
+        if args.strict:
+            report["strict"] = {"warningsRefused": warnings}
         context.print(json.dumps(report, indent=2))
         return EXIT_OK if checked.ok else EXIT_FAILED
     lines = checked.problems if args.quiet else checked.lines()
     for line in lines:
         context.print(f"{level_tag(line.level)} {line.message}")
-    warnings = sum(1 for p in checked.problems if p.level == "warning")
+    if not args.quiet:  # quiet: the problems only
+        context.print(_summary(checked, warnings, len(deploy), grant, strict=args.strict))
+    return EXIT_OK if checked.ok else EXIT_FAILED
+
+
+def _as_error(problem: Problem) -> Problem:
+    """``--strict``: a warning is an error, its text marked so."""
+    if problem.level != "warning":
+        return problem
+    return replace(problem, level="error", message=f"{problem.message} (a warning: --strict)")
+
+
+def _summary(
+    checked: CronFile, warnings: int, refused: int, grant: Grant | None, *, strict: bool
+) -> str:
     summary = (
         f"{checked.source}: {plural(len(checked.jobs), 'job')} loaded, "
         f"{plural(checked.skipped, 'entry', 'entries')} skipped"
     )
     if warnings:
-        summary += f" ({plural(warnings, 'warning')})"
+        summary += f" ({plural(warnings, 'warning')}{', errors under --strict' if strict else ''})"
     if grant is not None:
-        refused = plural(len(deploy), "target") + " the deployed ticker cannot run"
-        summary += f"; {refused if deploy else 'every target can be run'} ({grant.describe()})"
-    context.print(summary)
-    return EXIT_OK if checked.ok else EXIT_FAILED
+        cannot = plural(refused, "target") + " the deployed ticker cannot run"
+        summary += f"; {cannot if refused else 'every target can be run'} ({grant.describe()})"
+    return summary
 
 
 # -- next -------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping
-from typing import Final
+from typing import Final, cast
 
 from mini_scheduler import __version__
 from mini_scheduler.cli.console import add_console, console
@@ -62,6 +62,7 @@ from mini_scheduler.cli.operate import (
     run_job,
     status,
 )
+from mini_scheduler.cli.suggest import SuggestingParser
 from mini_scheduler.cli.tick import add_tick, tick
 from mini_scheduler.clock import Clock, SystemClock
 from mini_scheduler.errors import ConfigurationError, SchedulerError, describe_aws_error
@@ -89,7 +90,7 @@ COMMANDS: Final[dict[str, tuple[Register, Handler]]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = SuggestingParser(  # a mistyped command or option gets the closest known one
         prog=PROG,
         description=(
             "Quartz cron jobs on AWS: check cron files, see when jobs fire, run the scheduler "
@@ -97,7 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    # each command's parser is a SuggestingParser too: argparse makes them of their parent's class
+    commands = cast(
+        "argparse._SubParsersAction[argparse.ArgumentParser]",
+        parser.add_subparsers(dest="command", metavar="COMMAND", required=True),
+    )
     for register, _ in COMMANDS.values():
         register(commands)
     return parser
@@ -147,8 +152,9 @@ def main(
         return context.fail(args.command, "interrupted", 130)
     except Exception as exc:
         from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.parsers import ResponseParserError  # an answer the SDK cannot read
 
-        if isinstance(exc, (BotoCoreError, ClientError)):
+        if isinstance(exc, (BotoCoreError, ClientError, ResponseParserError)):
             return context.fail(args.command, describe_aws_error(exc), EXIT_FAILED)
         if context.environ.get("MINI_SCHEDULER_TRACEBACK"):
             raise

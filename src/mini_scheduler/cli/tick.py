@@ -7,6 +7,7 @@ import argparse
 import json
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Final
 
@@ -238,6 +239,19 @@ def _print_plan(context: Context, plan: DryRun, store: str, *, verbose: bool) ->
     context.print("Run it for real with --execute.")
 
 
+def _writes_for(settings: Settings, context: Context) -> Settings:
+    """The settings ``make run`` uses against an emulator: with a DynamoDB endpoint of its own
+    (``AWS_ENDPOINT_URL``) and ``STATE_TABLE_BATCH_WRITES`` unset, one request a write, as
+    moto needs (its PartiQL ignores conditions, and a moto server may fail the batch). One
+    write a request is right on every endpoint; batching only saves requests."""
+    from mini_scheduler.aws import endpoint_override
+
+    unset = not context.environ.get("STATE_TABLE_BATCH_WRITES", "").strip()
+    if unset and settings.batch_writes and endpoint_override(context.environ, "dynamodb"):
+        return replace(settings, batch_writes=False)
+    return settings
+
+
 def _execute_tick(
     args: argparse.Namespace,
     context: Context,
@@ -256,6 +270,7 @@ def _execute_tick(
         )
     from mini_scheduler.wiring import build_ticker
 
+    settings = _writes_for(settings, context)
     ticker = build_ticker(
         settings, clients=context.clients(settings.region), clock=context.clock, cron=source.load
     )

@@ -91,11 +91,44 @@ def test_validate_quiet_prints_problems_only(
     path = write(tmp_path, document(BASE, {**BASE, "name": "b", "timezone": "EST"}))
     code, out, _ = run(capsys, "validate", "-q", path)
     assert code == 0
-    assert out.splitlines() == [
+    assert out.splitlines() == [  # quiet: the problems only, no summary line
         "WARNING Job b time zone EST never follows daylight saving - name a region such as "
         "America/New_York",
-        f"{path}: 2 jobs loaded, 0 entries skipped (1 warning)",
     ]
+    code, out, _ = run(capsys, "validate", "--quiet", str(SAMPLE))
+    assert (code, out) == (0, "")  # nothing wrong: nothing printed
+    code, out, _ = run(capsys, "validate", "--quiet", write(tmp_path, "jobs: [\n"))
+    assert code == 1 and "is not valid YAML" in out
+
+
+def test_validate_strict_makes_every_warning_an_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A typo that would silently mean the default fails under --strict, each one printed."""
+    path = write(
+        tmp_path,
+        document({**BASE, "overlapp": "skip", "retry": {"retries": 2, "backof": 2}}),
+    )
+    code, out, _ = run(capsys, "validate", path)
+    assert (
+        code == 0
+        and out.splitlines()[-1] == f"{path}: 1 job loaded, 0 entries skipped (2 warnings)"
+    )
+    code, out, _ = run(capsys, "validate", "--strict", path)
+    assert code == 1
+    assert out.splitlines() == [
+        "ERROR   Job report key overlapp ignored - did you mean overlap? (a warning: --strict)",
+        "ERROR   Job report key retry.backof ignored - did you mean retry.backoff? (a warning: "
+        "--strict)",
+        "INFO    Scheduled job: report, service: report-fn, statement: 0 0 9 * * ?, time zone: UTC",
+        f"{path}: 1 job loaded, 0 entries skipped (2 warnings, errors under --strict)",
+    ]
+    code, out, _ = run(capsys, "validate", "--strict", "--json", path)
+    report = json.loads(out)
+    assert code == 1 and report["ok"] is False and report["strict"] == {"warningsRefused": 2}
+    assert {p["level"] for p in report["problems"]} == {"error"}
+    code, out, _ = run(capsys, "validate", "--strict", str(SAMPLE))
+    assert code == 0, out
 
 
 def test_validate_json(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -15,6 +15,10 @@ from mini_scheduler.cli.main import main
 from mini_scheduler.errors import EventError
 from mini_scheduler.handlers._runtime import error_answer
 from mini_scheduler.handlers.ticker import route
+from mini_scheduler.schedules import Schedules
+from tests.unit.cli.conftest import TABLE, Aws
+from tests.unit.cli.test_operator import NOW, FakeInvoker
+from tests.unit.cli.test_operator import cli as cli_aws
 from tests.unit.tick.harness import Rig, rig
 
 CRON = """
@@ -255,3 +259,90 @@ def test_rerun_of_an_unknown_job_is_the_ticker_s_refusal(
         "it again)\n"
     )
     assert r.dispatcher.calls == []
+
+
+# -- schedule create checks locally, list and show read the store (issue 25, item 6) ----------
+
+
+def test_schedule_create_refuses_a_bad_entry_before_asking_the_ticker(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    r = rig(CRON)
+    asked = TickerInvoker(r)
+    bad = [
+        (("--cron", "0 0 25 * * ?", "--service", "report-fn"), "Bad hour in "),
+        (
+            ("--cron", "0 0 * * * ?", "--timezone", "Europe/Londn", "--service", "report-fn"),
+            "Europe/Londn",
+        ),
+        (("--at", "2020-01-01T00:00:00Z", "--service", "report-fn"), "is not in the future"),
+        (("--at", "2027-01-01T00:00:00Z", "--service", "http://x y"), "service"),
+        (
+            ("--at", "2027-01-01T00:00:00Z", "--service", "report-fn", "--retry", '{"backof": 2}'),
+            "retry.backof",
+        ),
+        (("--at", "2027-01-01T00:00:00Z", "--service", "report-fn", "--timeout", "0"), "timeout"),
+    ]
+    for flags, said in bad:
+        code = main(
+            ["schedule", "create", "once", *flags, "--function", "ticker", *OPERATOR],
+            clock=r.clock,
+            environ=ENV,
+            invoke=asked,
+        )
+        _, err = capsys.readouterr()
+        assert code == 1, (flags, err)  # as the ticker's refusal was
+        assert "nothing created - entry 1: schedule once:" in err and said in err, (flags, err)
+    assert asked.events == []  # no round trip
+    assert r.claims.pending_deferred("schedule") == []
+
+
+def test_schedule_create_takes_retry_and_timeout_as_cron_yaml_does(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    r = rig(CRON)
+    asked = TickerInvoker(r)
+    for name, retry in (("three", "3"), ("mapped", '{"retries": 2, "backoff": 30}')):
+        code = main(
+            [
+                *("schedule", "create", name, "--at", "2027-01-01T00:00:00Z"),
+                *("--service", "report-fn", "--retry", retry, "--timeout", "120"),
+                *("--function", "ticker", *OPERATOR),
+            ],
+            clock=r.clock,
+            environ=ENV,
+            invoke=asked,
+        )
+        assert code == 0, capsys.readouterr().err
+    sent = [event["schedules"][0] for event in asked.events]
+    assert [(e["retry"], e["timeout"]) for e in sent] == [
+        ({"retries": 3}, 120),
+        ({"retries": 2, "backoff": 30}, 120),
+    ]
+    jobs = {s.name: s.job for s in Schedules(r.claims, cron=None, origin="test").all()}
+    assert jobs["three"].retry is not None and jobs["three"].retry.retries == 3
+    assert jobs["mapped"].timeout == 120
+    code = main(["schedule", "create", "x", "--retry", "many"], environ=ENV)
+    assert code == 2 and "--retry: not a number of retries" in capsys.readouterr().err
+
+
+def test_schedule_list_and_show_read_the_table_without_invoking(
+    capsys: pytest.CaptureFixture[str], aws: Aws
+) -> None:
+    Schedules(aws.store(), cron=None, origin="test").create(
+        [{"name": "once", "at": "2027-01-01T00:00:00Z", "service": "report-fn"}],
+        operator="jane.doe",
+        now=NOW,
+    )
+    never = FakeInvoker(answer={"status": "rejected", "error": "not to be asked"})
+    env = {"AWS_REGION": "us-east-1", "STATE_TABLE": TABLE}
+    listed = cli_aws(capsys, "schedule", "list", environ=env, invoke=never)
+    assert listed.code == 0, listed.err
+    assert listed.lines[-1] == "1 runtime schedule."
+    shown = cli_aws(capsys, "schedule", "show", "once", "--json", environ=env, invoke=never)
+    assert shown.code == 0, shown.err
+    assert shown.json()["operator"] == "jane.doe"
+    assert shown.json()["nextFiring"] == "2027-01-01T00:00:00Z"
+    missing = cli_aws(capsys, "schedule", "show", "twice", environ=env, invoke=never)
+    assert missing.code == 1 and "no runtime schedule 'twice'" in missing.err
+    assert never.calls == []
