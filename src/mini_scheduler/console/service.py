@@ -130,6 +130,14 @@ class ConsoleService:
             + ", ".join(s.region for s in self.sites)
         )
 
+    def _defined(self, name: str) -> None:
+        """NotFound for a name without runs that is neither a job nor a schedule."""
+        try:
+            self._find(name)
+        except NotFound as exc:
+            regions = ", ".join(s.region for s in self.sites)
+            raise NotFound(f"{exc}, and no run of it in {regions}") from None
+
     def _pauses(self) -> dict[str, dict[str, Any]]:
         """Each region's pauses: region -> job -> Pause (a region that cannot be read: none)."""
 
@@ -247,10 +255,11 @@ class ConsoleService:
     def history(self, name: str, limit: int = 20, cursor: str | None = None) -> dict[str, Any]:
         """A page of ``name``'s runs over every region, newest first; ``next`` is the cursor
         of the page after it (None: this is the last). A region that cannot be read is named
-        in ``unread``, and the others shown."""
+        in ``unread``, and the others shown. A name with runs has a history whether or not it
+        is still defined (a one-time schedule that fired, a deleted one, a job gone from
+        cron.yaml); a name with no run in any region and no definition is a :class:`NotFound`."""
         if not 1 <= limit <= MAX_PAGE:
             raise EventError(f"limit must be 1 to {MAX_PAGE}")
-        self._find(name)
 
         def read(site: Site) -> Outcome:
             def act(_: str) -> dict[str, Any]:
@@ -267,6 +276,8 @@ class ConsoleService:
                 unread.append({"region": outcome.region, "error": outcome.error or ""})
                 continue
             merged += [(run.sort_key, outcome.region, run) for run in outcome.fields["runs"]]
+        if not merged and not unread and cursor is None:
+            self._defined(name)
         merged.sort(key=lambda item: (item[0], item[1]), reverse=True)
         page = merged[:limit]
         # a firing recorded in two regions has one key: never split it across pages

@@ -659,6 +659,27 @@ def test_history_of_a_job_gone_from_the_cron_file_still_shows_its_runs(
     assert run.lines[-1] == "1 run of retired-job in us-east-1"
 
 
+def make_schedule(aws: Aws, entry: dict[str, Any], region: str = "us-east-1") -> None:
+    """A runtime schedule in ``region``'s table, as the ticker's event makes one."""
+    from mini_scheduler.operator import Operator
+
+    op = Operator(cron=None, claims=aws.store(region), environment=None, clock=FixedClock(NOW))
+    op.create_schedules(entry, "jane.doe")
+
+
+def test_history_of_a_runtime_schedule_without_runs_is_not_an_unknown_job(
+    capsys: pytest.CaptureFixture[str], aws: Aws
+) -> None:
+    make_schedule(aws, {"name": "quarter-close", "at": "2026-12-31T23:00:00Z", "service": "fn"})
+    for environ in (ENV, without("CRON_FILE")):
+        run = cli(capsys, "history", "quarter-close", environ=environ)
+        assert (run.code, run.out, run.err) == (
+            0,
+            f"No runs recorded for quarter-close in table {TABLE} (us-east-1).\n",
+            "",
+        )
+
+
 def test_history_usage_errors(capsys: pytest.CaptureFixture[str], aws: Aws) -> None:
     run = cli(capsys, "history", "bad..name")
     assert (run.code, run.err) == (

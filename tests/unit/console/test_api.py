@@ -442,3 +442,39 @@ def test_a_cron_yaml_job_is_found_without_reading_the_runtime_schedules(
     with pytest.raises(NotFound):
         service.history("nope")
     assert reads == ["read", "read"]
+
+
+# -- history of a name without a definition (issue 25) --------------------------------------------
+
+
+def _create(client: TestClient, entry: dict[str, Any]) -> None:
+    made = post(client, "/api/schedules", {"operator": "jane", "schedules": [entry]})
+    assert made.status_code == 200, made.text
+
+
+def test_a_fired_one_time_schedule_and_a_deleted_one_keep_their_history(
+    regions: Regions, client: TestClient
+) -> None:
+    _create(client, {"name": "once", "at": "2026-11-30T14:01:00Z", "service": "x-fn"})
+    _create(client, {"name": "every", "cron": "0 * * * * ?", "service": "y-fn"})
+    regions.east.tick("2026-11-30T14:01:00Z")
+    gone = client.request(
+        "DELETE", "/api/schedules/every", json={"operator": "jane"}, headers={CSRF_HEADER: TOKEN}
+    )
+    assert gone.status_code == 200, gone.text
+    for name in ("once", "every"):
+        assert client.get(f"/api/schedule/{name}").status_code == 404  # no definition left
+        answer = client.get(f"/api/schedule/{name}/history")
+        assert answer.status_code == 200, answer.text
+        assert [run["firingId"] for run in answer.json()["runs"]] == [
+            f"{name}@2026-11-30T14:01:00Z"
+        ]
+
+
+def test_the_history_of_a_name_with_no_definition_and_no_run_is_404(client: TestClient) -> None:
+    answer = client.get("/api/schedule/nope/history")
+    assert answer.status_code == 404
+    assert answer.json() == {
+        "error": "no job 'nope': not in cron.yaml, nor a runtime schedule of us-east-1, "
+        "us-west-2, and no run of it in us-east-1, us-west-2"
+    }
