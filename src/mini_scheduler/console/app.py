@@ -208,6 +208,17 @@ def _routes(app: FastAPI, service: ConsoleService, csrf: str) -> None:
             raise EventError(f"cursor: {exc}") from None
 
     @app.get(
+        "/api/schedule/{name}/retries",
+        response_model=models.Retries,
+        responses=PROBLEMS,
+        tags=["jobs"],
+    )
+    def retries(name: str) -> dict[str, Any]:
+        """The job's failed runs' next attempts, waiting in each region's store, soonest
+        first."""
+        return service.pending_retries(name)
+
+    @app.get(
         "/api/schedule/{name}/next",
         response_model=models.NextFirings,
         responses=PROBLEMS,

@@ -2,7 +2,8 @@
 
 Reads: the jobs (cron.yaml's of the first region, and each region's runtime schedules) with
 their next firings, last run and pauses; a job's history merged across the regions, newest
-first, a page at a time; the next hours' firings; each region's active environment. Actions go
+first, a page at a time; its retries waiting in each region; the next hours' firings; each
+region's active environment. Actions go
 through each region's :class:`~mini_scheduler.operator.Operator`, as the CLI's do: run now and
 rerun (sent to the region's ticker), pause and resume (every region), failover (every region,
 a known name only unless forced), runtime schedules and backfills (the active region's store).
@@ -23,11 +24,12 @@ from typing import Any, Final, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from mini_scheduler.claims.base import RETRY
 from mini_scheduler.cli.where import Outcome, each_region
 from mini_scheduler.clock import Clock
 from mini_scheduler.console.sites import Site
 from mini_scheduler.console.timeline import row
-from mini_scheduler.console.views import firing_times, next_second, run_view, visible
+from mini_scheduler.console.views import firing_times, next_second, retry_view, run_view, visible
 from mini_scheduler.console.words import in_words
 from mini_scheduler.environment.active import same_environment
 from mini_scheduler.environment.regions import Held, active_regions, is_known, verdict
@@ -291,6 +293,29 @@ class ConsoleService:
             "unread": unread,
         }
 
+    def pending_retries(self, name: str) -> dict[str, Any]:
+        """``name``'s next attempts waiting in each region's store (its deferred firings for
+        "retry"), soonest first; a region that cannot be read is named in ``unread``."""
+        self._find(name)
+
+        def read(site: Site) -> Outcome:
+            def act(_: str) -> dict[str, Any]:
+                claims = site.operator.claims
+                waiting = claims.pending_deferred(RETRY) if claims else []
+                return {"retries": [d for d in waiting if d.firing.job == name]}
+
+            return each_region([site.region], act)[0]
+
+        retries: list[dict[str, Any]] = []
+        unread: list[dict[str, str]] = []
+        for outcome in self._map(read, self.sites):
+            if not outcome.ok:
+                unread.append({"region": outcome.region, "error": outcome.error or ""})
+                continue
+            retries += [retry_view(d, outcome.region) for d in outcome.fields["retries"]]
+        retries.sort(key=lambda r: (r["due"], r["runId"], r["region"]))
+        return {"job": name, "retries": retries, "unread": unread}
+
     # -- regions and the active environment ---------------------------------------------------
 
     def known(self) -> tuple[str, ...]:
@@ -454,7 +479,9 @@ class ConsoleService:
         operator: str,
         region: str | None = None,
     ) -> dict[str, Any]:
-        """Backfill a job's window in one region (the active one unless named)."""
+        """Backfill a job's window in one region (the active one unless named); a name no
+        region has is :class:`NotFound`, as for the other actions on a job."""
+        self._find(name)
         site = self._site(region)
         log.info("Console: %s backfills %s in %s", check_operator(operator), name, site.region)
         answer = site.operator.backfill(name, start, end, rate, operator)
