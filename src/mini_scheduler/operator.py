@@ -251,13 +251,16 @@ class Operator:
         return merged
 
     def set_paused(self, job_name: Any, paused: bool, operator: Any) -> dict[str, Any]:
-        """Pause or resume a job, cron.yaml's or a runtime schedule (one that
-        ``pause_after_failures`` paused is resumed so): persisted; ticks leave a paused job
-        alone until resumed."""
+        """Pause or resume a job, cron.yaml's or a runtime schedule alike (one that
+        ``pause_after_failures`` paused is resumed so): persisted; ticks run none of a paused
+        job's firings, and after a resume it fires at its next one. A pause left behind (its
+        job gone from cron.yaml) can always be resumed."""
         operator = check_operator(operator)
         if self.claims is None:
             raise EventError("no claim store here to keep pauses in")
-        name = self._pausable(job_name)
+        name = _job_name(job_name)
+        if paused or name not in self.claims.control("-").paused:
+            name = self._pausable(name)
         self.claims.set_paused(name, paused, operator=operator, now=self.clock.now())
         log.info(
             "Job %s %s by %s",
@@ -271,18 +274,20 @@ class Operator:
     def _pausable(self, job_name: Any) -> str:
         """A job of cron.yaml, else a runtime schedule's name (read only when the cron file has
         none of that name); without a cron file, any well-formed name."""
-        if self._cron is None:
-            return _job_name(job_name)
-        try:
-            return self.job(job_name).name
-        except EventError:
-            name = _job_name(job_name)
-            if any(schedule.name == name for schedule in self._schedules().all()):
-                return name
-            raise EventError(
-                f"unknown job {name[:100]!r}: no job of that name in cron.yaml, nor a runtime "
-                "schedule"
-            ) from None
+        name = _job_name(job_name)
+        if self._cron is None or self._cron().job(name) is not None:
+            return name
+        if self.holds_schedule(name):
+            return name
+        raise EventError(
+            f"no cron.yaml job or runtime schedule {name[:100]!r}: not in cron.yaml, nor a "
+            "runtime schedule of this region (mini-scheduler jobs lists cron.yaml's jobs, "
+            "mini-scheduler schedule list the runtime schedules)"
+        )
+
+    def holds_schedule(self, name: str) -> bool:
+        """Whether this region's store holds a runtime schedule ``name``."""
+        return any(schedule.name == name for schedule in self._schedules().all())
 
     def _environment(self) -> ActiveEnvironment:
         if self.environment is None:
@@ -355,8 +360,11 @@ class Operator:
         return self._schedules().show(_job_name(name)).to_json()
 
     def delete_schedule(self, name: Any, operator: Any) -> dict[str, Any]:
+        """Delete a runtime schedule, then its pause (a new schedule of that name is not born
+        paused)."""
         operator = check_operator(operator)
         gone = self._schedules().delete(_job_name(name), operator=operator)
+        self._claims().set_paused(gone.name, False, operator=operator, now=self.clock.now())
         return {"deleted": gone.to_json(), "operator": operator}
 
     def backfill(

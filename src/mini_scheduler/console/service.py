@@ -424,13 +424,16 @@ class ConsoleService:
         return {"region": site.region, **(answer if isinstance(answer, Mapping) else {})}
 
     def set_paused(self, name: str, paused: bool, operator: str) -> dict[str, Any]:
-        """Pause or resume a job in every region (each region's ticker reads its own table)."""
+        """Pause or resume a job in every region (each region's ticker reads its own table); a
+        runtime schedule in the regions that hold it, each through its operator path."""
         operator = check_operator(operator)
-        self._find(name)
+        kind = self._find(name)[1]
+        sites = self.sites if kind == "cron.yaml" else self._holding(name)
         verb = "pauses" if paused else "resumes"
-        log.info("Console: %s %s %s in every region", operator, verb, name)
+        where = ", ".join(site.region for site in sites)
+        log.info("Console: %s %s %s in %s", operator, verb, name, where)
         outcomes: list[Outcome] = []
-        for site in self.sites:
+        for site in sites:
             write = partial(site.operator.set_paused, name, paused, operator)
             outcomes += each_region([site.region], _ignoring_region(write))
         return {
@@ -440,6 +443,22 @@ class ConsoleService:
             "regions": [o.to_json() for o in outcomes],
             "failedRegions": [o.region for o in outcomes if not o.ok],
         }
+
+    def _holding(self, name: str) -> list[Site]:
+        """The regions whose store holds the runtime schedule ``name`` (one that cannot be
+        read is acted on, and its failure reported)."""
+
+        def holds(site: Site) -> bool:
+            try:
+                return site.operator.holds_schedule(name)
+            except SchedulerError:
+                return True
+
+        return [
+            site
+            for site, held in zip(self.sites, self._map(holds, self.sites), strict=True)
+            if held
+        ]
 
     # -- runtime schedules and backfills --------------------------------------------------------
 

@@ -996,8 +996,33 @@ def test_pause_checks_the_job_is_in_the_cron_file(
 ) -> None:
     run = cli(capsys, "pause", "morning-reprot", "--operator", "jane.doe")
     assert (run.code, run.out) == (2, "")
-    assert run.err == f"mini-scheduler pause: no job morning-reprot in {SAMPLE}: check the name\n"
+    assert run.err == (
+        f"mini-scheduler pause: no cron.yaml job or runtime schedule morning-reprot: not in "
+        f"{SAMPLE}, nor a runtime schedule of us-east-1 (mini-scheduler jobs lists the cron "
+        "file's jobs, mini-scheduler schedule list the runtime schedules)\n"
+    )
     assert aws.items() == []
+
+
+def test_a_runtime_schedule_is_paused_where_it_lives_with_or_without_a_cron_file(
+    capsys: pytest.CaptureFixture[str], aws: Aws
+) -> None:
+    make_schedule(aws, {"name": "every", "cron": "0 * * * * ?", "service": "fn"})
+    args = ("every", "--regions", BOTH, "--operator", "jane.doe")
+    run = cli(capsys, "pause", *args)
+    assert run.code == 0, run.err
+    assert run.lines == [
+        f"us-east-1  paused                                    table {TABLE}",
+        "us-west-2  no runtime schedule here (nothing to do)",
+        "Job every paused by jane.doe in 2 regions.",
+    ]
+    assert set(aws.store().control("x").paused) == {"every"}
+    assert aws.store("us-west-2").control("x").paused == {}
+    run = cli(capsys, "resume", *args)
+    assert run.code == 0 and aws.store().control("x").paused == {}
+    run = cli(capsys, "pause", *args, environ=without("CRON_FILE"))  # the name's form only
+    assert run.code == 0, run.err
+    assert set(aws.store("us-west-2").control("x").paused) == {"every"}
 
 
 # -- status and failover -------------------------------------------------------------------------

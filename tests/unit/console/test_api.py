@@ -642,3 +642,51 @@ def test_the_history_of_a_name_with_no_definition_and_no_run_is_404(client: Test
         "error": "no job 'nope': not in cron.yaml, nor a runtime schedule of us-east-1, "
         "us-west-2, and no run of it in us-east-1, us-west-2"
     }
+
+
+# -- runtime schedules are paused like cron.yaml's jobs (issue 25) --------------------------------
+
+
+def test_a_runtime_schedule_is_paused_and_resumed_where_it_lives(
+    regions: Regions, client: TestClient
+) -> None:
+    _create(client, {"name": "every", "cron": "0 * * * * ?", "service": "y-fn"})
+    answer = post(client, "/api/schedule/every/pause", {"operator": "jane"})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["failedRegions"] == [] and body["paused"] is True
+    assert [(r["region"], r["ok"]) for r in body["regions"]] == [("us-east-1", True)]
+    assert set(regions.east.claims.control("x").paused) == {"every"}
+    assert regions.west.claims.control("x").paused == {}
+    listed = client.get("/api/schedule/every").json()
+    assert listed["paused"] and listed["pausedIn"] == ["us-east-1"]
+    regions.east.tick("2026-11-30T14:01:00Z")
+    assert [call for call in regions.east.dispatcher.calls if call[0] == "y-fn"] == []
+    assert client.get("/api/schedule/every/history").status_code == 200
+    resumed = post(client, "/api/schedule/every/resume", {"operator": "jane"})
+    assert resumed.status_code == 200 and resumed.json()["failedRegions"] == []
+    assert not client.get("/api/schedule/every").json()["paused"]
+
+
+def test_pausing_a_name_that_is_neither_a_job_nor_a_schedule_writes_nothing(
+    regions: Regions, client: TestClient
+) -> None:
+    answer = post(client, "/api/schedule/evrey/pause", {"operator": "jane"})
+    assert answer.status_code == 404
+    assert answer.json()["error"].startswith("no job 'evrey': not in cron.yaml, nor a runtime")
+    assert regions.east.claims.control("x").paused == {}
+    assert regions.west.claims.control("x").paused == {}
+
+
+def test_deleting_a_paused_runtime_schedule_clears_its_pause(
+    regions: Regions, client: TestClient
+) -> None:
+    _create(client, {"name": "every", "cron": "0 * * * * ?", "service": "y-fn"})
+    post(client, "/api/schedule/every/pause", {"operator": "jane"})
+    gone = client.request(
+        "DELETE", "/api/schedules/every", json={"operator": "jane"}, headers={CSRF_HEADER: TOKEN}
+    )
+    assert gone.status_code == 200, gone.text
+    assert regions.east.claims.control("x").paused == {}
+    _create(client, {"name": "every", "cron": "0 * * * * ?", "service": "y-fn"})
+    assert not client.get("/api/schedule/every").json()["paused"]
