@@ -71,6 +71,12 @@ class EventError(SchedulerError, ValueError):
     """An event the functions cannot act on; nothing was written for it."""
 
 
+class PayloadError(EventError):
+    """An operator's parameters that no dispatch could carry (over a target's or the store's
+    limit, or not JSON): refused before anything is sent or written; the message names the
+    limit."""
+
+
 def describe_aws_error(exc: BaseException) -> str:
     """``Code: message`` of a botocore ClientError, or the type and text of any other error."""
     response = getattr(exc, "response", None)

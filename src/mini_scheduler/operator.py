@@ -13,17 +13,18 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 from mini_scheduler.backfill import check_rate, check_window, plan_backfill, start_backfill
 from mini_scheduler.backfill import status as backfill_status
 from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.clock import Clock
 from mini_scheduler.environment.active import ActiveEnvironment
-from mini_scheduler.errors import EventError
+from mini_scheduler.errors import EventError, PayloadError
 from mini_scheduler.jobs import (
     CronFile,
     Job,
+    Target,
     check_parameters_fit,
     name_problem,
     reserved_note,
@@ -71,6 +72,44 @@ def past_firing(firing_id: Any, now: datetime) -> Firing:
             "(mini-scheduler run JOB runs a job now)"
         )
     return replace(firing, attempt=1)
+
+
+def run_parameters(job: Job, parameters: Any) -> dict[str, Any]:
+    """What a manual run of ``job`` sends: the job's parameters with the operator's (an object
+    of text keys; reserved keys dropped, with a warning) merged over them. PayloadError, naming
+    the limit, when the job's target or the store cannot take them."""
+    kept = _operator_parameters(parameters, f"Job {job.name}", job.name)
+    merged = {**job.parameters, **kept}
+    problem = check_parameters_fit(job.target, merged)
+    if problem:
+        raise PayloadError(f"parameters for {job.name}: {problem}")
+    return merged
+
+
+_ANY_TARGET: Final = Target("lambda", "any")  # the kind that takes the most parameters
+
+
+def check_sendable(parameters: Any) -> dict[str, Any]:
+    """An operator's parameters checked before they are sent to a ticker that will merge them
+    over a job's (the CLI's ``run``, which does not read the job): an object of text keys that
+    fits the most any target takes. PayloadError, naming the limit, when it does not."""
+    kept = _operator_parameters(parameters, "Run", None)
+    problem = check_parameters_fit(_ANY_TARGET, kept)
+    if problem:
+        raise PayloadError(f"parameters: {problem}")
+    return dict(parameters)
+
+
+def _operator_parameters(parameters: Any, label: str, job: str | None) -> dict[str, Any]:
+    """The operator's parameters without the reserved keys (each dropped with a warning)."""
+    if parameters is None:
+        parameters = {}
+    if not isinstance(parameters, Mapping) or not all(isinstance(k, str) for k in parameters):
+        raise PayloadError("parameters must be an object whose keys are text")
+    kept, dropped = split_reserved(parameters)
+    for key in dropped:
+        log.warning("%s", reserved_note(label, key), extra=log_keys(job) if job else None)
+    return kept
 
 
 def _job_name(name: Any) -> str:
@@ -133,7 +172,7 @@ class Operator:
         its own that never takes a scheduled firing's place."""
         operator = check_operator(operator)
         job = self.job(job_name)
-        merged = self._merged_parameters(job, parameters)
+        merged = run_parameters(job, parameters)
         if self._run is None:
             raise EventError("this operator path cannot dispatch: run the job through the ticker")
         mode = self._mode(job)
@@ -160,7 +199,7 @@ class Operator:
         original = past_firing(firing_id, self.clock.now())
         job = self._runnable(original.job)
         self._check_fired(job, original)
-        merged = self._merged_parameters(job, parameters)
+        merged = run_parameters(job, parameters)
         if self._run is None:
             raise EventError("this operator path cannot dispatch: run the job through the ticker")
         mode = self._mode(job)
@@ -234,21 +273,6 @@ class Operator:
                 f"{job.name}'s schedule {job.schedule} does not fire at "
                 f"{iso_seconds(original.scheduled)}"
             )
-
-    def _merged_parameters(self, job: Job, parameters: Any) -> dict[str, Any]:
-        """The job's parameters with the operator's merged over them; reserved keys dropped."""
-        if parameters is None:
-            parameters = {}
-        if not isinstance(parameters, Mapping) or not all(isinstance(k, str) for k in parameters):
-            raise EventError("parameters must be an object whose keys are text")
-        kept, dropped = split_reserved(parameters)
-        for key in dropped:
-            log.warning("%s", reserved_note(f"Job {job.name}", key), extra=log_keys(job.name))
-        merged = {**job.parameters, **kept}
-        problem = check_parameters_fit(job.target, merged)
-        if problem:
-            raise EventError(f"parameters for {job.name}: {problem}")
-        return merged
 
     def set_paused(self, job_name: Any, paused: bool, operator: Any) -> dict[str, Any]:
         """Pause or resume a job, cron.yaml's or a runtime schedule alike (one that

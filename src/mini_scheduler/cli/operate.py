@@ -32,9 +32,14 @@ from mini_scheduler.cli.where import _stack_outputs as stack_outputs
 from mini_scheduler.config import DEFAULT_KNOWN, environment_names, valid_environment_name
 from mini_scheduler.environment.active import DEFAULT_ACTIVE, ActiveEnvironment, same_environment
 from mini_scheduler.environment.regions import Held, active_regions, is_known, verdict
-from mini_scheduler.errors import ConfigurationError, SchedulerError, describe_aws_error
+from mini_scheduler.errors import (
+    ConfigurationError,
+    PayloadError,
+    SchedulerError,
+    describe_aws_error,
+)
 from mini_scheduler.jobs import CronFile, name_problem
-from mini_scheduler.operator import Operator
+from mini_scheduler.operator import Operator, check_sendable
 
 # -- run ------------------------------------------------------------------------------------
 
@@ -59,6 +64,10 @@ def run_job(args: argparse.Namespace, context: Context) -> int:
     problem = name_problem(args.job)
     if problem:
         return context.fail("run", f"not a job name: {problem}")
+    try:  # before any AWS call: the ticker checks them again against the job's target
+        check_sendable(args.parameters or {})
+    except PayloadError as exc:
+        return context.fail("run", str(exc))
     region = one_region(args, context)
     where = resolve(args, context, region)
     function = where.need_function()

@@ -36,7 +36,7 @@ from mini_scheduler.environment.regions import Held, active_regions, is_known, v
 from mini_scheduler.errors import EventError, SchedulerError, describe_aws_error
 from mini_scheduler.jobs import Job
 from mini_scheduler.model import iso_seconds
-from mini_scheduler.operator import check_operator
+from mini_scheduler.operator import check_operator, run_parameters
 
 log = logging.getLogger("mini_scheduler.console")
 
@@ -405,9 +405,11 @@ class ConsoleService:
         parameters: Mapping[str, Any] | None = None,
         region: str | None = None,
     ) -> dict[str, Any]:
-        """Run a job now, by its region's ticker (the active region unless one is named)."""
+        """Run a job now, by its region's ticker (the active region unless one is named); its
+        parameters are checked against the job's target first (PayloadError), as the ticker
+        will, so that nothing too large is sent."""
         operator = check_operator(operator)
-        self._find(name)
+        run_parameters(self._find(name)[0], parameters)
         site = self._site(region)
         log.info("Console: %s runs %s now in %s", operator, name, site.region)
         answer = site.send(

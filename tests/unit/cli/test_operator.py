@@ -807,6 +807,29 @@ def test_run_when_lambda_refuses_the_invoke(capsys: pytest.CaptureFixture[str], 
     )
 
 
+def test_run_refuses_parameters_no_target_takes_before_invoking(
+    capsys: pytest.CaptureFixture[str], aws: Aws
+) -> None:
+    from mini_scheduler.jobs.limits import parameters_limit
+
+    limit = parameters_limit("lambda")
+    calls: list[Mapping[str, Any]] = []
+
+    def invoke(region: str, function: str, event: Mapping[str, Any]) -> Invocation:
+        calls.append(event)
+        raise AssertionError("nothing is sent")
+
+    blob = json.dumps({"blob": "x" * limit})
+    args = ("run", "heartbeat", "--operator", "jane.doe", "--function", TICKER)
+    run = cli(capsys, *args, "--parameters", blob, invoke=invoke)
+    assert (run.code, run.out, calls) == (2, "", [])
+    assert run.err == (
+        f"mini-scheduler run: parameters: parameters take {limit + 11} bytes as JSON, more than "
+        f"the {limit} a Lambda target allows (the 409600-byte DynamoDB item that records the "
+        "job's state, less 8192 kept for the rest of the dispatch)\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("invoker", "message"),
     [

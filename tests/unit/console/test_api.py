@@ -690,3 +690,54 @@ def test_deleting_a_paused_runtime_schedule_clears_its_pause(
     assert regions.east.claims.control("x").paused == {}
     _create(client, {"name": "every", "cron": "0 * * * * ?", "service": "y-fn"})
     assert not client.get("/api/schedule/every").json()["paused"]
+
+
+# -- sizes are checked before any AWS call (issue 25) ---------------------------------------------
+
+
+def test_a_request_body_over_the_limit_is_413_and_nothing_is_sent(
+    regions: Regions, client: TestClient
+) -> None:
+    from mini_scheduler.jobs.limits import LAMBDA_ASYNC_PAYLOAD_LIMIT
+
+    big = {"operator": "jane", "parameters": {"blob": "x" * (50 * 1024 * 1024)}}
+    answer = post(client, "/api/schedule/report", big)
+    assert answer.status_code == 413
+    assert answer.json()["error"].startswith("request body too large: ")
+    assert f"more than the {LAMBDA_ASYNC_PAYLOAD_LIMIT} bytes" in answer.json()["error"]
+    assert regions.sent == [] and regions.east.dispatcher.calls == []
+
+
+def test_a_chunked_body_over_the_limit_is_413_too(regions: Regions, client: TestClient) -> None:
+    from mini_scheduler.jobs.limits import LAMBDA_ASYNC_PAYLOAD_LIMIT
+
+    def chunks() -> Iterator[bytes]:
+        yield b'{"operator": "jane", "parameters": {"blob": "'
+        for _ in range(3):
+            yield b"x" * LAMBDA_ASYNC_PAYLOAD_LIMIT
+        yield b'"}}'
+
+    answer = client.post(
+        "/api/schedule/report",
+        content=chunks(),
+        headers={CSRF_HEADER: TOKEN, "Content-Type": "application/json"},
+    )
+    assert answer.status_code == 413, answer.text
+    assert regions.sent == []
+
+
+def test_parameters_over_a_target_s_limit_are_422_naming_it_and_nothing_is_sent(
+    regions: Regions, client: TestClient
+) -> None:
+    from mini_scheduler.jobs.limits import parameters_limit
+
+    limit = parameters_limit("lambda")
+    body = {"operator": "jane", "parameters": {"blob": "x" * limit}}
+    answer = post(client, "/api/schedule/report", body)
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["error"] == (
+        f"parameters for report: parameters take {limit + 27} bytes as JSON, more than the "
+        f"{limit} a Lambda target allows (the 409600-byte DynamoDB item that records the "
+        "job's state, less 8192 kept for the rest of the dispatch)"
+    )
+    assert regions.sent == [] and regions.east.dispatcher.calls == []

@@ -312,3 +312,18 @@ def test_a_name_no_stack_has_is_a_warning_once_per_value_read(
         "known environment (prod, DR: this region's name and KNOWN_ENVIRONMENTS) - no stack "
         "has it, so no region is active"
     ] * 2
+
+
+def test_parameters_over_the_target_s_limit_are_refused_naming_it_and_nothing_runs() -> None:
+    from mini_scheduler.errors import PayloadError
+    from mini_scheduler.jobs.limits import parameters_limit
+    from mini_scheduler.operator import check_sendable
+
+    runs: list[Firing] = []
+    blob = {"blob": "x" * parameters_limit("lambda")}
+    with pytest.raises(PayloadError, match=f"more than the {parameters_limit('lambda')} a Lambda"):
+        operator(runs=runs).run_now("report", "jane.doe", blob)
+    assert runs == []
+    with pytest.raises(PayloadError, match="a Lambda target allows"):
+        check_sendable(blob)
+    assert check_sendable({"day": 1}) == {"day": 1}
