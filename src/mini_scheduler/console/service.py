@@ -453,7 +453,7 @@ class ConsoleService:
         def holds(site: Site) -> bool:
             try:
                 return site.operator.holds_schedule(name)
-            except SchedulerError:
+            except (SchedulerError, BotoCoreError, ClientError):
                 return True
 
         return [
