@@ -462,6 +462,20 @@ class ConsoleService:
             if held
         ]
 
+    def _holder(self, name: str) -> Site:
+        """The one region that holds the runtime schedule ``name``."""
+        sites = self._holding(name)
+        regions = ", ".join(site.region for site in self.sites)
+        if not sites:
+            raise NotFound(f"no runtime schedule {name[:100]!r} in {regions}")
+        if len(sites) > 1:
+            held = ", ".join(site.region for site in sites)
+            raise EventError(
+                f"runtime schedule {name[:100]!r} is in {held} (or a region could not be "
+                "read): name the region to delete it from"
+            )
+        return sites[0]
+
     # -- runtime schedules and backfills --------------------------------------------------------
 
     def schedules(self) -> dict[str, Any]:
@@ -485,10 +499,11 @@ class ConsoleService:
     def delete_schedule(
         self, name: str, operator: str, region: str | None = None
     ) -> dict[str, Any]:
-        site = self._site(region)
-        log.info(
-            "Console: %s deletes schedule %s in %s", check_operator(operator), name, site.region
-        )
+        """Delete a runtime schedule from ``region``, else from the region that holds it: a
+        name no region holds is :class:`NotFound`; one held in several needs its region."""
+        operator = check_operator(operator)
+        site = self._site(region) if region is not None else self._holder(name)
+        log.info("Console: %s deletes schedule %s in %s", operator, name, site.region)
         return {"region": site.region, **site.operator.delete_schedule(name, operator)}
 
     def backfill(

@@ -405,6 +405,37 @@ def test_a_refused_schedule_names_what_is_wrong_and_creates_nothing(
     assert [r["schedules"] for r in client.get("/api/schedules").json()["regions"]] == [[], []]
 
 
+def test_a_schedule_is_deleted_from_the_region_that_holds_it(client: TestClient) -> None:
+    def delete(name: str, body: dict[str, Any]) -> Any:
+        return client.request(
+            "DELETE", f"/api/schedules/{name}", json=body, headers={CSRF_HEADER: TOKEN}
+        )
+
+    def held() -> list[list[str]]:
+        listed = client.get("/api/schedules").json()["regions"]
+        return [[s["name"] for s in r["schedules"]] for r in listed]
+
+    for region, name in (("us-west-2", "x"), ("us-east-1", "y"), ("us-west-2", "y")):
+        body = {"operator": "j", "schedules": [ONCE | {"name": name}], "region": region}
+        assert post(client, "/api/schedules", body).status_code == 200
+    assert held() == [["y"], ["x", "y"]]
+    missing = delete("nope", {"operator": "j"})
+    assert missing.status_code == 404
+    assert missing.json() == {"error": "no runtime schedule 'nope' in us-east-1, us-west-2"}
+    bad = delete("x", {"operator": "a b"})
+    assert bad.status_code == 400 and "operator 'a b'" in bad.json()["error"]
+    twice = delete("y", {"operator": "j"})
+    assert twice.status_code == 400
+    assert "is in us-east-1, us-west-2" in twice.json()["error"]
+    assert held() == [["y"], ["x", "y"]]
+    # no region named: the one that holds it, not the active one
+    gone = delete("x", {"operator": "j"})
+    assert gone.status_code == 200 and gone.json()["region"] == "us-west-2"
+    gone = delete("y", {"operator": "j", "region": "us-west-2"})
+    assert gone.status_code == 200 and gone.json()["region"] == "us-west-2"
+    assert held() == [["y"], []]
+
+
 WINDOW = {"from": "2026-11-30T13:00:00Z", "to": "2026-11-30T13:05:00Z", "operator": "j"}
 
 
