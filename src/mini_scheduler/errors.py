@@ -73,6 +73,12 @@ class EventError(SchedulerError, ValueError):
     """An event the functions cannot act on; nothing was written for it."""
 
 
+class PayloadError(EventError):
+    """An operator's parameters that no dispatch could carry (over a target's or the store's
+    limit, or not JSON): refused before anything is sent or written; the message names the
+    limit."""
+
+
 NOT_AWS_HINT = (
     "not an answer of AWS: check the endpoint (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE>) "
     "or the proxy in between"

@@ -13,17 +13,18 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Final
 
 from mini_scheduler.backfill import check_rate, check_window, plan_backfill, start_backfill
 from mini_scheduler.backfill import status as backfill_status
 from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.clock import Clock
 from mini_scheduler.environment.active import ActiveEnvironment
-from mini_scheduler.errors import EventError
+from mini_scheduler.errors import EventError, PayloadError
 from mini_scheduler.jobs import (
     CronFile,
     Job,
+    Target,
     check_parameters_fit,
     name_problem,
     reserved_note,
@@ -72,6 +73,44 @@ def past_firing(firing_id: Any, now: datetime) -> Firing:
             "(mini-scheduler run JOB runs a job now)"
         )
     return replace(firing, attempt=1)
+
+
+def run_parameters(job: Job, parameters: Any) -> dict[str, Any]:
+    """What a manual run of ``job`` sends: the job's parameters with the operator's (an object
+    of text keys; reserved keys dropped, with a warning) merged over them. PayloadError, naming
+    the limit, when the job's target or the store cannot take them."""
+    kept = _operator_parameters(parameters, f"Job {job.name}", job.name)
+    merged = {**job.parameters, **kept}
+    problem = check_parameters_fit(job.target, merged)
+    if problem:
+        raise PayloadError(f"parameters for {job.name}: {problem}")
+    return merged
+
+
+_ANY_TARGET: Final = Target("lambda", "any")  # the kind that takes the most parameters
+
+
+def check_sendable(parameters: Any) -> dict[str, Any]:
+    """An operator's parameters checked before they are sent to a ticker that will merge them
+    over a job's (the CLI's ``run``, which does not read the job): an object of text keys that
+    fits the most any target takes. PayloadError, naming the limit, when it does not."""
+    kept = _operator_parameters(parameters, "Run", None)
+    problem = check_parameters_fit(_ANY_TARGET, kept)
+    if problem:
+        raise PayloadError(f"parameters: {problem}")
+    return dict(parameters)
+
+
+def _operator_parameters(parameters: Any, label: str, job: str | None) -> dict[str, Any]:
+    """The operator's parameters without the reserved keys (each dropped with a warning)."""
+    if parameters is None:
+        parameters = {}
+    if not isinstance(parameters, Mapping) or not all(isinstance(k, str) for k in parameters):
+        raise PayloadError("parameters must be an object whose keys are text")
+    kept, dropped = split_reserved(parameters)
+    for key in dropped:
+        log.warning("%s", reserved_note(label, key), extra=log_keys(job) if job else None)
+    return kept
 
 
 def _job_name(name: Any) -> str:
@@ -136,7 +175,7 @@ class Operator:
         its own that never takes a scheduled firing's place."""
         operator = check_operator(operator)
         job = self.job(job_name)
-        merged = self._merged_parameters(job, parameters)
+        merged = run_parameters(job, parameters)
         if self._run is None:
             raise EventError("this operator path cannot dispatch: run the job through the ticker")
         mode = self._mode(job)
@@ -163,7 +202,7 @@ class Operator:
         original = past_firing(firing_id, self.clock.now())
         job = self._runnable(original.job)
         self._check_fired(job, original)
-        merged = self._merged_parameters(job, parameters)
+        merged = run_parameters(job, parameters)
         if self._run is None:
             raise EventError("this operator path cannot dispatch: run the job through the ticker")
         mode = self._mode(job)
@@ -238,29 +277,17 @@ class Operator:
                 f"{iso_seconds(original.scheduled)}"
             )
 
-    def _merged_parameters(self, job: Job, parameters: Any) -> dict[str, Any]:
-        """The job's parameters with the operator's merged over them; reserved keys dropped."""
-        if parameters is None:
-            parameters = {}
-        if not isinstance(parameters, Mapping) or not all(isinstance(k, str) for k in parameters):
-            raise EventError("parameters must be an object whose keys are text")
-        kept, dropped = split_reserved(parameters)
-        for key in dropped:
-            log.warning("%s", reserved_note(f"Job {job.name}", key), extra=log_keys(job.name))
-        merged = {**job.parameters, **kept}
-        problem = check_parameters_fit(job.target, merged)
-        if problem:
-            raise EventError(f"parameters for {job.name}: {problem}")
-        return merged
-
     def set_paused(self, job_name: Any, paused: bool, operator: Any) -> dict[str, Any]:
-        """Pause or resume a job, cron.yaml's or a runtime schedule (one that
-        ``pause_after_failures`` paused is resumed so): persisted; ticks leave a paused job
-        alone until resumed."""
+        """Pause or resume a job, cron.yaml's or a runtime schedule alike (one that
+        ``pause_after_failures`` paused is resumed so): persisted; ticks run none of a paused
+        job's firings, and after a resume it fires at its next one. A pause left behind (its
+        job gone from cron.yaml) can always be resumed."""
         operator = check_operator(operator)
         if self.claims is None:
             raise EventError("no claim store here to keep pauses in")
-        name = self._pausable(job_name)
+        name = _job_name(job_name)
+        if paused or name not in self.claims.control("-").paused:
+            name = self._pausable(name)
         self.claims.set_paused(name, paused, operator=operator, now=self.clock.now())
         log.info(
             "Job %s %s by %s",
@@ -274,18 +301,20 @@ class Operator:
     def _pausable(self, job_name: Any) -> str:
         """A job of cron.yaml, else a runtime schedule's name (read only when the cron file has
         none of that name); without a cron file, any well-formed name."""
-        if self._cron is None:
-            return _job_name(job_name)
-        try:
-            return self.job(job_name).name
-        except EventError:
-            name = _job_name(job_name)
-            if any(schedule.name == name for schedule in self._schedules().all()):
-                return name
-            raise EventError(
-                f"unknown job {name[:100]!r}: no job of that name in cron.yaml, nor a runtime "
-                "schedule"
-            ) from None
+        name = _job_name(job_name)
+        if self._cron is None or self._cron().job(name) is not None:
+            return name
+        if self.holds_schedule(name):
+            return name
+        raise EventError(
+            f"no cron.yaml job or runtime schedule {name[:100]!r}: not in cron.yaml, nor a "
+            "runtime schedule of this region (mini-scheduler jobs lists cron.yaml's jobs, "
+            "mini-scheduler schedule list the runtime schedules)"
+        )
+
+    def holds_schedule(self, name: str) -> bool:
+        """Whether this region's store holds a runtime schedule ``name``."""
+        return any(schedule.name == name for schedule in self._schedules().all())
 
     def _environment(self) -> ActiveEnvironment:
         if self.environment is None:
@@ -363,9 +392,13 @@ class Operator:
         return self._schedules().show(_job_name(name)).to_json()
 
     def delete_schedule(self, name: Any, operator: Any) -> dict[str, Any]:
+        """Delete a runtime schedule, then its pause (a new schedule of that name is not born
+        paused)."""
         operator = check_operator(operator)
         name = _job_name(name)
-        gone = self._schedules().delete(name, operator=operator, now=self.clock.now())
+        now = self.clock.now()
+        gone = self._schedules().delete(name, operator=operator, now=now)
+        self._claims().set_paused(name, False, operator=operator, now=now)
         return {"deleted": gone.to_json() if gone else {"name": name}, "operator": operator}
 
     def backfill(

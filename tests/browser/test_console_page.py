@@ -208,6 +208,15 @@ def posts(page: Page) -> list[str]:
     return sent
 
 
+def next_refresh_begins(page: Page) -> None:
+    """Wait until the page's next refresh sends its first read (``/api/schedule``). Refreshes
+    never overlap, and each sends everything it reads (a history's newest page too) before it
+    ends: once the next one begins, whatever the page did before has sent its requests. The
+    positive signal a negative check waits on, rather than a fixed time."""
+    with page.expect_request(lambda request: request.url.endswith("/api/schedule")):
+        pass
+
+
 def console_runs(console: Console, job: str) -> list[tuple[str, str]]:
     """``job``'s runs in the store, newest first: (firing, status)."""
     assert console.scheduler.settle()
@@ -345,7 +354,7 @@ class TestReading:
         for _ in range(2):
             with page.expect_response(lambda answer: answer.url.endswith("/api/schedule")):
                 pass
-        page.wait_for_timeout(200)  # a history read would have been sent by now
+        next_refresh_begins(page)  # the second's history read, if any, is sent by now
         assert not [path for path in reads if "/history" in path], reads
         expect(rows).to_have_count(4 * MINUTES)
         expect(more).to_be_hidden()
@@ -513,7 +522,8 @@ def test_run_now_asks_for_an_operator_and_dispatches(page: Page, console: Consol
     page.locator("#confirm-ok").click()
     expect(page.locator("#confirm")).to_be_visible()
     page.locator("#confirm-cancel").click()
-    page.wait_for_timeout(300)
+    next_refresh_begins(page)  # two refreshes: the second began after the last cancel
+    next_refresh_begins(page)
     assert sent == []
     assert console.scheduler.settle()
     assert console.scheduler.history("morning-report") == before
@@ -595,4 +605,166 @@ def test_failover_and_back(page: Page, console: Console) -> None:
     expect(region.locator(".holds")).to_have_text("holds prod")
     expect(page.locator("#problem")).to_be_hidden()
     assert console.active() == "prod"
+    assert errors == []
+
+
+# -- runtime schedules, backfills and retries: what the CLI can do, from the page ------------------
+
+
+def fill_form(page: Page, fields: dict[str, str], operator: str = OPERATOR) -> None:
+    """Fill the open form dialog's fields (by name) and the operator's name, and send it."""
+    expect(page.locator("#form")).to_be_visible()
+    for name, value in fields.items():
+        page.locator(f"#field-{name}").fill(value)
+    page.locator("#form-operator").fill(operator)
+    page.locator("#form-ok").click()
+
+
+def pending(console: Console, reason: str) -> list[str]:
+    """The run ids of the deferred firings the store holds for ``reason``."""
+    return [item.firing.id for item in console.claims.pending_deferred(reason)]
+
+
+def test_a_runtime_schedule_created_then_deleted(page: Page, console: Console) -> None:
+    errors = open_console(page, console)
+    sent = posts(page)
+    page.locator("#new-schedule").click()
+    expect(page.locator("#form-title")).to_have_text("New runtime schedule")
+    once = {
+        "name": "one-off",
+        "at": "2026-11-30T14:10:00Z",
+        "service": "mini-scheduler-sample-heartbeat",
+        "parameters": '{"day": "monday"',
+    }
+    # parameters that are not a JSON object: said in the form, and nothing sent
+    fill_form(page, once)
+    problem = page.locator("#form-error")
+    expect(problem).to_contain_text("parameters is not JSON")
+    next_refresh_begins(page)
+    assert sent == []
+    # a name of cron.yaml: the server's refusal, in the form, which stays open; nothing written
+    with page.expect_response(lambda answer: answer.url.endswith("/api/schedules")) as answer:
+        fill_form(page, once | {"name": "heartbeat", "parameters": '{"day": "monday"}'})
+    assert answer.value.status == 400
+    expect(problem).to_contain_text("name heartbeat is a job of")
+    expect(page.locator("#form")).to_be_visible()
+    assert pending(console, "schedule") == []
+
+    fill_form(page, once | {"parameters": '{"day": "monday"}'})
+    expect(page.locator("#form")).to_be_hidden()
+    expect(page.locator("#messages .message.ok")).to_contain_text(
+        f"Schedule one-off created in us-east-1 by {OPERATOR}: next firing 2026-11-30 14:10:00Z."
+    )
+    row = job_row(page, "one-off")
+    expect(row.locator(".kind")).to_have_text("one-time", timeout=WAIT_MS)
+    expect(row.get_by_role("button", name="Backfill...")).to_have_count(0)
+    [schedule] = console.scheduler.ticker.operator.runtime_schedules()
+    assert (schedule.name, schedule.operator) == ("one-off", OPERATOR)
+    assert schedule.job.parameters == {"day": "monday"}
+    assert sent == ["api/schedules"] * 2
+
+    row.get_by_role("button", name="Delete").click()
+    expect(page.locator("#confirm-text")).to_contain_text(
+        "Delete the runtime schedule one-off in us-east-1?"
+    )
+    confirm(page)
+    deleted = f"Schedule one-off deleted from us-east-1 by {OPERATOR}."
+    expect(page.locator("#messages .message.ok", has_text=deleted)).to_have_count(1)
+    expect(row).to_have_count(0, timeout=WAIT_MS)
+    assert pending(console, "schedule") == []
+    for _ in range(7):
+        console.tick()  # to 14:10: the deleted schedule does not fire
+    assert console_runs(console, "one-off") == []
+    # the refusal is the only error the page saw (Chromium logs it)
+    logged = "console error: Failed to load resource: the server responded with a status of"
+    assert errors == [f"HTTP 400: POST {console.url}api/schedules", f"{logged} 400 (Bad Request)"]
+
+
+def test_a_backfill_started_and_followed_to_its_end(page: Page, console: Console) -> None:
+    errors = open_console(page, console)
+    row = job_row(page, "hourly-cleanup")
+    row.get_by_role("button", name="Backfill...").click()
+    expect(page.locator("#form-title")).to_have_text("Backfill hourly-cleanup")
+    window = {"from": "2026-11-30T10:00:00Z", "to": "2026-11-30T14:00:00Z", "rate": "1"}
+    with page.expect_response(lambda answer: answer.url.endswith("/backfill")) as answer:
+        fill_form(page, window | {"from": "yesterday"})
+    assert answer.value.status == 400
+    expect(page.locator("#form-error")).to_contain_text("from 'yesterday' is not an instant")
+    assert pending(console, "backfill") == []
+
+    fill_form(page, window)
+    expect(page.locator("#messages .message.ok")).to_contain_text(
+        f"Backfill of hourly-cleanup started in us-east-1 by {OPERATOR}: 4 firings, 1 a minute."
+    )
+    shown = page.locator('#backfill-list li[data-job="hourly-cleanup"]')
+    expect(shown.locator(".done")).to_have_text("0 of 4 dispatched", timeout=WAIT_MS)
+    expect(page.locator("#backfill-none")).to_be_hidden()
+    assert len(pending(console, "backfill")) == 4
+
+    # due one a minute from 14:03:50 on: the 14:04 tick dispatches two, each next tick one
+    for done in (2, 3):
+        console.tick()
+        assert len(pending(console, "backfill")) == 4 - done
+        expect(shown.locator(".done")).to_have_text(f"{done} of 4 dispatched", timeout=WAIT_MS)
+        expect(shown.locator("progress")).to_have_attribute("value", str(done))
+    console.tick()
+    assert pending(console, "backfill") == []
+    said = "Backfill of hourly-cleanup done: all 4 firings dispatched or found run."
+    expect(page.locator("#messages .message.ok", has_text=said)).to_have_count(1, timeout=WAIT_MS)
+    expect(shown).to_have_count(0)
+    expect(page.locator("#backfill-none")).to_be_visible()
+    ran = [firing for firing, _ in console_runs(console, "hourly-cleanup")]
+    assert sorted(ran) == [f"hourly-cleanup@2026-11-30T{h}:15:00Z" for h in (10, 11, 12, 13)]
+    url = f"{console.url}api/schedule/hourly-cleanup/backfill"
+    logged = "console error: Failed to load resource: the server responded with a status of"
+    assert errors == [f"HTTP 400: POST {url}", f"{logged} 400 (Bad Request)"]
+
+
+def test_a_job_s_pending_retries_show_in_its_history(page: Page, console: Console) -> None:
+    from mini_scheduler.retries import defer_retry
+
+    policy = console.scheduler.ticker.operator.job("morning-report").policy_record
+    failed = "morning-report@2026-11-30T14:00:00Z"
+    now = console.clock.now()
+    defer_retry(console.claims, failed, policy, "FAILED", failed_at=now, origin="t", now=now)
+    errors = open_console(page, console)
+    retries = page.locator("#retries")
+    # a job with none: the panel stays hidden once its retries are read
+    with page.expect_response(lambda answer: answer.url.endswith("/heartbeat/retries")):
+        job_row(page, "heartbeat").get_by_role("button", name="History").click()
+    expect(page.locator("#run-rows tr[data-firing]")).to_have_count(20)
+    expect(retries).to_be_hidden()
+
+    job_row(page, "morning-report").get_by_role("button", name="History").click()
+    expect(retries).to_be_visible()
+    waiting = page.locator(f'#retry-list li[data-run="{failed}#2"]')
+    expect(waiting).to_have_text(f"attempt 2 of {failed}, due 2026-11-30 14:05:50Z in us-east-1")
+    console.tick()  # 14:04: not yet due
+    assert pending(console, "retry") == [f"{failed}#2"]
+    expect(waiting).to_be_visible()
+    console.tick()  # 14:05: dispatched at 14:05:50
+    assert pending(console, "retry") == []
+    expect(retries).to_be_hidden(timeout=WAIT_MS)
+    assert console_runs(console, "morning-report")[0] == (f"{failed}#2", "SUCCEEDED")
+    assert errors == []
+
+
+def test_a_phone_can_create_a_schedule_and_backfill(phone_page: Page, console: Console) -> None:
+    errors = open_console(phone_page, console)
+    width = PHONE["width"]
+
+    def inside(locator: Any) -> None:
+        expect(locator).to_be_visible()
+        box = locator.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, box
+
+    for job in JOBS:
+        inside(job_row(phone_page, job).get_by_role("button", name="Backfill..."))
+    inside(phone_page.locator("#new-schedule"))
+    phone_page.locator("#new-schedule").click()
+    for name in ("name", "at", "cron", "timezone", "service", "parameters"):
+        inside(phone_page.locator(f"#field-{name}"))
+    inside(phone_page.locator("#form-ok"))
+    scroll = phone_page.evaluate("() => document.documentElement.scrollWidth")
+    assert scroll <= width + 1
     assert errors == []

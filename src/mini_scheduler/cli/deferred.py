@@ -36,7 +36,7 @@ from mini_scheduler.cli.where import (
 from mini_scheduler.errors import CronFileError, EventError
 from mini_scheduler.jobs import DEFAULT_TIMEZONE, name_problem
 from mini_scheduler.jobs.yaml import compose
-from mini_scheduler.operator import past_firing
+from mini_scheduler.operator import check_sendable, past_firing
 from mini_scheduler.schedules import Schedules, read_schedule
 
 PROGRESS_EVERY = 15.0
@@ -419,8 +419,9 @@ def add_rerun(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 
 
 def rerun(args: argparse.Namespace, context: Context) -> int:
-    try:  # checked here too: a firing id that is not one is refused before any call
+    try:  # checked here too: a firing id or parameters refused before any call
         original = past_firing(args.firing, context.clock.now())
+        check_sendable(args.parameters or {})
     except EventError as exc:
         return context.fail("rerun", str(exc))
     event: dict[str, Any] = {"rerun": original.firing_id, "operator": None}

@@ -231,8 +231,9 @@ def add_history(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
             "Print run records from the state table, newest first: of one job (JOB or --job), "
             "or of every job of the cron file and every runtime schedule, in each region given, "
             "merged. One Query per job and region, each reading at most --limit runs; "
-            "--since and --status keep the runs that match. A job without runs is looked up in "
-            "the cron file: a name in neither is an error."
+            "--since and --status keep the runs that match. A name with runs has a history, "
+            "defined or not; a name without runs is looked up in the region's runtime "
+            "schedules and the cron file: a name in neither is an error."
         ),
     )
     parser.add_argument("job", metavar="JOB", nargs="?", help="one job's runs (or --job)")
@@ -261,8 +262,14 @@ def add_history(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def _check_job_known(job: str, context: Context, where: Where) -> None:
-    """A job with no runs must be in the cron file the CLI reads: else the name is wrong
-    (CommandError, a usage error, with the nearest name in the file)."""
+    """A job with no runs must be a runtime schedule of the region or in the cron file the CLI
+    reads: else the name is wrong (CommandError, a usage error, with the nearest name in the
+    file)."""
+    from mini_scheduler.claims.base import SCHEDULE
+
+    pending = claims_for(context, where).pending_deferred(SCHEDULE)
+    if any(item.firing.job == job for item in pending):
+        return
     where_runs = f"table {where.table} ({where.region})"
     try:
         cron_file = cron_source(context, where).load()

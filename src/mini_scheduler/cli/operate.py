@@ -32,9 +32,14 @@ from mini_scheduler.cli.where import _stack_outputs as stack_outputs
 from mini_scheduler.config import DEFAULT_KNOWN, environment_names, valid_environment_name
 from mini_scheduler.environment.active import DEFAULT_ACTIVE, ActiveEnvironment, same_environment
 from mini_scheduler.environment.regions import Held, active_regions, is_known, verdict
-from mini_scheduler.errors import ConfigurationError, SchedulerError, describe_aws_error
-from mini_scheduler.jobs import name_problem
-from mini_scheduler.operator import Operator
+from mini_scheduler.errors import (
+    ConfigurationError,
+    PayloadError,
+    SchedulerError,
+    describe_aws_error,
+)
+from mini_scheduler.jobs import CronFile, name_problem
+from mini_scheduler.operator import Operator, check_sendable
 
 # -- run ------------------------------------------------------------------------------------
 
@@ -59,6 +64,10 @@ def run_job(args: argparse.Namespace, context: Context) -> int:
     problem = name_problem(args.job)
     if problem:
         return context.fail("run", f"not a job name: {problem}")
+    try:  # before any AWS call: the ticker checks them again against the job's target
+        check_sendable(args.parameters or {})
+    except PayloadError as exc:
+        return context.fail("run", str(exc))
     region = one_region(args, context)
     where = resolve(args, context, region)
     function = where.need_function()
@@ -132,11 +141,13 @@ def add_pause(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "pause",
         help="pause a job in every region given: the ticker skips it until resumed",
         description=(
-            "Record in each region's state table that the job is paused: the ticker skips its "
-            "firings, with a log line, until it is resumed. No redeploy."
+            "Record in each region's state table that the job (a cron.yaml job or a runtime "
+            "schedule) is paused: the ticker skips its firings, with a log line, until it is "
+            "resumed. No redeploy. With a cron file, a name that is neither is refused, and a "
+            "runtime schedule is paused in the regions that hold it."
         ),
     )
-    parser.add_argument("job", metavar="JOB", help="the job's name, as in cron.yaml")
+    parser.add_argument("job", metavar="JOB", help="a cron.yaml job's or a runtime schedule's name")
     add_operator(parser)
     add_where(parser, many_regions=True, cron_file=True)
 
@@ -166,21 +177,24 @@ def _set_paused(args: argparse.Namespace, context: Context, paused: bool) -> int
     if problem:
         return context.fail(command, f"not a job name: {problem}")
     regions = many_regions(args, context)
-    # a job the deployed cron file does not name is refused (the stack says where it is)
+    cron_file = None  # with one (the stack says where it is), a name must be a job or schedule
     if paused and (args.cron_file or context.environ.get("CRON_FILE") or args.stack):
-        where = resolve(args, context, regions[0])
-        cron_file = load_cron(context, where)
-        if cron_file.job(args.job) is None:
-            return context.fail(command, f"no job {args.job} in {cron_file.source}: check the name")
+        cron_file = load_cron(context, resolve(args, context, regions[0]))
+    holders = set(regions)
+    if cron_file is not None and cron_file.job(args.job) is None:
+        holders = _schedule_holders(args, context, regions, cron_file)
     operator = operator_name(args, context, regions[0])
 
     def act(region: str) -> dict[str, Any]:
         where = resolve(args, context, region)
+        if region not in holders:
+            return {"table": where.table, "paused": False, "noSchedule": True}
         claims = claims_for(context, where)
         was: bool | None = None
         if not paused:
             was = args.job in claims.control(f"{region}/-").paused
-        operator_path = Operator(cron=None, claims=claims, environment=None, clock=context.clock)
+        cron = None if cron_file is None else (lambda: cron_file)
+        operator_path = Operator(cron=cron, claims=claims, environment=None, clock=context.clock)
         operator_path.set_paused(args.job, paused, operator)
         fields: dict[str, Any] = {"table": where.table, "paused": paused}
         if was is not None:
@@ -202,6 +216,30 @@ def _set_paused(args: argparse.Namespace, context: Context, paused: bool) -> int
     return EXIT_FAILED if failed else EXIT_OK
 
 
+def _schedule_holders(
+    args: argparse.Namespace, context: Context, regions: list[str], cron_file: CronFile
+) -> set[str]:
+    """The regions that hold a runtime schedule ``args.job`` (not a job of ``cron_file``);
+    CommandError, before anything is written, when none does."""
+
+    def holds(region: str) -> dict[str, Any]:
+        claims = claims_for(context, resolve(args, context, region))
+        operator_path = Operator(cron=None, claims=claims, environment=None, clock=context.clock)
+        return {"holds": operator_path.holds_schedule(args.job)}
+
+    outcomes = each_region(regions, holds)
+    holders = {o.region for o in outcomes if o.ok and o.fields["holds"]}
+    if holders:
+        return holders
+    unread = "".join(f"; {o.region} not read - {o.error}" for o in outcomes if not o.ok)
+    raise CommandError(
+        f"no cron.yaml job or runtime schedule {args.job}: not in {cron_file.source}, nor a "
+        f"runtime schedule of {', '.join(regions)}{unread} (mini-scheduler jobs lists the "
+        "cron file's jobs, mini-scheduler schedule list the runtime schedules)",
+        EXIT_USAGE,
+    )
+
+
 def _print_paused(
     context: Context, job: str, operator: str, paused: bool, outcomes: list[Outcome]
 ) -> None:
@@ -210,6 +248,8 @@ def _print_paused(
     for o in outcomes:
         if not o.ok:
             rows.append([o.region, "FAILED", o.error or ""])
+        elif o.fields.get("noSchedule"):
+            rows.append([o.region, "no runtime schedule here (nothing to do)", ""])
         elif paused:
             rows.append([o.region, "paused", f"table {o.fields['table']}"])
         else:

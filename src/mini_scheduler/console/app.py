@@ -4,8 +4,10 @@ page, CSRF, and every error as a message.
 * Only loopback host names are served (a page of another site that resolves its name to
   127.0.0.1 gets 400), and every POST and DELETE must carry the token of this server's page in
   ``X-CSRF-Token`` (403 without it): another site's page can neither read nor send it.
-* An operator's refusal is 400, a name that is nowhere 404, a region's store or AWS failing
-  502, each ``{"error": "..."}``; anything else 500 with no detail (the console's log has it).
+* An operator's refusal is 400, a name that is nowhere 404, a body over the limit 413 and
+  parameters no dispatch could carry 422 (both before any AWS call, naming the limit), a
+  region's store or AWS failing 502, each ``{"error": "..."}``; anything else 500 with no
+  detail (the console's log has it).
 """
 
 from __future__ import annotations
@@ -24,8 +26,9 @@ from starlette.exceptions import HTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from mini_scheduler.console import models
+from mini_scheduler.console.bodylimit import BodyLimit
 from mini_scheduler.console.service import MAX_PAGE, ConsoleService, NotFound
-from mini_scheduler.errors import EventError, SchedulerError, describe_aws_error
+from mini_scheduler.errors import EventError, PayloadError, SchedulerError, describe_aws_error
 
 log = logging.getLogger("mini_scheduler.console")
 
@@ -46,12 +49,15 @@ PROBLEMS: Final[dict[int | str, dict[str, Any]]] = {
     400: {"model": models.Problem, "description": "refused: the message says why"},
     403: {"model": models.Problem, "description": "no or wrong X-CSRF-Token"},
     404: {"model": models.Problem, "description": "no such job or schedule"},
+    413: {"model": models.Problem, "description": "request body over the limit it names"},
+    422: {"model": models.Problem, "description": "a bad body, or parameters over a limit"},
     502: {"model": models.Problem, "description": "a region's store or AWS failed"},
 }
 
 
 _STATUS_BY_ERROR: Final[dict[type[Exception], int]] = {
     NotFound: 404,  # a job or schedule no region has
+    PayloadError: 422,  # parameters no dispatch could carry: the message names the limit
     EventError: 400,  # an operator's request refused: the message says why
     SchedulerError: 502,  # a region's store, the cron file or the ticker failed
 }
@@ -117,6 +123,7 @@ def create_app(
     )
     app.state.csrf = csrf
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=list(LOOPBACK))
+    app.add_middleware(BodyLimit)  # before anything is read, and so before any AWS call
 
     @app.middleware("http")
     async def guard(request: Request, call_next: Any) -> Response:
@@ -206,6 +213,17 @@ def _routes(app: FastAPI, service: ConsoleService, csrf: str) -> None:
             if isinstance(exc, EventError):
                 raise
             raise EventError(f"cursor: {exc}") from None
+
+    @app.get(
+        "/api/schedule/{name}/retries",
+        response_model=models.Retries,
+        responses=PROBLEMS,
+        tags=["jobs"],
+    )
+    def retries(name: str) -> dict[str, Any]:
+        """The job's failed runs' next attempts, waiting in each region's store, soonest
+        first."""
+        return service.pending_retries(name)
 
     @app.get(
         "/api/schedule/{name}/next",

@@ -167,6 +167,21 @@ class History(BaseModel):
     unread: list[Unread] = Field(description="regions that could not be read")
 
 
+class PendingRetry(BaseModel):
+    firingId: str = Field(description="the firing it retries (what the target receives)")
+    runId: str = Field(description="the attempt's own id: <firingId>#<attempt>")
+    attempt: int
+    due: str = Field(description="when a tick dispatches it (UTC)")
+    region: str = Field(description="the region whose store holds it, and runs it while active")
+    writtenAt: str
+
+
+class Retries(BaseModel):
+    job: str
+    retries: list[PendingRetry] = Field(description="soonest first")
+    unread: list[Unread] = Field(description="regions that could not be read")
+
+
 class NextFirings(BaseModel):
     job: str
     firings: list[Firing]

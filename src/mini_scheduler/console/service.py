@@ -2,7 +2,8 @@
 
 Reads: the jobs (cron.yaml's of the first region, and each region's runtime schedules) with
 their next firings, last run and pauses; a job's history merged across the regions, newest
-first, a page at a time; the next hours' firings; each region's active environment. Actions go
+first, a page at a time; its retries waiting in each region; the next hours' firings; each
+region's active environment. Actions go
 through each region's :class:`~mini_scheduler.operator.Operator`, as the CLI's do: run now and
 rerun (sent to the region's ticker), pause and resume (every region), failover (every region,
 a known name only unless forced), runtime schedules and backfills (the active region's store).
@@ -23,18 +24,19 @@ from typing import Any, Final, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from mini_scheduler.claims.base import RETRY
 from mini_scheduler.cli.where import Outcome, each_region
 from mini_scheduler.clock import Clock
 from mini_scheduler.console.sites import Site
 from mini_scheduler.console.timeline import row
-from mini_scheduler.console.views import firing_times, next_second, run_view, visible
+from mini_scheduler.console.views import firing_times, next_second, retry_view, run_view, visible
 from mini_scheduler.console.words import in_words
 from mini_scheduler.environment.active import same_environment
 from mini_scheduler.environment.regions import Held, active_regions, is_known, verdict
 from mini_scheduler.errors import EventError, SchedulerError, describe_aws_error
 from mini_scheduler.jobs import Job
 from mini_scheduler.model import iso_seconds
-from mini_scheduler.operator import check_operator
+from mini_scheduler.operator import check_operator, run_parameters
 
 log = logging.getLogger("mini_scheduler.console")
 
@@ -129,6 +131,14 @@ class ConsoleService:
             f"no job {name[:100]!r}: not in cron.yaml, nor a runtime schedule of "
             + ", ".join(s.region for s in self.sites)
         )
+
+    def _defined(self, name: str) -> None:
+        """NotFound for a name without runs that is neither a job nor a schedule."""
+        try:
+            self._find(name)
+        except NotFound as exc:
+            regions = ", ".join(s.region for s in self.sites)
+            raise NotFound(f"{exc}, and no run of it in {regions}") from None
 
     def _pauses(self) -> dict[str, dict[str, Any]]:
         """Each region's pauses: region -> job -> Pause (a region that cannot be read: none)."""
@@ -247,10 +257,11 @@ class ConsoleService:
     def history(self, name: str, limit: int = 20, cursor: str | None = None) -> dict[str, Any]:
         """A page of ``name``'s runs over every region, newest first; ``next`` is the cursor
         of the page after it (None: this is the last). A region that cannot be read is named
-        in ``unread``, and the others shown."""
+        in ``unread``, and the others shown. A name with runs has a history whether or not it
+        is still defined (a one-time schedule that fired, a deleted one, a job gone from
+        cron.yaml); a name with no run in any region and no definition is a :class:`NotFound`."""
         if not 1 <= limit <= MAX_PAGE:
             raise EventError(f"limit must be 1 to {MAX_PAGE}")
-        self._find(name)
 
         def read(site: Site) -> Outcome:
             def act(_: str) -> dict[str, Any]:
@@ -267,6 +278,8 @@ class ConsoleService:
                 unread.append({"region": outcome.region, "error": outcome.error or ""})
                 continue
             merged += [(run.sort_key, outcome.region, run) for run in outcome.fields["runs"]]
+        if not merged and not unread and cursor is None:
+            self._defined(name)
         merged.sort(key=lambda item: (item[0], item[1]), reverse=True)
         page = merged[:limit]
         # a firing recorded in two regions has one key: never split it across pages
@@ -279,6 +292,29 @@ class ConsoleService:
             "next": page[-1][0] if more and page else None,
             "unread": unread,
         }
+
+    def pending_retries(self, name: str) -> dict[str, Any]:
+        """``name``'s next attempts waiting in each region's store (its deferred firings for
+        "retry"), soonest first; a region that cannot be read is named in ``unread``."""
+        self._find(name)
+
+        def read(site: Site) -> Outcome:
+            def act(_: str) -> dict[str, Any]:
+                claims = site.operator.claims
+                waiting = claims.pending_deferred(RETRY) if claims else []
+                return {"retries": [d for d in waiting if d.firing.job == name]}
+
+            return each_region([site.region], act)[0]
+
+        retries: list[dict[str, Any]] = []
+        unread: list[dict[str, str]] = []
+        for outcome in self._map(read, self.sites):
+            if not outcome.ok:
+                unread.append({"region": outcome.region, "error": outcome.error or ""})
+                continue
+            retries += [retry_view(d, outcome.region) for d in outcome.fields["retries"]]
+        retries.sort(key=lambda r: (r["due"], r["runId"], r["region"]))
+        return {"job": name, "retries": retries, "unread": unread}
 
     # -- regions and the active environment ---------------------------------------------------
 
@@ -369,9 +405,11 @@ class ConsoleService:
         parameters: Mapping[str, Any] | None = None,
         region: str | None = None,
     ) -> dict[str, Any]:
-        """Run a job now, by its region's ticker (the active region unless one is named)."""
+        """Run a job now, by its region's ticker (the active region unless one is named); its
+        parameters are checked against the job's target first (PayloadError), as the ticker
+        will, so that nothing too large is sent."""
         operator = check_operator(operator)
-        self._find(name)
+        run_parameters(self._find(name)[0], parameters)
         site = self._site(region)
         log.info("Console: %s runs %s now in %s", operator, name, site.region)
         answer = site.send(
@@ -388,13 +426,16 @@ class ConsoleService:
         return {"region": site.region, **(answer if isinstance(answer, Mapping) else {})}
 
     def set_paused(self, name: str, paused: bool, operator: str) -> dict[str, Any]:
-        """Pause or resume a job in every region (each region's ticker reads its own table)."""
+        """Pause or resume a job in every region (each region's ticker reads its own table); a
+        runtime schedule in the regions that hold it, each through its operator path."""
         operator = check_operator(operator)
-        self._find(name)
+        kind = self._find(name)[1]
+        sites = self.sites if kind == "cron.yaml" else self._holding(name)
         verb = "pauses" if paused else "resumes"
-        log.info("Console: %s %s %s in every region", operator, verb, name)
+        where = ", ".join(site.region for site in sites)
+        log.info("Console: %s %s %s in %s", operator, verb, name, where)
         outcomes: list[Outcome] = []
-        for site in self.sites:
+        for site in sites:
             write = partial(site.operator.set_paused, name, paused, operator)
             outcomes += each_region([site.region], _ignoring_region(write))
         return {
@@ -404,6 +445,36 @@ class ConsoleService:
             "regions": [o.to_json() for o in outcomes],
             "failedRegions": [o.region for o in outcomes if not o.ok],
         }
+
+    def _holding(self, name: str) -> list[Site]:
+        """The regions whose store holds the runtime schedule ``name`` (one that cannot be
+        read is acted on, and its failure reported)."""
+
+        def holds(site: Site) -> bool:
+            try:
+                return site.operator.holds_schedule(name)
+            except (SchedulerError, BotoCoreError, ClientError):
+                return True
+
+        return [
+            site
+            for site, held in zip(self.sites, self._map(holds, self.sites), strict=True)
+            if held
+        ]
+
+    def _holder(self, name: str) -> Site:
+        """The one region that holds the runtime schedule ``name``."""
+        sites = self._holding(name)
+        regions = ", ".join(site.region for site in self.sites)
+        if not sites:
+            raise NotFound(f"no runtime schedule {name[:100]!r} in {regions}")
+        if len(sites) > 1:
+            held = ", ".join(site.region for site in sites)
+            raise EventError(
+                f"runtime schedule {name[:100]!r} is in {held} (or a region could not be "
+                "read): name the region to delete it from"
+            )
+        return sites[0]
 
     # -- runtime schedules and backfills --------------------------------------------------------
 
@@ -428,10 +499,11 @@ class ConsoleService:
     def delete_schedule(
         self, name: str, operator: str, region: str | None = None
     ) -> dict[str, Any]:
-        site = self._site(region)
-        log.info(
-            "Console: %s deletes schedule %s in %s", check_operator(operator), name, site.region
-        )
+        """Delete a runtime schedule from ``region``, else from the region that holds it: a
+        name no region holds is :class:`NotFound`; one held in several needs its region."""
+        operator = check_operator(operator)
+        site = self._site(region) if region is not None else self._holder(name)
+        log.info("Console: %s deletes schedule %s in %s", operator, name, site.region)
         return {"region": site.region, **site.operator.delete_schedule(name, operator)}
 
     def backfill(
@@ -443,7 +515,9 @@ class ConsoleService:
         operator: str,
         region: str | None = None,
     ) -> dict[str, Any]:
-        """Backfill a job's window in one region (the active one unless named)."""
+        """Backfill a job's window in one region (the active one unless named); a name no
+        region has is :class:`NotFound`, as for the other actions on a job."""
+        self._find(name)
         site = self._site(region)
         log.info("Console: %s backfills %s in %s", check_operator(operator), name, site.region)
         answer = site.operator.backfill(name, start, end, rate, operator)

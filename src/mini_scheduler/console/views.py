@@ -1,4 +1,5 @@
-"""How a firing, a run and a job's parameters look in the console's answers (plain data)."""
+"""How a firing, a run, a pending retry and a job's parameters look in the console's answers
+(plain data)."""
 
 from __future__ import annotations
 
@@ -51,6 +52,19 @@ def run_view(run: Any, region: str) -> dict[str, Any]:
         "operator": run.operator,
         "backfill": run.backfill,
         "note": run_note(run),
+    }
+
+
+def retry_view(deferred: Any, region: str) -> dict[str, Any]:
+    """A run's next attempt waiting in ``region``'s store (a deferred firing for "retry")."""
+    firing = deferred.firing
+    return {
+        "firingId": firing.firing_id,
+        "runId": firing.id,
+        "attempt": firing.attempt,
+        "due": iso_seconds(deferred.due),
+        "region": region,
+        "writtenAt": iso_seconds(deferred.written_at),
     }
 
 

@@ -247,6 +247,27 @@ def test_rerun_refuses_what_is_not_a_past_firing_before_asking(
     assert invoker.events == []
 
 
+def test_rerun_refuses_parameters_no_target_takes_before_asking(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from mini_scheduler.jobs.limits import parameters_limit
+
+    r = rig(CRON, start="2026-11-30T14:00:00Z")
+    invoker = TickerInvoker(r)
+    blob = json.dumps({"blob": "x" * parameters_limit("lambda")})
+    argv = ["rerun", "export@2026-11-30T14:00:00Z", *OPERATOR, "--parameters", blob]
+    code = main(
+        [*argv, "--function", "ticker"],
+        clock=r.clock,
+        environ=ENV,
+        invoke=invoker,
+    )
+    _, err = capsys.readouterr()
+    assert code == 2 and err.startswith("mini-scheduler rerun: parameters: parameters take ")
+    assert f"more than the {parameters_limit('lambda')} a Lambda target allows" in err
+    assert invoker.events == []
+
+
 def test_rerun_of_an_unknown_job_is_the_ticker_s_refusal(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

@@ -222,8 +222,10 @@ def test_pause_refuses_a_job_the_stack_does_not_run(
     result = run(capsys, downloads, "pause", "nightly", "--stack", STACK, environ=environ)
     assert result.code == 2
     assert result.err == (
-        "mini-scheduler pause: no job nightly in file:cron.yaml (the package of "
-        "mini-scheduler-ticker in us-east-1): check the name\n"
+        "mini-scheduler pause: no cron.yaml job or runtime schedule nightly: not in "
+        "file:cron.yaml (the package of mini-scheduler-ticker in us-east-1), nor a runtime "
+        "schedule of us-east-1 (mini-scheduler jobs lists the cron file's jobs, mini-scheduler "
+        "schedule list the runtime schedules)\n"
     )
     args = ("pause", "heartbeat", "--stack", STACK, "--operator", "jane.doe")
     assert run(capsys, downloads, *args, environ=environ).code == 0

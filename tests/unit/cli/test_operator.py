@@ -660,6 +660,27 @@ def test_history_of_a_job_gone_from_the_cron_file_still_shows_its_runs(
     assert run.lines[-1] == "1 run of retired-job in us-east-1"
 
 
+def make_schedule(aws: Aws, entry: dict[str, Any], region: str = "us-east-1") -> None:
+    """A runtime schedule in ``region``'s table, as the ticker's event makes one."""
+    from mini_scheduler.operator import Operator
+
+    op = Operator(cron=None, claims=aws.store(region), environment=None, clock=FixedClock(NOW))
+    op.create_schedules(entry, "jane.doe")
+
+
+def test_history_of_a_runtime_schedule_without_runs_is_not_an_unknown_job(
+    capsys: pytest.CaptureFixture[str], aws: Aws
+) -> None:
+    make_schedule(aws, {"name": "quarter-close", "at": "2026-12-31T23:00:00Z", "service": "fn"})
+    for environ in (ENV, without("CRON_FILE")):
+        run = cli(capsys, "history", "quarter-close", environ=environ)
+        assert (run.code, run.out, run.err) == (
+            0,
+            f"No runs recorded for quarter-close in table {TABLE} (us-east-1).\n",
+            "",
+        )
+
+
 def test_history_usage_errors(capsys: pytest.CaptureFixture[str], aws: Aws) -> None:
     run = cli(capsys, "history", "bad..name")
     assert (run.code, run.err) == (
@@ -784,6 +805,29 @@ def test_run_when_lambda_refuses_the_invoke(capsys: pytest.CaptureFixture[str], 
     assert run.err == (
         "mini-scheduler run: Lambda Invoke nope in us-east-1 failed - AccessDeniedException: "
         "not allowed\n"
+    )
+
+
+def test_run_refuses_parameters_no_target_takes_before_invoking(
+    capsys: pytest.CaptureFixture[str], aws: Aws
+) -> None:
+    from mini_scheduler.jobs.limits import parameters_limit
+
+    limit = parameters_limit("lambda")
+    calls: list[Mapping[str, Any]] = []
+
+    def invoke(region: str, function: str, event: Mapping[str, Any]) -> Invocation:
+        calls.append(event)
+        raise AssertionError("nothing is sent")
+
+    blob = json.dumps({"blob": "x" * limit})
+    args = ("run", "heartbeat", "--operator", "jane.doe", "--function", TICKER)
+    run = cli(capsys, *args, "--parameters", blob, invoke=invoke)
+    assert (run.code, run.out, calls) == (2, "", [])
+    assert run.err == (
+        f"mini-scheduler run: parameters: parameters take {limit + 11} bytes as JSON, more than "
+        f"the {limit} a Lambda target allows (the 409600-byte DynamoDB item that records the "
+        "job's state, less 8192 kept for the rest of the dispatch)\n"
     )
 
 
@@ -976,8 +1020,33 @@ def test_pause_checks_the_job_is_in_the_cron_file(
 ) -> None:
     run = cli(capsys, "pause", "morning-reprot", "--operator", "jane.doe")
     assert (run.code, run.out) == (2, "")
-    assert run.err == f"mini-scheduler pause: no job morning-reprot in {SAMPLE}: check the name\n"
+    assert run.err == (
+        f"mini-scheduler pause: no cron.yaml job or runtime schedule morning-reprot: not in "
+        f"{SAMPLE}, nor a runtime schedule of us-east-1 (mini-scheduler jobs lists the cron "
+        "file's jobs, mini-scheduler schedule list the runtime schedules)\n"
+    )
     assert aws.items() == []
+
+
+def test_a_runtime_schedule_is_paused_where_it_lives_with_or_without_a_cron_file(
+    capsys: pytest.CaptureFixture[str], aws: Aws
+) -> None:
+    make_schedule(aws, {"name": "every", "cron": "0 * * * * ?", "service": "fn"})
+    args = ("every", "--regions", BOTH, "--operator", "jane.doe")
+    run = cli(capsys, "pause", *args)
+    assert run.code == 0, run.err
+    assert run.lines == [
+        f"us-east-1  paused                                    table {TABLE}",
+        "us-west-2  no runtime schedule here (nothing to do)",
+        "Job every paused by jane.doe in 2 regions.",
+    ]
+    assert set(aws.store().control("x").paused) == {"every"}
+    assert aws.store("us-west-2").control("x").paused == {}
+    run = cli(capsys, "resume", *args)
+    assert run.code == 0 and aws.store().control("x").paused == {}
+    run = cli(capsys, "pause", *args, environ=without("CRON_FILE"))  # the name's form only
+    assert run.code == 0, run.err
+    assert set(aws.store("us-west-2").control("x").paused) == {"every"}
 
 
 # -- status and failover -------------------------------------------------------------------------

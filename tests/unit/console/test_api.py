@@ -17,6 +17,7 @@ from mini_scheduler.console.service import ConsoleService, NotFound
 from mini_scheduler.console.sites import Site
 from mini_scheduler.handlers.routing import route
 from mini_scheduler.model import RunStatus
+from mini_scheduler.retries import defer_retry
 from tests.unit.tick.harness import Rig, at, rig
 
 pytest.importorskip("fastapi")
@@ -312,6 +313,176 @@ def test_runtime_schedules_and_backfills_in_the_active_region(
     assert status and status[0]["job"] == "tick"
 
 
+def test_a_job_s_pending_retries_in_every_region_soonest_first(
+    regions: Regions, client: TestClient
+) -> None:
+    policy = {"retries": 2, "backoff": 60, "factor": 1, "max_backoff": 3600}
+    now = at("2026-11-30T14:00:00Z")
+    for r, run_id, failed in [
+        (regions.west, "tick@2026-11-30T13:58:00Z", "2026-11-30T13:59:30Z"),
+        (regions.east, "tick@2026-11-30T13:59:00Z#2", "2026-11-30T14:00:10Z"),
+        (regions.east, "report@2026-11-30T08:00:00Z", "2026-11-30T13:00:00Z"),
+    ]:
+        defer_retry(r.claims, run_id, policy, "FAILED", failed_at=at(failed), origin="x", now=now)
+    answer = client.get("/api/schedule/tick/retries")
+    assert answer.status_code == 200, answer.text
+    assert answer.json() == {
+        "job": "tick",
+        "retries": [
+            {
+                "firingId": "tick@2026-11-30T13:58:00Z",
+                "runId": "tick@2026-11-30T13:58:00Z#2",
+                "attempt": 2,
+                "due": "2026-11-30T14:00:30Z",
+                "region": "us-west-2",
+                "writtenAt": "2026-11-30T14:00:00Z",
+            },
+            {
+                "firingId": "tick@2026-11-30T13:59:00Z",
+                "runId": "tick@2026-11-30T13:59:00Z#3",
+                "attempt": 3,
+                "due": "2026-11-30T14:01:10Z",
+                "region": "us-east-1",
+                "writtenAt": "2026-11-30T14:00:00Z",
+            },
+        ],
+        "unread": [],
+    }
+    assert [r["runId"] for r in client.get("/api/schedule/report/retries").json()["retries"]] == [
+        "report@2026-11-30T08:00:00Z#2"
+    ]
+    # the tick that dispatches east's retry leaves none of it waiting
+    regions.east.tick("2026-11-30T14:02:00Z")
+    assert "tick@2026-11-30T13:59:00Z#3" in regions.east.dispatcher.firing_ids
+    waiting = client.get("/api/schedule/tick/retries").json()["retries"]
+    assert [(r["runId"], r["region"]) for r in waiting] == [
+        ("tick@2026-11-30T13:58:00Z#2", "us-west-2")
+    ]
+
+
+def test_pending_retries_of_an_unknown_job_or_an_unreadable_region(
+    regions: Regions, client: TestClient
+) -> None:
+    missing = client.get("/api/schedule/nope/retries")
+    assert missing.status_code == 404 and "no job 'nope'" in missing.json()["error"]
+
+    def refuse(reason: str) -> Any:
+        if reason != "retry":
+            return []
+        error = {"Error": {"Code": "AccessDeniedException", "Message": "not allowed"}}
+        raise ClientError(error, "Query")  # type: ignore[arg-type]
+
+    regions.west.ticker.operator.claims.pending_deferred = refuse  # type: ignore[method-assign, union-attr]
+    answer = client.get("/api/schedule/tick/retries")
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["retries"] == []
+    [unread] = answer.json()["unread"]
+    assert unread["region"] == "us-west-2" and "AccessDeniedException" in unread["error"]
+
+
+AT = "2026-11-30T15:00:00Z"
+ONCE = {"name": "x", "at": AT, "service": "x-fn"}
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ({"operator": "bad name", "schedules": [ONCE]}, "operator"),
+        ({"operator": "j", "schedules": [ONCE | {"name": "tick"}]}, "name tick is a job of"),
+        ({"operator": "j", "schedules": [ONCE | {"at": "2026-11-29T15:00:00Z"}]}, "not in the"),
+        ({"operator": "j", "schedules": [{"name": "x", "service": "x-fn"}]}, "missing cron"),
+        ({"operator": "j", "schedules": [ONCE], "region": "eu-west-9"}, "region 'eu-west-9'"),
+        ({"operator": "j", "schedules": [ONCE, {"name": "y", "service": "y"}]}, "entry 2"),
+    ],
+    ids=["operator", "cron-yaml-name", "past", "no-when", "region", "one-bad-of-two"],
+)  # fmt: skip
+def test_a_refused_schedule_names_what_is_wrong_and_creates_nothing(
+    client: TestClient, body: dict[str, Any], said: str
+) -> None:
+    answer = post(client, "/api/schedules", body)
+    assert answer.status_code == 400, answer.text
+    assert said in answer.json()["error"]
+    assert [r["schedules"] for r in client.get("/api/schedules").json()["regions"]] == [[], []]
+
+
+def test_a_schedule_is_deleted_from_the_region_that_holds_it(client: TestClient) -> None:
+    def delete(name: str, body: dict[str, Any]) -> Any:
+        return client.request(
+            "DELETE", f"/api/schedules/{name}", json=body, headers={CSRF_HEADER: TOKEN}
+        )
+
+    def held() -> list[list[str]]:
+        listed = client.get("/api/schedules").json()["regions"]
+        return [[s["name"] for s in r["schedules"]] for r in listed]
+
+    for region, name in (("us-west-2", "x"), ("us-east-1", "y"), ("us-west-2", "y")):
+        body = {"operator": "j", "schedules": [ONCE | {"name": name}], "region": region}
+        assert post(client, "/api/schedules", body).status_code == 200
+    assert held() == [["y"], ["x", "y"]]
+    missing = delete("nope", {"operator": "j"})
+    assert missing.status_code == 404
+    assert missing.json() == {"error": "no runtime schedule 'nope' in us-east-1, us-west-2"}
+    bad = delete("x", {"operator": "a b"})
+    assert bad.status_code == 400 and "operator 'a b'" in bad.json()["error"]
+    twice = delete("y", {"operator": "j"})
+    assert twice.status_code == 400
+    assert "is in us-east-1, us-west-2" in twice.json()["error"]
+    assert held() == [["y"], ["x", "y"]]
+    # no region named: the one that holds it, not the active one
+    gone = delete("x", {"operator": "j"})
+    assert gone.status_code == 200 and gone.json()["region"] == "us-west-2"
+    gone = delete("y", {"operator": "j", "region": "us-west-2"})
+    assert gone.status_code == 200 and gone.json()["region"] == "us-west-2"
+    assert held() == [["y"], []]
+
+
+WINDOW = {"from": "2026-11-30T13:00:00Z", "to": "2026-11-30T13:05:00Z", "operator": "j"}
+
+
+@pytest.mark.parametrize(
+    ("job", "body", "status", "said"),
+    [
+        ("tick", WINDOW | {"operator": "a b"}, 400, "operator 'a b'"),
+        ("tick", WINDOW | {"to": "2026-12-30T13:05:00Z"}, 400, "2026-12-30T13:05:00Z is in the"),
+        ("tick", WINDOW | {"from": "yesterday"}, 400, "from 'yesterday' is not an instant"),
+        ("tick", WINDOW | {"rate": 0}, 400, "rate must be"),
+        ("tick", {"from": "2026-11-30T13:00:00Z", "operator": "j"}, 422, "to: Field required"),
+        ("nope", WINDOW, 404, "no job 'nope'"),
+    ],
+    ids=["operator", "future", "not-an-instant", "rate", "no-to", "unknown-job"],
+)  # fmt: skip
+def test_a_refused_backfill_names_what_is_wrong_and_starts_nothing(
+    client: TestClient, job: str, body: dict[str, Any], status: int, said: str
+) -> None:
+    answer = post(client, f"/api/schedule/{job}/backfill", body)
+    assert answer.status_code == status, answer.text
+    assert said in answer.json()["error"]
+    assert [r["backfills"] for r in client.get("/api/backfills").json()["regions"]] == [[], []]
+
+
+def test_a_backfill_is_followed_until_its_last_firing_is_dispatched(
+    regions: Regions, client: TestClient
+) -> None:
+    window = {"from": "2026-11-30T13:00:00Z", "to": "2026-11-30T13:05:00Z", "rate": 2}
+    started = post(client, "/api/schedule/tick/backfill", window | {"operator": "jane"}).json()
+    assert (started["total"], started["pending"], started["operator"]) == (5, 5, "jane")
+    seen = []
+    for minute in range(1, 10):
+        [east, west] = client.get("/api/backfills").json()["regions"]
+        assert west["backfills"] == []
+        seen.append([(b["id"], b["done"], b["pending"]) for b in east["backfills"]])
+        if not seen[-1]:
+            break
+        regions.east.tick(f"2026-11-30T14:{minute:02}:00Z")
+    ident = started["id"]
+    assert seen[0] == [(ident, 0, 5)] and seen[-1] == []
+    done = [found[0][1] for found in seen[:-1]]
+    assert done == sorted(set(done)) and len(done) > 1, seen  # it moves, a tick at a time
+    assert sorted(f for f in regions.east.dispatcher.firing_ids if "T13:" in f) == [
+        f"tick@2026-11-30T13:0{m}:00Z" for m in range(5)
+    ]
+
+
 def test_rerun_sends_the_firing_to_the_ticker(regions: Regions, client: TestClient) -> None:
     regions.east.tick("2026-11-30T14:00:00Z")
     answer = post(client, "/api/rerun", {"firingId": "tick@2026-11-30T14:00:00Z", "operator": "j"})
@@ -338,6 +509,29 @@ def test_a_post_without_the_page_s_token_is_refused_and_writes_nothing(
         assert answer.json() == {"error": f"missing or wrong {CSRF_HEADER}: reload the page"}
     assert regions.east.claims.control("x").paused == {}
     assert regions.east.store.get() is None and regions.east.dispatcher.calls == []
+
+
+@pytest.mark.parametrize("headers", [{}, {CSRF_HEADER: "wrong"}])
+def test_schedules_and_backfills_without_the_page_s_token_are_refused(
+    regions: Regions, client: TestClient, headers: dict[str, str]
+) -> None:
+    made = post(
+        client,
+        "/api/schedules",
+        {"operator": "jane", "schedules": [{"name": "once", "at": AT, "service": "x-fn"}]},
+    )
+    assert made.status_code == 200, made.text
+    refusal = {"error": f"missing or wrong {CSRF_HEADER}: reload the page"}
+    for method, path, body in [
+        ("POST", "/api/schedules", {"operator": "j", "schedules": {"name": "two", "at": AT}}),
+        ("DELETE", "/api/schedules/once", {"operator": "jane"}),
+        ("POST", "/api/schedule/tick/backfill", {"from": AT, "to": AT, "operator": "jane"}),
+    ]:
+        answer = client.request(method, path, json=body, headers=headers)
+        assert (answer.status_code, answer.json()) == (403, refusal), (method, path)
+    listed = client.get("/api/schedules").json()["regions"]
+    assert [[s["name"] for s in r["schedules"]] for r in listed] == [["once"], []]
+    assert [r["backfills"] for r in client.get("/api/backfills").json()["regions"]] == [[], []]
 
 
 def test_the_page_carries_the_token_and_a_strict_content_security_policy(
@@ -402,6 +596,7 @@ def test_the_openapi_document_describes_every_route(client: TestClient) -> None:
         "/api/schedule/{name}/resume",
         "/api/schedule/{name}/history",
         "/api/schedule/{name}/next",
+        "/api/schedule/{name}/retries",
         "/api/schedule/{name}/backfill",
         "/api/timeline",
         "/api/rerun",
@@ -442,3 +637,138 @@ def test_a_cron_yaml_job_is_found_without_reading_the_runtime_schedules(
     with pytest.raises(NotFound):
         service.history("nope")
     assert reads == ["read", "read"]
+
+
+# -- history of a name without a definition (issue 25) --------------------------------------------
+
+
+def _create(client: TestClient, entry: dict[str, Any]) -> None:
+    made = post(client, "/api/schedules", {"operator": "jane", "schedules": [entry]})
+    assert made.status_code == 200, made.text
+
+
+def test_a_fired_one_time_schedule_and_a_deleted_one_keep_their_history(
+    regions: Regions, client: TestClient
+) -> None:
+    _create(client, {"name": "once", "at": "2026-11-30T14:01:00Z", "service": "x-fn"})
+    _create(client, {"name": "every", "cron": "0 * * * * ?", "service": "y-fn"})
+    regions.east.tick("2026-11-30T14:01:00Z")
+    gone = client.request(
+        "DELETE", "/api/schedules/every", json={"operator": "jane"}, headers={CSRF_HEADER: TOKEN}
+    )
+    assert gone.status_code == 200, gone.text
+    for name in ("once", "every"):
+        assert client.get(f"/api/schedule/{name}").status_code == 404  # no definition left
+        answer = client.get(f"/api/schedule/{name}/history")
+        assert answer.status_code == 200, answer.text
+        assert [run["firingId"] for run in answer.json()["runs"]] == [
+            f"{name}@2026-11-30T14:01:00Z"
+        ]
+
+
+def test_the_history_of_a_name_with_no_definition_and_no_run_is_404(client: TestClient) -> None:
+    answer = client.get("/api/schedule/nope/history")
+    assert answer.status_code == 404
+    assert answer.json() == {
+        "error": "no job 'nope': not in cron.yaml, nor a runtime schedule of us-east-1, "
+        "us-west-2, and no run of it in us-east-1, us-west-2"
+    }
+
+
+# -- runtime schedules are paused like cron.yaml's jobs (issue 25) --------------------------------
+
+
+def test_a_runtime_schedule_is_paused_and_resumed_where_it_lives(
+    regions: Regions, client: TestClient
+) -> None:
+    _create(client, {"name": "every", "cron": "0 * * * * ?", "service": "y-fn"})
+    answer = post(client, "/api/schedule/every/pause", {"operator": "jane"})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["failedRegions"] == [] and body["paused"] is True
+    assert [(r["region"], r["ok"]) for r in body["regions"]] == [("us-east-1", True)]
+    assert set(regions.east.claims.control("x").paused) == {"every"}
+    assert regions.west.claims.control("x").paused == {}
+    listed = client.get("/api/schedule/every").json()
+    assert listed["paused"] and listed["pausedIn"] == ["us-east-1"]
+    regions.east.tick("2026-11-30T14:01:00Z")
+    assert [call for call in regions.east.dispatcher.calls if call[0] == "y-fn"] == []
+    assert client.get("/api/schedule/every/history").status_code == 200
+    resumed = post(client, "/api/schedule/every/resume", {"operator": "jane"})
+    assert resumed.status_code == 200 and resumed.json()["failedRegions"] == []
+    assert not client.get("/api/schedule/every").json()["paused"]
+
+
+def test_pausing_a_name_that_is_neither_a_job_nor_a_schedule_writes_nothing(
+    regions: Regions, client: TestClient
+) -> None:
+    answer = post(client, "/api/schedule/evrey/pause", {"operator": "jane"})
+    assert answer.status_code == 404
+    assert answer.json()["error"].startswith("no job 'evrey': not in cron.yaml, nor a runtime")
+    assert regions.east.claims.control("x").paused == {}
+    assert regions.west.claims.control("x").paused == {}
+
+
+def test_deleting_a_paused_runtime_schedule_clears_its_pause(
+    regions: Regions, client: TestClient
+) -> None:
+    _create(client, {"name": "every", "cron": "0 * * * * ?", "service": "y-fn"})
+    post(client, "/api/schedule/every/pause", {"operator": "jane"})
+    gone = client.request(
+        "DELETE", "/api/schedules/every", json={"operator": "jane"}, headers={CSRF_HEADER: TOKEN}
+    )
+    assert gone.status_code == 200, gone.text
+    assert regions.east.claims.control("x").paused == {}
+    _create(client, {"name": "every", "cron": "0 * * * * ?", "service": "y-fn"})
+    assert not client.get("/api/schedule/every").json()["paused"]
+
+
+# -- sizes are checked before any AWS call (issue 25) ---------------------------------------------
+
+
+def test_a_request_body_over_the_limit_is_413_and_nothing_is_sent(
+    regions: Regions, client: TestClient
+) -> None:
+    from mini_scheduler.jobs.limits import LAMBDA_ASYNC_PAYLOAD_LIMIT
+
+    big = {"operator": "jane", "parameters": {"blob": "x" * (50 * 1024 * 1024)}}
+    answer = post(client, "/api/schedule/report", big)
+    assert answer.status_code == 413
+    assert answer.json()["error"].startswith("request body too large: ")
+    assert f"more than the {LAMBDA_ASYNC_PAYLOAD_LIMIT} bytes" in answer.json()["error"]
+    assert regions.sent == [] and regions.east.dispatcher.calls == []
+
+
+def test_a_chunked_body_over_the_limit_is_413_too(regions: Regions, client: TestClient) -> None:
+    from mini_scheduler.jobs.limits import LAMBDA_ASYNC_PAYLOAD_LIMIT
+
+    def chunks() -> Iterator[bytes]:
+        yield b'{"operator": "jane", "parameters": {"blob": "'
+        for _ in range(3):
+            yield b"x" * LAMBDA_ASYNC_PAYLOAD_LIMIT
+        yield b'"}}'
+
+    answer = client.post(
+        "/api/schedule/report",
+        content=chunks(),
+        headers={CSRF_HEADER: TOKEN, "Content-Type": "application/json"},
+    )
+    assert answer.status_code == 413, answer.text
+    assert regions.sent == []
+
+
+def test_parameters_over_a_target_s_limit_are_422_naming_it_and_nothing_is_sent(
+    regions: Regions, client: TestClient
+) -> None:
+    from mini_scheduler.jobs.limits import parameters_limit
+
+    limit = parameters_limit("lambda")
+    body = {"operator": "jane", "parameters": {"blob": "x" * limit}}
+    answer = post(client, "/api/schedule/report", body)
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["error"] == (
+        f"parameters for report: parameters take {limit + 27} bytes as JSON, more than the "
+        f"{limit} a Lambda target allows (the 409600-byte DynamoDB item that records the "
+        "job's state, less 8192 kept for the rest of the dispatch)"
+    )
+    assert regions.sent == [] and regions.east.dispatcher.calls == []

@@ -12,7 +12,7 @@ from mini_scheduler.errors import EventError
 from mini_scheduler.jobs import load
 from mini_scheduler.model import Firing
 from mini_scheduler.operator import Operator
-from tests.unit.tick.harness import at
+from tests.unit.tick.harness import Rig, at, rig
 
 CRON = load(
     """
@@ -67,7 +67,7 @@ def test_without_a_dispatcher_a_run_is_refused() -> None:
 
 def test_pause_needs_a_known_job_when_there_is_a_cron_file() -> None:
     op = operator()
-    with pytest.raises(EventError, match="unknown job"):
+    with pytest.raises(EventError, match=r"no cron\.yaml job or runtime schedule 'nope'"):
         op.set_paused("nope", True, "jane.doe")
     assert op.set_paused("report", True, "jane.doe") == {
         "job": "report",
@@ -81,6 +81,90 @@ def test_without_a_cron_file_a_pause_checks_the_name_s_form_only() -> None:
     assert op.set_paused("elsewhere", True, "jane.doe")["paused"] is True
     with pytest.raises(EventError, match="not a job name"):
         op.set_paused("-bad-", True, "jane.doe")
+
+
+# -- runtime schedules are paused like cron.yaml's jobs (issue 25) ------------------------------
+
+EVERY_MINUTE = {"name": "every", "cron": "0 * * * * ?", "service": "every-fn"}
+
+
+def _paused(op: Operator) -> set[str]:
+    assert op.claims is not None
+    return set(op.claims.control("x").paused)
+
+
+def test_a_runtime_schedule_is_paused_and_resumed_like_a_cron_yaml_job() -> None:
+    op = operator()
+    op.create_schedules(EVERY_MINUTE, "jane.doe")
+    assert op.set_paused("every", True, "jane.doe") == {
+        "job": "every",
+        "paused": True,
+        "operator": "jane.doe",
+    }
+    assert _paused(op) == {"every"}
+    assert op.set_paused("every", False, "ops")["paused"] is False
+    assert _paused(op) == set()
+
+
+def test_a_name_that_is_neither_a_job_nor_a_schedule_is_refused_saying_where_to_look() -> None:
+    op = operator()
+    op.create_schedules(EVERY_MINUTE, "jane.doe")
+    with pytest.raises(EventError) as refused:
+        op.set_paused("evrey", True, "jane.doe")
+    assert str(refused.value) == (
+        "no cron.yaml job or runtime schedule 'evrey': not in cron.yaml, nor a runtime schedule "
+        "of this region (mini-scheduler jobs lists cron.yaml's jobs, mini-scheduler schedule "
+        "list the runtime schedules)"
+    )
+    assert _paused(op) == set()
+
+
+def test_a_pause_left_behind_can_be_resumed() -> None:
+    """A job gone from cron.yaml while paused: its pause is lifted, though it is no job now."""
+    op = operator()
+    assert op.claims is not None
+    op.claims.set_paused("retired", True, operator="jane.doe", now=op.clock.now())
+    assert op.set_paused("retired", False, "ops")["paused"] is False
+    assert _paused(op) == set()
+
+
+def test_deleting_a_runtime_schedule_clears_its_pause() -> None:
+    op = operator()
+    op.create_schedules(EVERY_MINUTE, "jane.doe")
+    op.set_paused("every", True, "jane.doe")
+    op.delete_schedule("every", "jane.doe")
+    assert _paused(op) == set()
+    op.create_schedules(EVERY_MINUTE, "jane.doe")  # a new one of the same name runs
+    assert _paused(op) == set()
+
+
+def _paused_from_14_02() -> Rig:
+    """A schedule firing every minute, run at 14:01, then paused: ticks at 14:02 and 14:03."""
+    r = rig(CRON_TEXT)
+    op = r.ticker.operator
+    op.create_schedules(EVERY_MINUTE, "jane.doe")
+    r.tick("2026-11-30T14:01:00Z")
+    assert r.dispatcher.firing_ids == ["every@2026-11-30T14:01:00Z"]
+    op.set_paused("every", True, "jane.doe")
+    r.tick("2026-11-30T14:02:00Z")
+    r.tick("2026-11-30T14:03:00Z")
+    return r
+
+
+def test_a_paused_runtime_schedule_runs_nothing_and_writes_no_run() -> None:
+    r = _paused_from_14_02()
+    assert r.dispatcher.firing_ids == ["every@2026-11-30T14:01:00Z"]
+    assert [run.firing_id for run in r.claims.history("every")] == ["every@2026-11-30T14:01:00Z"]
+
+
+def test_a_resumed_runtime_schedule_fires_at_its_next_firing_not_the_pause_s() -> None:
+    r = _paused_from_14_02()
+    r.ticker.operator.set_paused("every", False, "jane.doe")
+    r.tick("2026-11-30T14:04:00Z")
+    assert r.dispatcher.firing_ids == [
+        "every@2026-11-30T14:01:00Z",
+        "every@2026-11-30T14:04:00Z",
+    ]
 
 
 def test_set_environment_persists_first_and_answers_the_status() -> None:
@@ -227,3 +311,18 @@ def test_a_name_no_stack_has_is_a_warning_once_per_value_read(
         "known environment (prod, DR: this region's name and KNOWN_ENVIRONMENTS) - no stack "
         "has it, so no region is active"
     ] * 2
+
+
+def test_parameters_over_the_target_s_limit_are_refused_naming_it_and_nothing_runs() -> None:
+    from mini_scheduler.errors import PayloadError
+    from mini_scheduler.jobs.limits import parameters_limit
+    from mini_scheduler.operator import check_sendable
+
+    runs: list[Firing] = []
+    blob = {"blob": "x" * parameters_limit("lambda")}
+    with pytest.raises(PayloadError, match=f"more than the {parameters_limit('lambda')} a Lambda"):
+        operator(runs=runs).run_now("report", "jane.doe", blob)
+    assert runs == []
+    with pytest.raises(PayloadError, match="a Lambda target allows"):
+        check_sendable(blob)
+    assert check_sendable({"day": 1}) == {"day": 1}

@@ -1,13 +1,17 @@
-// The mini-scheduler console: reads the JSON API, draws the jobs, a job's history, the next
-// 24 hours and the regions, and sends an operator's actions after a confirmation. Text from the
-// API is only ever set as textContent, never parsed as HTML.
+// The mini-scheduler console: reads the JSON API, draws the jobs, a job's history and pending
+// retries, the backfills in progress, the next 24 hours and the regions, and sends an operator's
+// actions after a confirmation (or a form: a new schedule, a backfill). Text from the API is only
+// ever set as textContent, never parsed as HTML.
 "use strict";
 
 // the jobs, the regions and an open history; the timeline less often
 const REFRESH_MS = 1000 * Number(document.body.dataset.refresh || "10");
 const TIMELINE_MS = Math.max(REFRESH_MS, 60000);
 const csrf = document.querySelector('meta[name="csrf-token"]').content;
-const state = { historyJob: null, historyCursor: null, historyPaged: false, environment: null, busy: false };
+const state = {
+  historyJob: null, historyCursor: null, historyPaged: false, environment: null, busy: false,
+  following: new Map(), // backfill id -> {job, total, started}: said when it is done
+};
 
 // -- small helpers ---------------------------------------------------------------------------
 
@@ -160,6 +164,135 @@ async function act(text, okLabel, send, targets) {
   refresh();
 }
 
+// -- forms: a new runtime schedule, a backfill ---------------------------------------------------
+
+let formSend = null; // what the open form sends: (values, operator) -> the message to show
+
+function formField(spec) {
+  const attrs = {
+    id: `field-${spec.name}`, name: spec.name, required: spec.required || null,
+    placeholder: spec.placeholder || null, spellcheck: "false", autocomplete: "off",
+  };
+  let input;
+  if (spec.type === "textarea") input = el("textarea", { ...attrs, rows: "3" });
+  else if (spec.type === "select") {
+    input = el("select", attrs, spec.options.map((o) =>
+      el("option", { value: o.value, selected: o.selected || null }, o.label)));
+  } else input = el("input", { ...attrs, type: spec.type || "text", min: spec.min, max: spec.max });
+  return el("label", {}, spec.label, input);
+}
+
+// A form in a dialog, with the operator's name: a refusal is shown in it, and it stays open.
+function openForm(title, text, fields, okLabel, send) {
+  document.getElementById("form-title").textContent = title;
+  document.getElementById("form-text").textContent = text;
+  document.getElementById("form-fields").replaceChildren(...fields.map(formField));
+  document.getElementById("form-ok").textContent = okLabel;
+  document.getElementById("form-ok").disabled = false;
+  document.getElementById("form-error").hidden = true;
+  document.getElementById("form-operator").value = operatorInput.value.trim();
+  formSend = send;
+  document.getElementById("form").showModal();
+  document.querySelector("#form-fields [name]").focus();
+}
+
+document.getElementById("form-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const send = formSend;
+  if (!send) return;
+  const ok = document.getElementById("form-ok");
+  const error = document.getElementById("form-error");
+  const values = {};
+  for (const input of document.querySelectorAll("#form-fields [name]")) values[input.name] = input.value.trim();
+  const operator = document.getElementById("form-operator").value.trim();
+  operatorInput.value = operator;
+  localStorage.setItem("mini-scheduler.operator", operator);
+  ok.disabled = true;
+  error.hidden = true;
+  try {
+    const message = await send(values, operator);
+    document.getElementById("form").close();
+    say(message, "ok");
+    refresh();
+  } catch (err) {
+    error.textContent = err.message;
+    error.hidden = false;
+  } finally {
+    ok.disabled = false;
+  }
+});
+document.getElementById("form-cancel").addEventListener("click", () => document.getElementById("form").close());
+document.getElementById("form").addEventListener("close", () => { formSend = null; });
+
+// A region to act in, when the console looks at more than one (the active one first chosen).
+function regionFields() {
+  const env = state.environment;
+  if (!env || env.regions.length < 2) return [];
+  const active = env.activeRegions[0];
+  return [{ name: "region", label: "Region", type: "select", options: env.regions.map((r) => ({
+    value: r.region, label: r.region === active ? `${r.region} (active)` : r.region, selected: r.region === active,
+  })) }];
+}
+
+function jsonObject(text, name) {
+  let value;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`${name} is not JSON: ${err.message}`);
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw new Error(`${name} must be a JSON object, e.g. {"day": "monday"}`);
+  }
+  return value;
+}
+
+document.getElementById("new-schedule").addEventListener("click", () => {
+  openForm("New runtime schedule",
+    "A job made while the scheduler runs, beside cron.yaml's: once at an instant, or on a Quartz " +
+    "cron statement. It is kept in one region's store (the active region's unless you pick one); " +
+    "a name of cron.yaml cannot be taken.", [
+      { name: "name", label: "Name", required: true, placeholder: "one-off-report" },
+      { name: "at", label: "At: once, at this instant (UTC)", placeholder: "2026-12-24T18:00:00Z" },
+      { name: "cron", label: "Or cron: a Quartz statement", placeholder: "0 0 9 ? * MON-FRI" },
+      { name: "timezone", label: "Its zone (for cron)", placeholder: "UTC" },
+      { name: "service", label: "Service: the function or flow://name to run", required: true },
+      { name: "parameters", label: "Parameters (a JSON object)", type: "textarea", placeholder: '{"day": "monday"}' },
+      ...regionFields(),
+    ], "Create",
+  async (v, operator) => {
+    const entry = { name: v.name, service: v.service };
+    for (const key of ["at", "cron", "timezone"]) if (v[key]) entry[key] = v[key];
+    if (v.parameters) entry.parameters = jsonObject(v.parameters, "parameters");
+    const body = { schedules: [entry], operator };
+    if (v.region) body.region = v.region;
+    const answer = await api("POST", "/api/schedules", body);
+    const made = answer.created[0];
+    return `Schedule ${made.name} created in ${answer.region} by ${operator}: ` +
+      `next firing ${utc(made.nextFiring)}.`;
+  });
+});
+
+function startBackfill(job) {
+  openForm(`Backfill ${job}`,
+    `Run ${job}'s firings of a past window again, each once (a firing that ran is not run ` +
+    "again), a bounded number a minute, by the region's ticker (the active region's unless you pick one).", [
+      { name: "from", label: "From (UTC)", required: true, placeholder: "2026-11-30T00:00:00Z" },
+      { name: "to", label: "To (UTC, not included, not after now)", required: true, placeholder: "2026-11-30T06:00:00Z" },
+      { name: "rate", label: "Firings a minute", type: "number", min: "1", max: "1000", placeholder: "60" },
+      ...regionFields(),
+    ], "Start backfill",
+  async (v, operator) => {
+    const body = { from: v.from, to: v.to, operator };
+    if (v.rate) body.rate = Number(v.rate);
+    if (v.region) body.region = v.region;
+    const answer = await api("POST", `/api/schedule/${encodeURIComponent(job)}/backfill`, body);
+    state.following.set(answer.id, { job, total: answer.total, started: Date.now() });
+    return `Backfill of ${job} started in ${answer.region} by ${operator}: ` +
+      `${answer.total} firing${answer.total === 1 ? "" : "s"}, ${answer.rate} a minute.`;
+  });
+}
+
 // -- the regions ---------------------------------------------------------------------------------
 
 function drawRegions(env) {
@@ -234,7 +367,11 @@ function jobRow(job, now) {
     el("td", { class: "actions" },
       el("button", { type: "button", class: "action primary", dataset: { act: "run", job: job.name } }, "Run now"),
       pauseButton,
-      el("button", { type: "button", class: "quiet", dataset: { act: "history", job: job.name } }, "History")));
+      el("button", { type: "button", class: "quiet", dataset: { act: "history", job: job.name } }, "History"),
+      job.kind === "cron.yaml"
+        ? el("button", { type: "button", class: "quiet", dataset: { act: "backfill", job: job.name } }, "Backfill...")
+        : el("button", { type: "button", class: "quiet danger",
+          dataset: { act: "delete", job: job.name, region: job.region } }, "Delete")));
 }
 
 function drawJobs(answer) {
@@ -251,6 +388,16 @@ document.getElementById("job-rows").addEventListener("click", (event) => {
   const job = button.dataset.job;
   const enc = encodeURIComponent(job);
   if (button.dataset.act === "history") return openHistory(job);
+  if (button.dataset.act === "backfill") return startBackfill(job);
+  if (button.dataset.act === "delete") {
+    const region = button.dataset.region;
+    return act(`Delete the runtime schedule ${job} in ${region}? Its next firing is dropped; ` +
+        "its runs stay in the history.", "Delete",
+      async ({ operator }) => {
+        const answer = await api("DELETE", `/api/schedules/${enc}`, { operator, region });
+        return `Schedule ${job} deleted from ${answer.region} by ${operator}.`;
+      });
+  }
   if (button.dataset.act === "run") {
     return act(`Run ${job} now? It is a firing of its own, run by the active region's ticker ` +
         "(on a region on standby too), recorded with your name.", "Run now",
@@ -304,12 +451,28 @@ async function loadHistory(append) {
   for (const region of answer.unread) say(`${region.region} could not be read: ${region.error}`, "error");
 }
 
+// the job's failed runs' next attempts, waiting in each region (shown above its runs)
+async function loadRetries() {
+  const job = state.historyJob;
+  if (!job) return;
+  const answer = await api("GET", `/api/schedule/${encodeURIComponent(job)}/retries`);
+  if (job !== state.historyJob) return;
+  document.getElementById("retry-list").replaceChildren(...answer.retries.map((r) =>
+    el("li", { dataset: { run: r.runId } }, `attempt ${r.attempt} of ${r.firingId}, due ${utc(r.due)}`,
+      el("span", { class: "muted" }, ` in ${r.region}`))));
+  document.getElementById("retries").hidden = !answer.retries.length;
+  for (const region of answer.unread) say(`${region.region} could not be read: ${region.error}`, "error");
+}
+
 function openHistory(job) {
   state.historyJob = job;
   state.historyCursor = null;
   state.historyPaged = false;
   document.getElementById("history-title").textContent = `History of ${job}`;
   document.getElementById("run-rows").replaceChildren();
+  document.getElementById("retry-list").replaceChildren();
+  document.getElementById("retries").hidden = true;
+  loadRetries().catch((err) => say(err.message, "error"));
   const panel = document.getElementById("history");
   panel.hidden = false;
   // scrolled to once its rows are drawn: before, the page may be too short to bring it up
@@ -328,6 +491,38 @@ document.getElementById("history-more").addEventListener("click", () => {
   state.historyPaged = true; // the refreshes leave the older runs shown
   loadHistory(true).catch((err) => say(err.message, "error"));
 });
+
+// -- backfills in progress ----------------------------------------------------------------------------
+
+// ``read``: when the answer was asked for; a backfill followed since before then and no longer
+// listed has had its last firing dispatched
+function drawBackfills(answer, read) {
+  const items = [];
+  const listed = new Set();
+  for (const region of answer.regions) {
+    if (!region.ok) {
+      say(`Backfills of ${region.region} could not be read: ${region.error}`, "error");
+      continue;
+    }
+    for (const b of region.backfills) {
+      listed.add(b.id);
+      items.push(el("li", { class: "backfill", dataset: { backfill: b.id, job: b.job } },
+        el("strong", {}, b.job),
+        el("progress", { max: String(b.total), value: String(b.done) }),
+        el("span", { class: "done" }, `${b.done} of ${b.total} dispatched`),
+        el("span", { class: "muted" }, `${utc(b.from)} to ${utc(b.to)}, next due ${utc(b.nextDue)}, ` +
+          `${b.rate} a minute, by ${b.operator} in ${region.region}`)));
+    }
+  }
+  document.getElementById("backfill-list").replaceChildren(...items);
+  document.getElementById("backfill-none").hidden = items.length > 0;
+  if (answer.regions.some((r) => !r.ok)) return;
+  for (const [id, b] of state.following) {
+    if (listed.has(id) || b.started > read) continue;
+    state.following.delete(id);
+    say(`Backfill of ${b.job} done: all ${b.total} firing${b.total === 1 ? "" : "s"} dispatched or found run.`, "ok");
+  }
+}
 
 // -- the next 24 hours -------------------------------------------------------------------------------
 
@@ -377,7 +572,10 @@ function drawTimeline(answer) {
 async function refresh() {
   if (state.busy) return;
   state.busy = true;
-  const [jobs, env] = await Promise.allSettled([api("GET", "/api/schedule"), api("GET", "/api/scheduler/environment")]);
+  const read = Date.now();
+  const [jobs, env, backfills] = await Promise.allSettled([
+    api("GET", "/api/schedule"), api("GET", "/api/scheduler/environment"), api("GET", "/api/backfills"),
+  ]);
   state.busy = false;
   if (jobs.status === "fulfilled") {
     drawJobs(jobs.value);
@@ -387,8 +585,11 @@ async function refresh() {
   else say(`Jobs: ${jobs.reason.message}`, "error");
   if (env.status === "fulfilled") drawRegions(env.value);
   else say(`Regions: ${env.reason.message}`, "error");
+  if (backfills.status === "fulfilled") drawBackfills(backfills.value, read);
+  else say(`Backfills: ${backfills.reason.message}`, "error");
   // the newest page of an open history again, unless older runs are shown below it
   if (state.historyJob && !state.historyPaged) loadHistory(false).catch(() => {});
+  if (state.historyJob) loadRetries().catch(() => {});
 }
 
 async function refreshTimeline() {
