@@ -13,6 +13,7 @@ from typing import Any
 
 from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, Context
 from mini_scheduler.cli.render import columns, plural
+from mini_scheduler.cli.suggest import closest
 from mini_scheduler.cli.where import (
     Outcome,
     Where,
@@ -482,11 +483,9 @@ def spelled(name: str, stacks: tuple[str, ...]) -> str:
 
 def _unknown_name(name: str, known: tuple[str, ...]) -> str:
     """The refusal of a name no stack has, with the closest known one."""
-    import difflib  # to become cli/suggest.py's suggest(word, choices)
-
-    folded = {k.casefold(): k for k in known}
-    close = difflib.get_close_matches(name.casefold(), list(folded), n=1)
-    then = f" - did you mean {folded[close[0]]}? No" if close else ": no"
+    folded = {k.casefold(): k for k in known}  # names compare without regard to case
+    close = closest(name.casefold(), folded)
+    then = f" - did you mean {folded[close]}? No" if close else ": no"
     return (
         f"{name} is not a known environment (known: {', '.join(known)}){then} region would be "
         "active, and nothing was written. Check the name (a stack's EnvironmentName, --known, "
