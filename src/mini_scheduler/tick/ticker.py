@@ -41,7 +41,7 @@ from mini_scheduler.tick.plan import (
     sweeps,
     window,
 )
-from mini_scheduler.tick.report import TickSummary
+from mini_scheduler.tick.report import Tally, TickSummary
 from mini_scheduler.wake import Wake, waker
 
 log = logging.getLogger("mini_scheduler.ticker")
@@ -220,16 +220,7 @@ class Ticker:
         plan, errors = self.plan(minute, shard)
         tally = self.executor.execute(plan, deadline=deadline)
         tally.errors += errors
-        return TickSummary(
-            plan.minute,
-            plan.environment,
-            plan.active_environment,
-            plan.mode,
-            tally.to_json(),
-            plan.window,
-            plan.note,
-            plan.error,
-        )
+        return _summary(plan, tally)
 
     def catch_up(self, scheduled: datetime, *, deadline: datetime | None = None) -> TickSummary:
         """Dispatch, each at its second, the deferred firings due in the minute ``scheduled``
@@ -251,16 +242,7 @@ class Ticker:
         plan = plan_catch_up(inputs, self.settings)
         tally = self.executor.execute(plan, deadline=deadline)
         tally.errors += errors
-        return TickSummary(
-            plan.minute,
-            plan.environment,
-            plan.active_environment,
-            plan.mode,
-            tally.to_json(),
-            plan.window,
-            plan.note,
-            plan.error,
-        )
+        return _summary(plan, tally)
 
     # -- operator events (one path: mini_scheduler.operator) --------------------------------
 
@@ -277,3 +259,17 @@ class Ticker:
 
     def set_paused(self, job_name: Any, paused: bool, operator: Any) -> dict[str, Any]:
         return self.operator.set_paused(job_name, paused, operator)
+
+
+def _summary(plan: TickPlan, tally: Tally) -> TickSummary:
+    """What a tick (or a catch-up) answers: its plan's minute and mode, and what was done."""
+    return TickSummary(
+        plan.minute,
+        plan.environment,
+        plan.active_environment,
+        plan.mode,
+        tally.to_json(),
+        plan.window,
+        plan.note,
+        plan.error,
+    )

@@ -38,23 +38,22 @@ def _client() -> Any:
     )
 
 
+def _refuse(stub: Stubber, code: str, message: str) -> None:
+    stub.add_client_error(
+        "batch_execute_statement",
+        service_error_code=code,
+        service_message=message,
+        http_status_code=400,
+    )
+
+
 def test_a_request_refused_whole_as_invalid_is_sent_again_one_statement_at_a_time() -> None:
     client = _client()
     statements = [_insert("a"), _insert("b"), _insert("c")]
     with Stubber(client) as stub:
-        stub.add_client_error(
-            "batch_execute_statement",
-            service_error_code="ValidationException",
-            service_message="One statement says something this request cannot hold",
-            http_status_code=400,
-        )
+        _refuse(stub, "ValidationException", "One statement says what this request cannot hold")
         stub.add_response("batch_execute_statement", {"Responses": [{}]}, {"Statements": ANY})
-        stub.add_client_error(
-            "batch_execute_statement",
-            service_error_code="ValidationException",
-            service_message="Item size has exceeded the maximum allowed size",
-            http_status_code=400,
-        )
+        _refuse(stub, "ValidationException", "Item size has exceeded the maximum allowed size")
         stub.add_response(
             "batch_execute_statement",
             {"Responses": [{"Error": {"Code": "DuplicateItem", "Message": "exists"}}]},
@@ -70,12 +69,7 @@ def test_a_request_refused_whole_as_invalid_is_sent_again_one_statement_at_a_tim
 def test_a_request_that_fails_for_another_reason_still_raises() -> None:
     client = _client()
     with Stubber(client) as stub:
-        stub.add_client_error(
-            "batch_execute_statement",
-            service_error_code="AccessDeniedException",
-            service_message="no",
-            http_status_code=400,
-        )
+        _refuse(stub, "AccessDeniedException", "no")
         writer = BatchWriter(client, "state", sleep=lambda _: None)
         try:
             writer.write([_insert("a"), _insert("b")])
