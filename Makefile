@@ -54,7 +54,7 @@ $(UV):
 
 lock: $(UV)
 	$(UV) pip compile pyproject.toml --extra dev --generate-hashes --no-config \
-	  --python-version 3.11 --python-platform linux --index-url https://pypi.org/simple \
+	  --python-version 3.11 --python-platform linux \
 	  --custom-compile-command 'make lock' $(if $(UPGRADE),--upgrade) $(LOCK_ARGS) \
 	  --quiet --output-file $(LOCK)
 
