@@ -31,7 +31,7 @@ from mini_scheduler.jobs import (
     split_reserved,
 )
 from mini_scheduler.model import Firing, RunStatus, firing_from_id, iso_seconds, log_keys
-from mini_scheduler.schedules import RuntimeSchedule, Schedules
+from mini_scheduler.schedules import MAX_LEAD, RuntimeSchedule, Schedules
 from mini_scheduler.wake import Wake
 
 log = logging.getLogger("mini_scheduler.ticker")
@@ -139,6 +139,7 @@ class Operator:
         origin: str = "operator",
         default_zone: str = "UTC",
         wake: Wake | None = None,
+        lead_seconds: int = MAX_LEAD,
     ) -> None:
         self._cron = cron
         self.claims = claims
@@ -148,6 +149,7 @@ class Operator:
         self._origin = origin  # who writes a schedule's or a backfill's firings
         self._default_zone = default_zone  # a runtime schedule's zone when it names none
         self._wake = wake  # told of firings deferred, in case one is due in this minute
+        self._lead = lead_seconds  # the tickers' TICK_LEAD_SECONDS (unknown: the most)
 
     def job(self, name: Any) -> Job:
         """The cron file's job ``name``; EventError naming it when there is none."""
@@ -396,9 +398,10 @@ class Operator:
         paused)."""
         operator = check_operator(operator)
         name = _job_name(name)
-        now = self.clock.now()
-        gone = self._schedules().delete(name, operator=operator, now=now)
-        self._claims().set_paused(name, False, operator=operator, now=now)
+        gone = self._schedules().delete(
+            name, operator=operator, clock=self.clock, lead_seconds=self._lead
+        )
+        self._claims().set_paused(name, False, operator=operator, now=self.clock.now())
         return {"deleted": gone.to_json() if gone else {"name": name}, "operator": operator}
 
     def backfill(

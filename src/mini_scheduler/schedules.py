@@ -33,6 +33,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from mini_scheduler.claims.base import RETRY, SCHEDULE, ClaimStore, Deferred
+from mini_scheduler.clock import Clock
 from mini_scheduler.errors import EventError, StoreError
 from mini_scheduler.jobs import CronFile, Job, name_problem
 from mini_scheduler.jobs.validate import JOB_KEYS, Reading, read_entry, unknown_key
@@ -49,8 +50,11 @@ log = logging.getLogger("mini_scheduler.ticker")
 
 ENTRY_KEYS: Final = (*JOB_KEYS, "at")
 _IN_HAND: Final = timedelta(minutes=3)
-"""How far from the minute of a delete a tick running then may hold the schedule's firings: the
-tick's window (a minute, after a lead of at most 60 s), and a minute of clocks that disagree."""
+"""How long before a delete a tick that still holds a schedule's firings may have begun."""
+_CLOCKS_APART: Final = timedelta(seconds=5)
+"""How far the ticker's clock may be ahead of the deleter's (both NTP-synchronised)."""
+MAX_LEAD: Final = 60
+"""TICK_LEAD_SECONDS at most: a deleter that does not know the tickers' lead assumes it."""
 _IN_HAND_MAX: Final = 600
 DELETED: Final = "schedule_deleted"
 """The reason of a firing a delete records SKIPPED (an operator's write: no tick metric)."""
@@ -330,25 +334,28 @@ class Schedules:
             return f"name {name} is given twice"
         return None
 
-    def delete(self, name: str, *, operator: str, now: datetime) -> RuntimeSchedule | None:
+    def delete(
+        self, name: str, *, operator: str, clock: Clock, lead_seconds: int = MAX_LEAD
+    ) -> RuntimeSchedule | None:
         """Delete the runtime schedule ``name``: after the answer, none of its firings starts,
-        whatever its rhythm. Its runs stay in the history. EventError when there is none.
+        whatever its rhythm. Its runs stay in the history. EventError when there is none; None
+        when its entry is one that today's rules refuse (it is deleted all the same).
 
-        A tick that read the schedule before the delete may hold its firings of the minute in
-        hand: each of those is recorded SKIPPED first (reason ``schedule_deleted``), so that
-        the tick's claim of it is LOST. Then its stored firings go (its next one, and the
-        retries of its runs); a tick that moves the schedule on meanwhile does so only from a
-        firing still stored (:meth:`~mini_scheduler.claims.base.ClaimStore.advance_schedule`),
-        so the firings are read again until none is left."""
+        Its stored firings go first (its next one, and its runs' retries); a tick that moves
+        the schedule on meanwhile does so only from a firing still stored
+        (:meth:`~mini_scheduler.claims.base.ClaimStore.advance_schedule`), so they are read
+        again until none is left. A tick that read the schedule before that may still hold its
+        firings of its window in hand (a ``0/20`` schedule's tick waits for :20 and :40): each
+        firing such a tick could still claim is then recorded SKIPPED (``schedule_deleted``),
+        so that its claim is LOST. ``lead_seconds`` is the tickers' TICK_LEAD_SECONDS."""
         items = self._of(name)
         if not items:
             raise EventError(f"no runtime schedule {name[:100]!r}: `schedule list` shows them")
-        schedule = next(iter(self._readable(items)), None)
-        if schedule is not None:
-            self._skip_in_hand(schedule.job, items, now)
+        seen = {item.key: item for item in items}
         for _ in range(_DELETE_ROUNDS):
             self._claims.drop_deferred(items)
             items = self._of(name)
+            seen.update((item.key, item) for item in items)
             if not items:
                 break
         else:
@@ -356,6 +363,9 @@ class Schedules:
                 f"runtime schedule {name}: {len(items)} firings still stored after "
                 f"{_DELETE_ROUNDS} deletes - delete it again"
             )
+        schedule = next(iter(self._readable(list(seen.values()))), None)
+        if schedule is not None:
+            self._skip_in_hand(schedule.job, list(seen.values()), clock.now(), lead_seconds)
         log.info("Operator %s deleted runtime schedule %s", operator, name, extra=log_keys(name))
         return schedule
 
@@ -375,11 +385,14 @@ class Schedules:
                 found.append(stored(item))
         return found
 
-    def _skip_in_hand(self, job: Job, items: Sequence[Deferred], now: datetime) -> None:
-        """Record SKIPPED each firing of ``job`` that a tick running now may still claim: the
-        stored ones due before :data:`_IN_HAND` from this minute, and the schedule's own
-        firings until then (a tick claims a schedule's other firings of its minute too)."""
-        horizon = floor_minute(now) + _IN_HAND
+    def _skip_in_hand(
+        self, job: Job, items: Sequence[Deferred], now: datetime, lead_seconds: int
+    ) -> None:
+        """Record SKIPPED each firing of ``job`` that a tick that read ``items`` (so began by
+        ``now``, when none is stored any more) may still claim: up to the end of the window of
+        ``now``'s minute (a few seconds later by another machine's clock), the stored ones, and
+        the schedule's other firings from the oldest of them (a tick claims those too)."""
+        horizon = floor_minute(now + _CLOCKS_APART) + timedelta(seconds=lead_seconds + 60)
         since = floor_minute(now) - _IN_HAND
         firings = {item.firing.id: item.firing for item in items if item.firing.scheduled < horizon}
         for item in items:

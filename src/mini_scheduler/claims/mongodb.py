@@ -97,7 +97,13 @@ _HOLDER = {
     )
 }
 """What a lost claim reads of the run it lost to: its token, whether it holds the job's slot,
-and the skip a backfill's claim replaces."""
+and the skip a backfill's claim replaces. Each read is given a copy (:func:`_holder`): a driver
+may change the projection it is given (mongomock adds to it), and claim batches run on several
+threads at once."""
+
+
+def _holder() -> dict[str, int]:
+    return dict(_HOLDER)
 
 
 def _retryable(exc: PyMongoError) -> bool:
@@ -244,7 +250,7 @@ class MongoDBClaimStore(OneByOne):
         try:
             if self.runs.replace_one(still, doc).matched_count == 1:
                 return ClaimResult.WON
-            holder = self.runs.find_one({"_id": doc["_id"]}, _HOLDER)
+            holder = self.runs.find_one({"_id": doc["_id"]}, _holder())
         except PyMongoError as exc:
             return self._fail("replace (claim over skip)", RUNS, exc)
         if holder is None:
@@ -287,7 +293,7 @@ class MongoDBClaimStore(OneByOne):
         token = RUN["claim_token"]
         wanted = {"_id": {"$in": [docs[index]["_id"] for index in taken]}}
         try:
-            found = self.runs.find(wanted, _HOLDER)
+            found = self.runs.find(wanted, _holder())
             holders = {doc["_id"]: doc for doc in found}
         except PyMongoError as exc:
             for index in taken:

@@ -121,6 +121,7 @@ class Ticker:
             origin=settings.origin,
             default_zone=settings.default_timezone,
             wake=wake,
+            lead_seconds=settings.tick_lead_seconds,
         )
 
     def cron_file(self) -> CronFile:

@@ -19,6 +19,7 @@ from tests.conftest import EVENTS, load_event
 
 TICKER_SAMPLES = (
     "tick.json",
+    "catch-up.json",
     "scheduled-event.json",
     "manual-run.json",
     "environment-get.json",
@@ -44,6 +45,7 @@ assert sorted(TICKER_SAMPLES + RECORDER_SAMPLES) == sorted(p.name for p in EVENT
 # Keys the handlers look for, so that a generated object reaches past the first check.
 KEYS = (
     "tick",
+    "deferred",
     "shard",
     "shards",
     "time",
