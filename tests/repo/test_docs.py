@@ -31,31 +31,31 @@ NOT_RUN = {
         "docs/console.md",
         "mini-scheduler console --stack mini-scheduler --regions us-east-1,us-west-2",
     ),
-    ("docs/operating.md", "mini-scheduler jobs --stack mini-scheduler --cron-file cron.yaml"),
-    ("docs/operating.md", "mini-scheduler history heartbeat --limit 3 --stack mini-scheduler"),
+    ("docs/run-by-hand.md", "mini-scheduler jobs --stack mini-scheduler --cron-file cron.yaml"),
+    ("docs/run-by-hand.md", "mini-scheduler history heartbeat --limit 3 --stack mini-scheduler"),
     (
-        "docs/operating.md",
+        "docs/deploy.md",
         "mini-scheduler doctor --stack mini-scheduler --regions us-east-1,us-west-2",
     ),
     (
-        "docs/operating.md",
+        "docs/run-by-hand.md",
         "mini-scheduler history --since 12h --status FAILED,TIMED_OUT --regions "
         "us-east-1,us-west-2 --stack mini-scheduler",
     ),
     (
-        "docs/operating.md",
+        "docs/run-by-hand.md",
         "mini-scheduler rerun hourly-cleanup@2026-11-30T02:15:00Z --operator jane.doe --stack "
         "mini-scheduler",
     ),
     (
-        "docs/operating.md",
+        "docs/run-by-hand.md",
         "mini-scheduler pause morning-report --regions us-east-1,us-west-2 --stack mini-scheduler",
     ),
     (
-        "docs/operating.md",
+        "docs/fail-over.md",
         "mini-scheduler failover --to DR --regions us-east-1,us-west-2 --stack mini-scheduler",
     ),
-    ("docs/operating.md", "mini-scheduler tick --at 2026-11-30T14:00:00Z --stack mini-scheduler"),
+    ("docs/cli.md", "mini-scheduler tick --at 2026-11-30T14:00:00Z --stack mini-scheduler"),
     (
         "docs/schedules-and-backfill.md",
         "mini-scheduler schedule create quarter-close --at 2026-12-31T23:00:00Z --service "
@@ -231,8 +231,11 @@ def anchors(page: Path) -> set[str]:
 
 
 def test_anchors_follow_github_s_rule() -> None:
-    page = ROOT / "docs" / "operating.md"
-    assert {"ship-your-own-cronyaml", "troubleshooting", "fail-over"} <= anchors(page)
+    assert "ship-your-own-cronyaml" in anchors(ROOT / "docs" / "deploy.md")
+    assert "troubleshooting" in anchors(ROOT / "docs" / "troubleshooting.md")
+    assert {"fail-over", "both-active-or-neither-the-seconds-between-two-writes"} <= anchors(
+        ROOT / "docs" / "fail-over.md"
+    )
 
 
 @pytest.mark.parametrize("page", pages(), ids=lambda p: p.relative_to(ROOT).as_posix())
@@ -256,3 +259,4 @@ def test_the_readme_is_a_front_page() -> None:
     assert len(readme.encode()) <= 10 * 1024
     linked = {target.partition("#")[0] for target in _LINK.findall(readme)}
     assert {f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")} <= linked
+
