@@ -441,7 +441,7 @@ def _function(context: Context, region: str, job: Job, check: str, recorder: str
         raise _aws(region, check, f"Lambda GetFunctionConfiguration {job.service}")(exc) from exc
     fix = (
         "send its end to the recorder: Lambda destinations OnSuccess and OnFailure "
-        f"{recorder or 'the stack output RecorderFunctionArn'} (docs/operating.md, Wire your "
+        f"{recorder or 'the stack output RecorderFunctionArn'} (docs/deploy.md, Wire your "
         "own targets); until then each run ends TIMED_OUT"
     )
     try:

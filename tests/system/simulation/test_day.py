@@ -38,7 +38,7 @@ window) ends in exactly one of: dispatched once (then SUCCEEDED, FAILED, TIMED_O
 DISPATCHED at the end of the day), recorded SKIPPED with its reason (its own record or a skipped
 range), or FAILED with the dispatch error. None is dispatched twice in a region; none has no
 record. Two things the design leaves to the failover window are counted and explained rather
-than failed (docs/operating.md, "Both active, or neither"): a firing of the last active
+than failed (docs/fail-over.md, "Both active, or neither"): a firing of the last active
 minute before a failover whose claim failed for good, which the region's next tick, now on
 standby, passes over (an orphan: no record in either region), and a firing both regions ran
 because one of them was working from an environment it could not read at that minute (a stale
