@@ -1,5 +1,6 @@
 """The docs hold: every console example runs and prints what its page shows, every relative link
-between the pages leads to a file and a heading that exist, and the README stays a front page.
+between the pages leads to a file and a heading that exist, the README stays a front page, and
+no page grows past its size limit.
 
 A ```` ```console ```` block is a list of ``$ command`` lines, each followed by its output. Each
 ``mini-scheduler`` (or ``.venv/bin/mini-scheduler``) command runs as ``python -m mini_scheduler``
@@ -260,3 +261,15 @@ def test_the_readme_is_a_front_page() -> None:
     linked = {target.partition("#")[0] for target in _LINK.findall(readme)}
     assert {f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")} <= linked
 
+
+PAGE_LIMIT = 25 * 1024
+README_LIMIT = 10 * 1024
+
+
+@pytest.mark.parametrize("page", pages(), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_no_page_is_too_long_to_read(page: Path) -> None:
+    """A page of docs/ is one reader task, under 25 KB; README.md is an index, under 10 KB. A page
+    that grows past its limit is split by task (and its links moved), not let through."""
+    limit = README_LIMIT if page.name == "README.md" and page.parent == ROOT else PAGE_LIMIT
+    size = len(page.read_bytes())
+    assert size <= limit, f"{page.relative_to(ROOT)} is {size} bytes, over {limit}: split it"
