@@ -23,7 +23,8 @@ from datetime import datetime
 from typing import Final
 
 from mini_scheduler import metrics as m
-from mini_scheduler.alerts.base import JOB_PAUSED, PAUSED_BY, RUN_FAILED, Alerts, JobPaused
+from mini_scheduler.alerts.base import JOB_PAUSED, RUN_FAILED, Alerts
+from mini_scheduler.alerts.schema import PAUSED_BY, JobPaused, JobRunFailed
 from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.clock import Clock
@@ -63,9 +64,14 @@ class FinalFailures:
         self.origin = origin
 
     def failed(self, run: RunRecord, pause_after: int | None) -> None:
-        """``run`` (its record as it ended) failed for good: publish it, then pause its job
-        when it is the ``pause_after``-th final failure in a row (None: never)."""
-        self._publish(RUN_FAILED, run, lambda: self.alerts.run_failed(run))
+        """``run`` (its record as it ended) failed for good: publish it (its
+        :class:`~mini_scheduler.alerts.schema.JobRunFailed`, never the record), then pause its
+        job when it is the ``pause_after``-th final failure in a row (None: never)."""
+        self._publish(
+            RUN_FAILED,
+            run,
+            lambda: self.alerts.run_failed(JobRunFailed.from_run(run, self.origin)),
+        )
         if pause_after is None:
             return
         try:

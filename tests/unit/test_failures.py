@@ -1,17 +1,16 @@
 """A final failure: its event, and the job's pause after pause_after_failures in a row (issue
 14, part 2). What the recorder and the ticker do with it is tests/unit/recorder and
-tests/unit/tick; the stores' part is tests/contract/claims/test_failures_in_a_row.py."""
+tests/unit/tick; the stores' part is tests/contract/claims/test_failures_in_a_row.py; the
+events' details, and their schemas, tests/unit/alerts/test_schema.py."""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from mini_scheduler import alerts
-from mini_scheduler.alerts.base import DETAIL_LIMIT, run_failed_detail
 from mini_scheduler.claims.memory import MemoryClaimStore
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.clock import FixedClock
@@ -101,6 +100,7 @@ def test_the_third_final_failure_in_a_row_pauses_the_job_once(
     assert [kind for kind, _ in published.published] == ["Job Run Failed", "Job Paused"]
     assert published.of("Job Paused") == [
         {
+            "schemaVersion": 1,
             "job": "export",
             "failures": 3,
             "firingId": "export@2026-11-30T14:03:00Z",
@@ -179,42 +179,6 @@ def test_a_history_that_cannot_be_read_leaves_the_job_and_raises_nothing(
         "Job export - its failures in a row were not counted, the job is not paused: "
         "Query (history) failed - ProvisionedThroughputExceededException"
     ]
-
-
-def test_the_failure_event_s_detail_is_the_run_record_with_its_attempt() -> None:
-    ended = run(3, F, 1, error="boom", ended_at=T0 + timedelta(minutes=3, seconds=20))
-    assert published_detail(ended) == {
-        "firingId": "export@2026-11-30T14:03:00Z",
-        "job": "export",
-        "scheduledTime": "2026-11-30T14:03:00Z",
-        "status": "FAILED",
-        "origin": ORIGIN,
-        "endedAt": "2026-11-30T14:03:20Z",
-        "error": "boom",
-        "attempt": 1,
-        "retry": {
-            "retries": 1,
-            "backoff": 60,
-            "factor": 2.0,
-            "max_backoff": 3600,
-            "pause_after_failures": 3,
-        },
-    }
-
-
-def test_a_detail_too_large_for_an_event_goes_without_its_parameters() -> None:
-    big = replace(run(3, F), parameters={"blob": "x" * DETAIL_LIMIT})
-    detail = published_detail(big)
-    assert "parameters" not in detail and detail["parametersOmitted"] is True
-    small = replace(run(3, F), parameters={"blob": "x"})
-    assert published_detail(small)["parameters"] == {"blob": "x"}
-
-
-def published_detail(record: RunRecord) -> dict[str, object]:
-    import json
-
-    detail: dict[str, object] = json.loads(run_failed_detail(record))
-    return detail
 
 
 @pytest.mark.parametrize(

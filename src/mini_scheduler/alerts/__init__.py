@@ -3,13 +3,12 @@ backend; the local run's is :mod:`mini_scheduler.local.alerts`)."""
 
 from mini_scheduler.alerts.base import (
     JOB_PAUSED,
-    PAUSED_BY,
     RUN_FAILED,
     SOURCE,
     Alerts,
-    JobPaused,
 )
 from mini_scheduler.alerts.memory import RecordingAlerts
+from mini_scheduler.alerts.schema import PAUSED_BY, JobPaused, JobRunFailed
 
 __all__ = [
     "JOB_PAUSED",
@@ -18,5 +17,6 @@ __all__ = [
     "SOURCE",
     "Alerts",
     "JobPaused",
+    "JobRunFailed",
     "RecordingAlerts",
 ]

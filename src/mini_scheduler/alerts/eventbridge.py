@@ -12,11 +12,9 @@ from mini_scheduler.alerts.base import (
     JOB_PAUSED,
     RUN_FAILED,
     SOURCE,
-    JobPaused,
     detail_json,
-    run_failed_detail,
 )
-from mini_scheduler.claims.records import RunRecord
+from mini_scheduler.alerts.schema import JobPaused, JobRunFailed
 from mini_scheduler.errors import AlertError, describe_aws_error
 
 ATTEMPTS: Final = 3
@@ -39,11 +37,11 @@ class EventBridgeAlerts:
         self._client = client
         self._sleep = sleep
 
-    def run_failed(self, run: RunRecord) -> None:
-        self._put(RUN_FAILED, run_failed_detail(run))
+    def run_failed(self, failed: JobRunFailed) -> None:
+        self._put(RUN_FAILED, detail_json(failed.to_detail()))
 
     def job_paused(self, paused: JobPaused) -> None:
-        self._put(JOB_PAUSED, detail_json(paused.to_json()))
+        self._put(JOB_PAUSED, detail_json(paused.to_detail()))
 
     def _put(self, detail_type: str, detail: str) -> None:
         entry = {

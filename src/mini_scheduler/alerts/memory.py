@@ -9,11 +9,9 @@ from typing import Any
 from mini_scheduler.alerts.base import (
     JOB_PAUSED,
     RUN_FAILED,
-    JobPaused,
     detail_json,
-    run_failed_detail,
 )
-from mini_scheduler.claims.records import RunRecord
+from mini_scheduler.alerts.schema import JobPaused, JobRunFailed
 from mini_scheduler.errors import AlertError
 
 
@@ -26,11 +24,11 @@ class RecordingAlerts:
         self.failing = False
         self._lock = threading.Lock()
 
-    def run_failed(self, run: RunRecord) -> None:
-        self._keep(RUN_FAILED, run_failed_detail(run))
+    def run_failed(self, failed: JobRunFailed) -> None:
+        self._keep(RUN_FAILED, detail_json(failed.to_detail()))
 
     def job_paused(self, paused: JobPaused) -> None:
-        self._keep(JOB_PAUSED, detail_json(paused.to_json()))
+        self._keep(JOB_PAUSED, detail_json(paused.to_detail()))
 
     def of(self, detail_type: str) -> list[dict[str, Any]]:
         """The details published of ``detail_type``, oldest first."""

@@ -8,11 +8,9 @@ import logging
 from mini_scheduler.alerts.base import (
     JOB_PAUSED,
     RUN_FAILED,
-    JobPaused,
     detail_json,
-    run_failed_detail,
 )
-from mini_scheduler.claims.records import RunRecord
+from mini_scheduler.alerts.schema import JobPaused, JobRunFailed
 
 log = logging.getLogger("mini_scheduler.events")
 
@@ -22,8 +20,8 @@ EVENT_LINE = "Event %s: %s"
 class LogAlerts:
     """Logs each alert as a warning: the event's detail type and its detail as JSON."""
 
-    def run_failed(self, run: RunRecord) -> None:
-        log.warning(EVENT_LINE, RUN_FAILED, run_failed_detail(run))
+    def run_failed(self, failed: JobRunFailed) -> None:
+        log.warning(EVENT_LINE, RUN_FAILED, detail_json(failed.to_detail()))
 
     def job_paused(self, paused: JobPaused) -> None:
-        log.warning(EVENT_LINE, JOB_PAUSED, detail_json(paused.to_json()))
+        log.warning(EVENT_LINE, JOB_PAUSED, detail_json(paused.to_detail()))

@@ -31,6 +31,7 @@ from mini_scheduler.handlers import ticker as ticker_handler
 from mini_scheduler.model import RunStatus, execution_name
 from tests.conftest import ROOT, load_event
 from tests.fakeaws import handler_zip, use_test_credentials
+from tests.published import assert_published
 from tests.repo.template import cfn
 
 Template = dict[str, Any]
@@ -552,6 +553,9 @@ def test_the_handlers_run_on_the_stack(
             "heartbeat@2026-11-30T14:18:15Z",
             "Boom: heart stopped",
         )
+        for kind in ("Job Run Failed", "Job Paused"):
+            for published_event in published(kind):
+                assert_published(kind, published_event["detail"])
         assert len(published("Job Paused")) == 1
         reopened = store.run("hourly-cleanup@2026-11-30T14:15:00Z")
         assert reopened is not None and reopened.status is RunStatus.DISPATCHED

@@ -9,12 +9,13 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from mini_scheduler.alerts import JobPaused
+from mini_scheduler.alerts import JobPaused, JobRunFailed
 from mini_scheduler.alerts.eventbridge import ATTEMPTS, EventBridgeAlerts
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.errors import AlertError
 from mini_scheduler.model import RunStatus
 from tests.eventbridge import listening_bus
+from tests.published import assert_published
 
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
 FAILED = RunRecord(
@@ -26,6 +27,7 @@ FAILED = RunRecord(
     ended_at=T0,
     parameters={"size": 1},
 )
+FAILED_DETAIL = JobRunFailed.from_run(FAILED, "us-east-1/prod")
 
 
 @pytest.mark.parametrize("bus", ["default", "ops-alerts"])
@@ -33,22 +35,27 @@ def test_both_events_reach_the_bus_with_their_source_type_and_detail(
     monkeypatch: pytest.MonkeyPatch, bus: str
 ) -> None:
     with listening_bus(monkeypatch, bus) as listening:
-        listening.alerts.run_failed(FAILED)
+        listening.alerts.run_failed(FAILED_DETAIL)
         listening.alerts.job_paused(JobPaused("export", 3, FAILED.firing_id, "us-east-1/prod", T0))
         failed, paused = listening.heard()
     assert (failed["source"], failed["detail-type"]) == ("mini-scheduler", "Job Run Failed")
     assert failed["detail"] == {
-        "firingId": "export@2026-11-30T14:00:00Z#3",
+        "schemaVersion": 1,
         "job": "export",
+        "firingId": "export@2026-11-30T14:00:00Z#3",
         "scheduledTime": "2026-11-30T14:00:00Z",
+        "attempt": 3,
+        "retries": 0,
         "status": "TIMED_OUT",
         "origin": "us-east-1/prod",
+        "manual": False,
+        "backfill": False,
         "endedAt": "2026-11-30T14:00:00Z",
-        "attempt": 3,
-        "parameters": {"size": 1},
     }
+    assert_published("Job Run Failed", failed["detail"])
     assert (paused["source"], paused["detail-type"]) == ("mini-scheduler", "Job Paused")
     assert paused["detail"]["job"] == "export" and paused["detail"]["failures"] == 3
+    assert_published("Job Paused", paused["detail"])
 
 
 class _Answers:
@@ -76,7 +83,7 @@ ACCEPTED = {"FailedEntryCount": 0, "Entries": [{"EventId": "1"}]}
 def test_a_failed_entry_is_tried_again_with_back_off() -> None:
     client, waits = _Answers(THROTTLED, ACCEPTED), []
     alerts = EventBridgeAlerts("ops", lambda: client, sleep=waits.append)
-    alerts.run_failed(FAILED)
+    alerts.run_failed(FAILED_DETAIL)
     assert waits == [0.2] and len(client.entries) == 2
     (entry,) = client.entries[0]
     assert entry["EventBusName"] == "ops" and entry["Source"] == "mini-scheduler"
@@ -107,7 +114,7 @@ def test_a_refused_request_is_an_alert_error_at_once() -> None:
     client = _Answers(refused)
     alerts = EventBridgeAlerts("ops", lambda: client, sleep=lambda _: None)
     with pytest.raises(AlertError, match="ResourceNotFoundException: Event bus ops does not"):
-        alerts.run_failed(FAILED)
+        alerts.run_failed(FAILED_DETAIL)
     assert len(client.entries) == 1
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from mini_scheduler.model import RunStatus
+from tests.published import assert_published
 from tests.unit.local.test_local import run_minutes, write
 
 FAILING = """
@@ -52,6 +53,8 @@ def test_a_failed_run_s_event_and_the_pause_are_lines_of_the_local_log(
     assert failed[0]["error"] == "ConnectionError: report database unreachable"
     assert failed[0]["status"] == "FAILED" and failed[0]["attempt"] == 1
     (pause,) = _events(caplog, "Job Paused")
+    assert_published("Job Run Failed", failed[0])
+    assert_published("Job Paused", pause)
     assert (pause["job"], pause["failures"]) == ("boom", 2)
     assert any(
         r.getMessage()

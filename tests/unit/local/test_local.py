@@ -633,7 +633,10 @@ def test_make_run_s_demo_shows_a_schedule_a_retry_a_final_failure_and_a_backfill
         "firing demo-retry@2026-11-30T13:59:31Z#2"
     )
     assert logged("Job demo-failure attempt 2 ended FAILED - firing demo-failure@")
-    assert logged('Event Job Run Failed: {"firingId":"demo-failure@2026-11-30T13:59:41Z#2"')
+    assert logged(
+        'Event Job Run Failed: {"schemaVersion":1,"job":"demo-failure",'
+        '"firingId":"demo-failure@2026-11-30T13:59:41Z#2"'
+    )
     assert logged("Operator make-run backfills heartbeat: 8 firings from 2026-11-30T13:57:00Z")
     backfilled = [line for line in text.splitlines() if '"backfill": true' in line]
     assert len(backfilled) == 8, text

@@ -12,6 +12,7 @@ from mini_scheduler.alerts import RecordingAlerts
 from mini_scheduler.model import RunStatus
 from mini_scheduler.recorder import Completion, Recorder
 from tests.eventbridge import listening_bus
+from tests.published import assert_published
 from tests.unit.tick.harness import Rig, at, rig
 
 EXPORT = """
@@ -45,21 +46,22 @@ def test_a_failure_no_retry_follows_is_published_once_with_the_ended_run(
     assert answer["recorded"] is True and again["recorded"] is False
     assert (event["source"], event["detail-type"]) == ("mini-scheduler", "Job Run Failed")
     assert event["detail"] == {
-        "firingId": FIRST,
+        "schemaVersion": 1,
         "job": "export",
+        "firingId": FIRST,
         "scheduledTime": "2026-11-30T14:00:00Z",
+        "attempt": 1,
+        "retries": 0,
         "status": "FAILED",
         "origin": "us-east-1/prod",
-        "claimedAt": "2026-11-30T14:00:00Z",
+        "manual": False,
+        "backfill": False,
+        "error": "boom",
         "startedAt": "2026-11-30T14:00:00Z",
         "endedAt": "2026-11-30T14:00:20Z",
-        "deadline": "2026-11-30T14:15:00Z",
-        "error": "boom",
         "service": "export-fn",
-        "schedule": "0 * * * * ? @UTC",
-        "attempt": 1,
-        "parameters": {"size": 1},
     }
+    assert_published("Job Run Failed", event["detail"])
     assert r.metrics.totals["RunsFailedFinal"] == 1
 
 
@@ -73,7 +75,8 @@ def test_only_the_last_attempt_s_failure_is_published() -> None:
     r.tick("2026-11-30T14:01:00Z")  # dispatches attempt 2 (due 14:00:50) and 14:01
     recorder.record(_failed(f"{FIRST}#2", "2026-11-30T14:00:55Z"))
     (detail,) = alerts.of("Job Run Failed")
-    assert (detail["firingId"], detail["attempt"]) == (f"{FIRST}#2", 2)
+    assert (detail["firingId"], detail["attempt"], detail["retries"]) == (f"{FIRST}#2", 2, 1)
+    assert_published("Job Run Failed", detail)
 
 
 def test_a_late_failure_after_the_sweep_s_time_out_is_not_published_again() -> None:
@@ -119,6 +122,7 @@ def test_the_recorder_pauses_a_job_after_its_failures_in_a_row(
         recorder.record(_failed("export@2026-11-30T14:01:00Z", "2026-11-30T14:01:20Z"))
         (paused,) = bus.details("Job Paused")
         assert len(bus.heard("Job Run Failed")) == 2
+    assert_published("Job Paused", paused)
     assert (paused["job"], paused["failures"]) == ("export", 2)
     assert paused["firingId"] == "export@2026-11-30T14:01:00Z"
     assert r.claims.control("us-east-1/prod").paused["export"].operator == "mini-scheduler"
@@ -133,4 +137,6 @@ def test_a_manual_run_s_failure_is_final_and_published_with_its_operator() -> No
     _recorder(r, alerts).record(_failed(answer["firingId"]))
     (detail,) = alerts.of("Job Run Failed")
     assert detail["manual"] is True and detail["operator"] == "jane.doe"
+    assert detail["retries"] == 0  # a manual run is never retried
+    assert_published("Job Run Failed", detail)
     assert r.claims.due_deferred(at("2026-12-01T00:00:00Z")) == []

@@ -11,6 +11,7 @@ import pytest
 from mini_scheduler.alerts import RecordingAlerts
 from mini_scheduler.model import RunStatus
 from tests.eventbridge import listening_bus
+from tests.published import assert_published
 from tests.unit.tick.harness import at, rig
 
 FAILING = """
@@ -34,17 +35,21 @@ def test_a_failed_dispatch_with_no_retry_is_published_once(
         (event,) = bus.heard()
     assert (event["source"], event["detail-type"]) == ("mini-scheduler", "Job Run Failed")
     assert event["detail"] == {
-        "firingId": "export@2026-11-30T14:00:00Z",
+        "schemaVersion": 1,
         "job": "export",
+        "firingId": "export@2026-11-30T14:00:00Z",
         "scheduledTime": "2026-11-30T14:00:00Z",
+        "attempt": 1,
+        "retries": 0,
         "status": "FAILED",
         "origin": "us-east-1/prod",
-        "endedAt": "2026-11-30T14:00:00Z",
+        "manual": False,
+        "backfill": False,
         "error": "Lambda Invoke export-fn failed - TooManyRequestsException",
+        "endedAt": "2026-11-30T14:00:00Z",
         "service": "export-fn",
-        "schedule": "0 * * * * ? @UTC",
-        "attempt": 1,
     }
+    assert_published("Job Run Failed", event["detail"])
     assert r.metrics.totals["RunsFailedFinal"] == 1
 
 
@@ -61,7 +66,8 @@ def test_a_retried_dispatch_is_published_at_its_last_attempt_only(
         (event,) = bus.heard()
     assert event["detail"]["firingId"] == "export@2026-11-30T14:00:00Z#2"
     assert event["detail"]["attempt"] == 2
-    assert event["detail"]["retry"]["retries"] == 1
+    assert event["detail"]["retries"] == 1
+    assert_published("Job Run Failed", event["detail"])
 
 
 def test_runs_the_sweep_times_out_are_published_and_the_second_in_a_row_pauses_the_job(
@@ -81,9 +87,12 @@ def test_runs_the_sweep_times_out_are_published_and_the_second_in_a_row_pauses_t
         ("export@2026-11-30T14:01:00Z", "TIMED_OUT"),
         ("export@2026-11-30T14:02:00Z", "TIMED_OUT"),  # published; paused already: no pause
     ]
-    assert failed[0]["timedOutAt"] == "2026-11-30T14:01:00Z"
-    assert failed[0]["retry"] == {"pause_after_failures": 2}
+    assert failed[0]["endedAt"] == "2026-11-30T14:01:00Z"  # when the sweep timed it out
+    assert "retry" not in failed[0] and failed[0]["retries"] == 0  # pause_after_failures only
+    for detail in failed:
+        assert_published("Job Run Failed", detail)
     assert paused == {
+        "schemaVersion": 1,
         "job": "export",
         "failures": 2,
         "firingId": "export@2026-11-30T14:01:00Z",
