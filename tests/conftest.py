@@ -9,7 +9,6 @@ from typing import Any
 pytest_plugins = ["tests.emulators.dynamodb_local"]
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
 EVENTS = ROOT / "events"
 
 
