@@ -178,3 +178,16 @@ def test_the_lambda_handlers_never_reach_the_local_run_or_the_cli(graph: Graph) 
     reached = reachable(graph, *handlers)
     left_out = (["local"], ["cli"], ["console"], ["__main__"])
     assert not sorted(m for m in reached if m.split(".")[1:2] in left_out)
+
+
+def test_the_console_and_the_local_run_import_nothing_from_the_cli(graph: Graph) -> None:
+    """The views the CLI and the console share (regions done one by one, a run's note) live
+    below both (``fleet``, ``notes``): neither front end reaches into the other."""
+    fronts = [m for m in graph if m.split(".")[1:2] in (["console"], ["local"])]
+    into_cli = sorted(
+        f"{m} imports {target} (line {edge.line})"
+        for m in fronts
+        for target, edge in graph[m].items()
+        if target.split(".")[1:2] == ["cli"]
+    )
+    assert not into_cli, into_cli

@@ -25,7 +25,6 @@ from mini_scheduler.cli.render import (
     wall_time,
 )
 from mini_scheduler.cli.where import (
-    Outcome,
     Where,
     add_where,
     claims_for,
@@ -38,6 +37,7 @@ from mini_scheduler.cli.where import (
 )
 from mini_scheduler.cron.zones import get_zone
 from mini_scheduler.errors import CronFileError
+from mini_scheduler.fleet import Outcome
 from mini_scheduler.jobs import CronFile, name_problem
 from mini_scheduler.model import RunStatus, iso_seconds, parse_instant
 

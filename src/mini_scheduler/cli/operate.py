@@ -15,7 +15,6 @@ from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, EXIT_USAGE, Command
 from mini_scheduler.cli.render import columns, plural
 from mini_scheduler.cli.suggest import closest
 from mini_scheduler.cli.where import (
-    Outcome,
     Where,
     add_operator,
     add_parameters,
@@ -39,6 +38,7 @@ from mini_scheduler.errors import (
     SchedulerError,
     describe_aws_error,
 )
+from mini_scheduler.fleet import Outcome
 from mini_scheduler.jobs import CronFile, name_problem
 from mini_scheduler.operator import Operator, check_sendable
 

@@ -8,6 +8,8 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
 from mini_scheduler.cron.zones import get_zone
+from mini_scheduler.notes import run_note as run_note
+from mini_scheduler.notes import utc_stamp as utc_stamp
 
 if TYPE_CHECKING:
     from mini_scheduler.claims.records import RunRecord
@@ -55,10 +57,6 @@ def columns(rows: Sequence[Sequence[str]]) -> list[str]:
     ]
 
 
-def utc_stamp(moment: datetime | None) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ") if moment else "-"
-
-
 def wall_time(moment: datetime, zone: str) -> str:
     """A firing in its job's zone, with the zone's abbreviation: ``Mon 2026-11-30 09:00:00 EST``."""
     local = moment.astimezone(get_zone(zone))
@@ -88,30 +86,3 @@ def took(run: RunRecord) -> str:
     elapsed = max(timedelta(0), run.ended_at - started)
     millis = int(elapsed.total_seconds() * 1000)
     return f"{millis} ms" if millis < 10_000 else span(elapsed)
-
-
-def run_note(run: RunRecord) -> str:
-    """What else a run was, in a few words: manual, a rerun, an attempt, a backfill, a skipped
-    range, its reason or error."""
-    parts: list[str] = []
-    if run.manual:
-        parts.append(f"manual run by {run.operator}" if run.operator else "manual run")
-    if run.reruns:
-        parts.append(f"rerun of {run.reruns}")
-    if run.attempt > 1:
-        parts.append(f"attempt {run.attempt}")
-    if run.backfill:
-        replaced = (run.replaced_skip or {}).get("reason")
-        parts.append(f"backfill (was SKIPPED: {replaced})" if replaced else "backfill")
-    if run.skipped_count is not None and run.skipped_until:
-        parts.append(f"{run.skipped_count} firings to {run.skipped_until}")
-    if run.reason:
-        parts.append(run.reason)
-    if run.timed_out_at is not None and not run.swept:
-        parts.append(f"ended after it was marked TIMED_OUT at {utc_stamp(run.timed_out_at)}")
-    if run.redrives:
-        earlier = ", ".join(str(end.status) for end in run.earlier_ends)
-        parts.append(f"redriven {run.redrives}x" + (f" after {earlier}" if earlier else ""))
-    if run.error:
-        parts.append(run.error.splitlines()[0][:200] if run.error.strip() else run.error)
-    return "; ".join(parts) or "-"

@@ -37,6 +37,8 @@ from mini_scheduler.errors import (
     SchedulerError,
     describe_aws_error,
 )
+from mini_scheduler.fleet import Outcome
+from mini_scheduler.fleet import each_region as fleet_each_region
 from mini_scheduler.jobs import DEFAULT_TIMEZONE, CronFile, load
 from mini_scheduler.jobs.locations import CronFileSource, Location, default_locations
 from mini_scheduler.jobs.yaml import MAX_FILE_BYTES
@@ -522,36 +524,11 @@ def operator_name(args: argparse.Namespace, context: Context, region: str) -> st
         ) from exc
 
 
-@dataclass(slots=True)
-class Outcome:
-    """One region's result in a command done region by region."""
-
-    region: str
-    ok: bool
-    fields: dict[str, Any]
-    error: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        out = {"region": self.region, "ok": self.ok, **self.fields}
-        if self.error is not None:
-            out["error"] = self.error
-        return out
-
-
 def each_region(regions: Sequence[str], act: Callable[[str], dict[str, Any]]) -> list[Outcome]:
-    """Do ``act`` in every region in turn; a failure is reported, and the next region done."""
-    from botocore.exceptions import BotoCoreError, ClientError
+    """:func:`mini_scheduler.fleet.each_region`, where a usage error (exit 2) stops the command
+    in every region."""
+    return fleet_each_region(regions, act, stops=_usage)
 
-    outcomes: list[Outcome] = []
-    for region in regions:
-        try:
-            outcomes.append(Outcome(region, True, act(region)))
-        except CommandError as exc:
-            if exc.code == EXIT_USAGE:
-                raise
-            outcomes.append(Outcome(region, False, {}, str(exc)))
-        except SchedulerError as exc:
-            outcomes.append(Outcome(region, False, {}, str(exc)))
-        except (BotoCoreError, ClientError) as exc:
-            outcomes.append(Outcome(region, False, {}, describe_aws_error(exc)))
-    return outcomes
+
+def _usage(exc: SchedulerError) -> bool:
+    return isinstance(exc, CommandError) and exc.code == EXIT_USAGE

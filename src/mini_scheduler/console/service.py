@@ -25,7 +25,6 @@ from typing import Any, Final, TypeVar
 from botocore.exceptions import BotoCoreError, ClientError
 
 from mini_scheduler.claims.base import RETRY
-from mini_scheduler.cli.where import Outcome, each_region
 from mini_scheduler.clock import Clock
 from mini_scheduler.console.sites import Site
 from mini_scheduler.console.timeline import row
@@ -34,6 +33,7 @@ from mini_scheduler.console.words import in_words
 from mini_scheduler.environment.active import same_environment
 from mini_scheduler.environment.regions import Held, active_regions, is_known, verdict
 from mini_scheduler.errors import EventError, SchedulerError, describe_aws_error
+from mini_scheduler.fleet import Outcome, each_region
 from mini_scheduler.jobs import Job
 from mini_scheduler.model import iso_seconds
 from mini_scheduler.operator import check_operator, run_parameters

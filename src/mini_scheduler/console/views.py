@@ -7,9 +7,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from mini_scheduler.cli.render import run_note
 from mini_scheduler.jobs import Job
 from mini_scheduler.model import iso_seconds
+from mini_scheduler.notes import run_note
 
 
 def next_second(now: datetime) -> datetime:
