@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mini_scheduler import fleet
 from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, Context
 from mini_scheduler.cli.render import columns, plural
 from mini_scheduler.cli.suggest import closest
@@ -31,7 +32,7 @@ from mini_scheduler.cli.where import (
 from mini_scheduler.cli.where import _stack_outputs as stack_outputs
 from mini_scheduler.config import DEFAULT_KNOWN, environment_names, valid_environment_name
 from mini_scheduler.environment.active import DEFAULT_ACTIVE, ActiveEnvironment, same_environment
-from mini_scheduler.environment.regions import Held, active_regions, is_known, verdict
+from mini_scheduler.environment.regions import is_known
 from mini_scheduler.errors import (
     ConfigurationError,
     PayloadError,
@@ -319,11 +320,7 @@ def known_names(
                 raise CommandError(str(exc)) from exc
     if not listed and not any(r.where.stack and r.where.environment_name for r in wheres):
         listed = DEFAULT_KNOWN
-    known: list[str] = []
-    for name in (*names, *listed):
-        if not any(same_environment(name, k) for k in known):
-            known.append(name)
-    return tuple(known)
+    return fleet.known_names(names, listed)
 
 
 def add_status(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -389,19 +386,15 @@ def status(args: argparse.Namespace, context: Context) -> int:
         read[o.region] = o
     outcomes = [read[r] for r in regions]
     failed = [o for o in outcomes if not o.ok]
-    values = {str(o.fields["active"]).casefold() for o in outcomes if o.ok}
-    held = [
-        Held(o.region, o.fields.get("environment"), o.fields["active"] if o.ok else None)
-        for o in outcomes
-    ]
-    problem = verdict(held, known)
+    judged = fleet.judge(outcomes, _environments(wheres), known)
+    problem = judged.problem
     code = EXIT_FAILED if failed or problem else EXIT_OK
     if args.json:
         report: dict[str, Any] = {
             "regions": [o.to_json() for o in outcomes],
-            "agree": len(values) <= 1,
+            "agree": judged.agree,
             "known": list(known),
-            "activeRegions": [h.region for h in active_regions(held)],
+            "activeRegions": judged.active_regions,
         }
         if problem:
             report["problem"] = problem
@@ -493,29 +486,21 @@ def _unknown_name(name: str, known: tuple[str, ...]) -> str:
     )
 
 
-def _left_out(
-    regions: list[str], wheres: dict[str, StackRegion], known: tuple[str, ...], target: str
-) -> str | None:
-    """Why writing ``target`` in ``regions`` alone could leave two regions active, or None.
-    Each known name is a stack's, in a region of its own: a region left out keeps its value,
-    and may stay active beside the one the failover makes active."""
-    if len(regions) >= len(known):
-        return None  # as many regions as stacks (two alike are the verdict's to say)
-    names = [wheres[r].where.environment_name if r in wheres else None for r in regions]
-    given = tuple(n for n in names if n)
-    if len(given) == len(regions):
-        missing = [k for k in known if not is_known(k, given)]
-        if not missing or not is_known(target, given):
-            return None  # every stack's region is given, or none given becomes active
-        active = [
-            r for r, n in zip(regions, names, strict=True) if n and same_environment(target, n)
-        ]
-        whose = " or ".join(missing)
+def _environments(wheres: dict[str, StackRegion]) -> dict[str, str | None]:
+    """Each region's own environment name (None: not known)."""
+    return {region: r.where.environment_name for region, r in wheres.items()}
+
+
+def _left_out(gap: fleet.Gap) -> str:
+    """The refusal of a failover that leaves a stack's region out (:func:`fleet.left_out`)."""
+    target, regions, known = gap.target, gap.regions, gap.known
+    if gap.missing:
+        whose = " or ".join(gap.missing)
         return (
-            f"{target} would be active in {', '.join(active)}, and no region given is {whose}'s "
-            f"(known: {', '.join(known)}): a region left out keeps its value, and may stay "
-            f"active too. Give every stack's region: --regions {','.join(regions)},"
-            + ",".join(f"<{m}'s region>" for m in missing)
+            f"{target} would be active in {', '.join(gap.active)}, and no region given is "
+            f"{whose}'s (known: {', '.join(known)}): a region left out keeps its value, and may "
+            f"stay active too. Give every stack's region: --regions {','.join(regions)},"
+            + ",".join(f"<{m}'s region>" for m in gap.missing)
             + f" (if no stack is named {whose}, take it out of KnownEnvironments or --known)."
         )
     return (
@@ -545,9 +530,9 @@ def failover(args: argparse.Namespace, context: Context) -> int:
     target = spelled(args.to, stacks)
     if not is_known(target, known) and not args.force:
         return context.fail("failover", _unknown_name(target, known))
-    left_out = _left_out(regions, wheres, known, target)
-    if left_out:
-        return context.fail("failover", left_out + " Nothing was written.")
+    gap = fleet.left_out(regions, _environments(wheres), known, target)
+    if gap:
+        return context.fail("failover", _left_out(gap) + " Nothing was written.")
     operator = operator_name(args, context, regions[0])
 
     def act(region: str) -> dict[str, Any]:
@@ -561,9 +546,7 @@ def failover(args: argparse.Namespace, context: Context) -> int:
         Operator(
             cron=None, claims=None, environment=environment, clock=context.clock
         ).set_environment(target, operator, args.force, args.reason)
-        after = store.get()  # read back: the verdict is on what the region holds now
-        if after is None or not same_environment(after, target):
-            raise CommandError(f"{store.name} holds {after!r} after the write, not {target}")
+        after = fleet.check_written(store.name, store.get(), target)
         fields = {"store": store.name, "before": before, "active": after}
         if where.environment_name:
             fields["environment"] = where.environment_name
@@ -574,15 +557,7 @@ def failover(args: argparse.Namespace, context: Context) -> int:
         done[o.region] = o
     outcomes = [done[r] for r in regions]
     failed = [o for o in outcomes if not o.ok]
-    held = [
-        Held(
-            o.region,
-            wheres[o.region].where.environment_name if o.region in wheres else None,
-            o.fields["active"] if o.ok else None,
-        )
-        for o in outcomes
-    ]
-    problem = verdict(held, known)
+    problem = fleet.judge(outcomes, _environments(wheres), known).problem
     code = EXIT_FAILED if failed or problem else EXIT_OK
     if args.json:
         report: dict[str, Any] = {
