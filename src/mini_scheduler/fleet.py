@@ -60,6 +60,19 @@ def each_region(
     return outcomes
 
 
+# -- pause ---------------------------------------------------------------------------------
+
+
+def holders(outcomes: Sequence[Outcome]) -> list[str] | None:
+    """The regions a runtime schedule's pause (or its deletion) must reach, from each region's
+    ``holds``: those whose store holds it, and those that could not be read (acted on, so that
+    their failure is reported, never taken for "nothing to do"). None when no region read holds
+    it: the name is no runtime schedule, as far as can be told."""
+    if not any(o.ok and o.fields["holds"] for o in outcomes):
+        return None
+    return [o.region for o in outcomes if not o.ok or o.fields["holds"]]
+
+
 # -- who is active -------------------------------------------------------------------------
 
 

@@ -93,3 +93,21 @@ def test_newest_first_then_job_then_region_and_a_page_keeps_a_firing_whole() -> 
     shown, after = fleet.page(merged, 1)
     assert len(shown) == 2 and after == merged[1].run.sort_key  # both regions' 09:02
     assert fleet.page(merged, 5) == (merged, None)
+
+
+@pytest.mark.parametrize(
+    ("east", "west", "regions"),
+    [
+        (True, False, [EAST]),
+        (True, None, [EAST, WEST]),  # west not read: tried, its failure reported
+        (False, None, None),  # no region read holds it: no runtime schedule
+        (False, False, None),
+    ],
+    ids=["one-holds", "one-unread", "unread-only", "none-holds"],
+)
+def test_holders(east: bool, west: bool | None, regions: list[str] | None) -> None:
+    outcomes = [Outcome(EAST, True, {"holds": east})]
+    outcomes.append(
+        Outcome(WEST, False, {}, "boom") if west is None else Outcome(WEST, True, {"holds": west})
+    )
+    assert fleet.holders(outcomes) == regions

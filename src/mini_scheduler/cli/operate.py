@@ -221,8 +221,9 @@ def _set_paused(args: argparse.Namespace, context: Context, paused: bool) -> int
 def _schedule_holders(
     args: argparse.Namespace, context: Context, regions: list[str], cron_file: CronFile
 ) -> set[str]:
-    """The regions that hold a runtime schedule ``args.job`` (not a job of ``cron_file``);
-    CommandError, before anything is written, when none does."""
+    """The regions that hold a runtime schedule ``args.job`` (not a job of ``cron_file``), and
+    those that could not be read (:func:`fleet.holders`); CommandError, before anything is
+    written, when no region read holds it."""
 
     def holds(region: str) -> dict[str, Any]:
         claims = claims_for(context, resolve(args, context, region))
@@ -230,9 +231,9 @@ def _schedule_holders(
         return {"holds": operator_path.holds_schedule(args.job)}
 
     outcomes = each_region(regions, holds)
-    holders = {o.region for o in outcomes if o.ok and o.fields["holds"]}
-    if holders:
-        return holders
+    holders = fleet.holders(outcomes)
+    if holders is not None:
+        return set(holders)
     unread = "".join(f"; {o.region} not read - {o.error}" for o in outcomes if not o.ok)
     raise CommandError(
         f"no cron.yaml job or runtime schedule {args.job}: not in {cron_file.source}, nor a "

@@ -449,20 +449,15 @@ class ConsoleService:
         }
 
     def _holding(self, name: str) -> list[Site]:
-        """The regions whose store holds the runtime schedule ``name`` (one that cannot be
-        read is acted on, and its failure reported)."""
+        """The regions whose store holds the runtime schedule ``name``, and those that cannot
+        be read (acted on, and their failure reported): :func:`fleet.holders`."""
 
-        def holds(site: Site) -> bool:
-            try:
-                return site.operator.holds_schedule(name)
-            except (SchedulerError, BotoCoreError, ClientError):
-                return True
+        def holds(site: Site) -> Outcome:
+            act = _ignoring_region(lambda: {"holds": site.operator.holds_schedule(name)})
+            return each_region([site.region], act)[0]
 
-        return [
-            site
-            for site, held in zip(self.sites, self._map(holds, self.sites), strict=True)
-            if held
-        ]
+        regions = fleet.holders(self._map(holds, self.sites)) or []
+        return [site for site in self.sites if site.region in regions]
 
     def _holder(self, name: str) -> Site:
         """The one region that holds the runtime schedule ``name``."""
