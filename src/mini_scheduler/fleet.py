@@ -118,6 +118,13 @@ def judge(
 # -- failover ------------------------------------------------------------------------------
 
 
+def spelled(name: str, stacks: Iterable[str | None]) -> str:
+    """``name`` as the stack whose name it is spells it (its EnvironmentName): names are
+    compared without regard to case, as the ticker compares them. A name no stack given has
+    stays as typed."""
+    return next((k for k in stacks if k and same_environment(name, k)), name)
+
+
 @dataclass(frozen=True, slots=True)
 class Gap:
     """A failover to ``target`` in ``regions`` that leaves a stack's region out: a region left

@@ -111,3 +111,8 @@ def test_holders(east: bool, west: bool | None, regions: list[str] | None) -> No
         Outcome(WEST, False, {}, "boom") if west is None else Outcome(WEST, True, {"holds": west})
     )
     assert fleet.holders(outcomes) == regions
+
+
+def test_spelled_as_the_stack_spells_it() -> None:
+    assert fleet.spelled("dr", [None, "prod", "DR"]) == "DR"
+    assert fleet.spelled("qa", ["prod", "DR"]) == "qa"

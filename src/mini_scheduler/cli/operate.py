@@ -468,13 +468,6 @@ def _retry_hint(args: argparse.Namespace, target: str) -> str:
     return hint
 
 
-def spelled(name: str, stacks: tuple[str, ...]) -> str:
-    """``name`` as the stack whose name it is spells it (its EnvironmentName): names are
-    compared without regard to case, as the ticker compares them. A name no stack given has
-    stays as typed."""
-    return next((k for k in stacks if same_environment(name, k)), name)
-
-
 def _unknown_name(name: str, known: tuple[str, ...]) -> str:
     """The refusal of a name no stack has, with the closest known one."""
     folded = {k.casefold(): k for k in known}  # names compare without regard to case
@@ -528,7 +521,7 @@ def failover(args: argparse.Namespace, context: Context) -> int:
     wheres, unresolved = resolve_each(args, context, regions)
     known = known_names(args, context, list(wheres.values()))
     stacks = tuple(r.where.environment_name for r in wheres.values() if r.where.environment_name)
-    target = spelled(args.to, stacks)
+    target = fleet.spelled(args.to, stacks)
     if not is_known(target, known) and not args.force:
         return context.fail("failover", _unknown_name(target, known))
     gap = fleet.left_out(regions, _environments(wheres), known, target)

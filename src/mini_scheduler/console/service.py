@@ -378,6 +378,7 @@ class ConsoleService:
         if force and not (reason or "").strip():
             raise EventError("a forced change needs a reason (why the name is not a known one)")
         known = self.known()
+        active = fleet.spelled(active, self._environments().values())
         if not force and not is_known(active, known):
             raise EventError(
                 f"{active[:64]} is not a known environment (known: {', '.join(known)}): "

@@ -241,6 +241,13 @@ def test_failover_from_a_console_of_one_region_of_two_writes_nothing(regions: Re
     assert regions.west.store.get() == "DR"
 
 
+def test_failover_writes_the_name_as_its_stack_spells_it(regions: Regions) -> None:
+    """As ``mini-scheduler failover --to dr`` writes DR (fleet.spelled)."""
+    answer = regions.service().set_environment("dr", "jane")
+    assert answer["set"] == "DR" and answer["failedRegions"] == []
+    assert regions.east.store.get() == "DR" and regions.west.store.get() == "DR"
+
+
 def test_failover_reads_every_region_back(
     regions: Regions, client: TestClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
