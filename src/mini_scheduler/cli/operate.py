@@ -506,6 +506,36 @@ def _left_out(gap: fleet.Gap) -> str:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Write:
+    """A failover's write in one region, through the store class the ticker reads."""
+
+    target: str
+    operator: str
+    force: bool
+    reason: str | None
+    known: tuple[str, ...]
+
+    def to(self, context: Context, where: Where) -> dict[str, Any]:
+        """Write, and read back (:func:`fleet.check_written`): what the region held before,
+        and holds now."""
+        store = environment_for(context, where)
+        try:
+            before: str | None = store.get()
+        except SchedulerError:
+            before = None
+        name = where.environment_name or DEFAULT_ACTIVE
+        environment = ActiveEnvironment(store, name, self.known)
+        Operator(
+            cron=None, claims=None, environment=environment, clock=context.clock
+        ).set_environment(self.target, self.operator, self.force, self.reason)
+        after = fleet.check_written(store.name, store.get(), self.target)
+        fields = {"store": store.name, "before": before, "active": after}
+        if where.environment_name:
+            fields["environment"] = where.environment_name
+        return fields
+
+
 def failover(args: argparse.Namespace, context: Context) -> int:
     if getattr(args, "regions", None) is None:
         return context.fail(
@@ -530,21 +560,8 @@ def failover(args: argparse.Namespace, context: Context) -> int:
     operator = operator_name(args, context, regions[0])
 
     def act(region: str) -> dict[str, Any]:
-        where = wheres[region].where
-        store = environment_for(context, where)
-        try:
-            before: str | None = store.get()
-        except SchedulerError:
-            before = None
-        environment = ActiveEnvironment(store, where.environment_name or DEFAULT_ACTIVE, known)
-        Operator(
-            cron=None, claims=None, environment=environment, clock=context.clock
-        ).set_environment(target, operator, args.force, args.reason)
-        after = fleet.check_written(store.name, store.get(), target)
-        fields = {"store": store.name, "before": before, "active": after}
-        if where.environment_name:
-            fields["environment"] = where.environment_name
-        return fields
+        write = _Write(target, operator, args.force, args.reason, known)
+        return write.to(context, wheres[region].where)
 
     done = {o.region: o for o in unresolved}
     for o in each_region(list(wheres), act):
@@ -566,6 +583,16 @@ def failover(args: argparse.Namespace, context: Context) -> int:
             report["problem"] = problem
         context.print(json.dumps(report, indent=2))
         return code
+    _print_failover(context, args, target, operator, outcomes)
+    if problem:
+        context.print(problem + ".")
+    return code
+
+
+def _print_failover(
+    context: Context, args: argparse.Namespace, target: str, operator: str, outcomes: list[Outcome]
+) -> None:
+    failed = [o for o in outcomes if not o.ok]
     rows = []
     for o in outcomes:
         if o.ok:
@@ -587,6 +614,3 @@ def failover(args: argparse.Namespace, context: Context) -> int:
             f"Active environment {target} in {plural(len(outcomes), 'region')}, set by "
             f"{operator}{forced}."
         )
-    if problem:
-        context.print(problem + ".")
-    return code
