@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final
 
+from mini_scheduler import fleet
 from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, Context
 from mini_scheduler.cli.render import (
     columns,
@@ -37,7 +38,7 @@ from mini_scheduler.cli.where import (
 )
 from mini_scheduler.cron.zones import get_zone
 from mini_scheduler.errors import CronFileError
-from mini_scheduler.fleet import Outcome
+from mini_scheduler.fleet import Outcome, Placed
 from mini_scheduler.jobs import CronFile, name_problem
 from mini_scheduler.model import RunStatus, iso_seconds, parse_instant
 
@@ -368,11 +369,7 @@ def history(args: argparse.Namespace, context: Context) -> int:
     else:  # a region that fails is reported, and the others shown
         outcomes = each_region(regions, lambda r: _read_region(context, args, r, job, keep))
     read = [o for o in outcomes if o.ok]
-    found = sorted(
-        (item for o in read for item in o.fields["found"]),
-        key=lambda f: (f.at, f.run.attempt, f.run.job, f.region),
-        reverse=True,
-    )
+    found = fleet.newest_first(Placed(f.region, f.run) for o in read for f in o.fields["found"])
     if job and not found and len(read) == 1 and not keep.since and not keep.statuses:
         _check_job_known(job, context, read[0].fields["where"])
     if job and len(regions) == 1 and read:
@@ -422,7 +419,7 @@ def _merged(
     args: argparse.Namespace,
     job: str | None,
     outcomes: list[Outcome],
-    found: list[_Found],
+    found: list[Placed],
     keep: _Filter,
 ) -> None:
     """Every job (or one) in every region given, merged newest first, with a REGION column."""
@@ -474,8 +471,8 @@ def _summary(
     context: Context,
     job: str | None,
     outcomes: list[Outcome],
-    found: list[_Found],
-    shown: list[_Found],
+    found: list[Placed],
+    shown: list[Placed],
     keep: _Filter,
     cut: list[dict[str, Any]],
 ) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mini_scheduler import fleet
 from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, Context
 from mini_scheduler.cli.render import columns, plural
 from mini_scheduler.cli.suggest import closest
@@ -31,7 +32,7 @@ from mini_scheduler.cli.where import (
 from mini_scheduler.cli.where import _stack_outputs as stack_outputs
 from mini_scheduler.config import DEFAULT_KNOWN, environment_names, valid_environment_name
 from mini_scheduler.environment.active import DEFAULT_ACTIVE, ActiveEnvironment, same_environment
-from mini_scheduler.environment.regions import Held, active_regions, is_known, verdict
+from mini_scheduler.environment.regions import is_known
 from mini_scheduler.errors import (
     ConfigurationError,
     PayloadError,
@@ -220,8 +221,9 @@ def _set_paused(args: argparse.Namespace, context: Context, paused: bool) -> int
 def _schedule_holders(
     args: argparse.Namespace, context: Context, regions: list[str], cron_file: CronFile
 ) -> set[str]:
-    """The regions that hold a runtime schedule ``args.job`` (not a job of ``cron_file``);
-    CommandError, before anything is written, when none does."""
+    """The regions that hold a runtime schedule ``args.job`` (not a job of ``cron_file``), and
+    those that could not be read (:func:`fleet.holders`); CommandError, before anything is
+    written, when no region read holds it."""
 
     def holds(region: str) -> dict[str, Any]:
         claims = claims_for(context, resolve(args, context, region))
@@ -229,9 +231,9 @@ def _schedule_holders(
         return {"holds": operator_path.holds_schedule(args.job)}
 
     outcomes = each_region(regions, holds)
-    holders = {o.region for o in outcomes if o.ok and o.fields["holds"]}
-    if holders:
-        return holders
+    holders = fleet.holders(outcomes)
+    if holders is not None:
+        return set(holders)
     unread = "".join(f"; {o.region} not read - {o.error}" for o in outcomes if not o.ok)
     raise CommandError(
         f"no cron.yaml job or runtime schedule {args.job}: not in {cron_file.source}, nor a "
@@ -319,11 +321,7 @@ def known_names(
                 raise CommandError(str(exc)) from exc
     if not listed and not any(r.where.stack and r.where.environment_name for r in wheres):
         listed = DEFAULT_KNOWN
-    known: list[str] = []
-    for name in (*names, *listed):
-        if not any(same_environment(name, k) for k in known):
-            known.append(name)
-    return tuple(known)
+    return fleet.known_names(names, listed)
 
 
 def add_status(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -389,19 +387,15 @@ def status(args: argparse.Namespace, context: Context) -> int:
         read[o.region] = o
     outcomes = [read[r] for r in regions]
     failed = [o for o in outcomes if not o.ok]
-    values = {str(o.fields["active"]).casefold() for o in outcomes if o.ok}
-    held = [
-        Held(o.region, o.fields.get("environment"), o.fields["active"] if o.ok else None)
-        for o in outcomes
-    ]
-    problem = verdict(held, known)
+    judged = fleet.judge(outcomes, _environments(wheres), known)
+    problem = judged.problem
     code = EXIT_FAILED if failed or problem else EXIT_OK
     if args.json:
         report: dict[str, Any] = {
             "regions": [o.to_json() for o in outcomes],
-            "agree": len(values) <= 1,
+            "agree": judged.agree,
             "known": list(known),
-            "activeRegions": [h.region for h in active_regions(held)],
+            "activeRegions": judged.active_regions,
         }
         if problem:
             report["problem"] = problem
@@ -474,13 +468,6 @@ def _retry_hint(args: argparse.Namespace, target: str) -> str:
     return hint
 
 
-def spelled(name: str, stacks: tuple[str, ...]) -> str:
-    """``name`` as the stack whose name it is spells it (its EnvironmentName): names are
-    compared without regard to case, as the ticker compares them. A name no stack given has
-    stays as typed."""
-    return next((k for k in stacks if same_environment(name, k)), name)
-
-
 def _unknown_name(name: str, known: tuple[str, ...]) -> str:
     """The refusal of a name no stack has, with the closest known one."""
     folded = {k.casefold(): k for k in known}  # names compare without regard to case
@@ -493,29 +480,21 @@ def _unknown_name(name: str, known: tuple[str, ...]) -> str:
     )
 
 
-def _left_out(
-    regions: list[str], wheres: dict[str, StackRegion], known: tuple[str, ...], target: str
-) -> str | None:
-    """Why writing ``target`` in ``regions`` alone could leave two regions active, or None.
-    Each known name is a stack's, in a region of its own: a region left out keeps its value,
-    and may stay active beside the one the failover makes active."""
-    if len(regions) >= len(known):
-        return None  # as many regions as stacks (two alike are the verdict's to say)
-    names = [wheres[r].where.environment_name if r in wheres else None for r in regions]
-    given = tuple(n for n in names if n)
-    if len(given) == len(regions):
-        missing = [k for k in known if not is_known(k, given)]
-        if not missing or not is_known(target, given):
-            return None  # every stack's region is given, or none given becomes active
-        active = [
-            r for r, n in zip(regions, names, strict=True) if n and same_environment(target, n)
-        ]
-        whose = " or ".join(missing)
+def _environments(wheres: dict[str, StackRegion]) -> dict[str, str | None]:
+    """Each region's own environment name (None: not known)."""
+    return {region: r.where.environment_name for region, r in wheres.items()}
+
+
+def _left_out(gap: fleet.Gap) -> str:
+    """The refusal of a failover that leaves a stack's region out (:func:`fleet.left_out`)."""
+    target, regions, known = gap.target, gap.regions, gap.known
+    if gap.missing:
+        whose = " or ".join(gap.missing)
         return (
-            f"{target} would be active in {', '.join(active)}, and no region given is {whose}'s "
-            f"(known: {', '.join(known)}): a region left out keeps its value, and may stay "
-            f"active too. Give every stack's region: --regions {','.join(regions)},"
-            + ",".join(f"<{m}'s region>" for m in missing)
+            f"{target} would be active in {', '.join(gap.active)}, and no region given is "
+            f"{whose}'s (known: {', '.join(known)}): a region left out keeps its value, and may "
+            f"stay active too. Give every stack's region: --regions {','.join(regions)},"
+            + ",".join(f"<{m}'s region>" for m in gap.missing)
             + f" (if no stack is named {whose}, take it out of KnownEnvironments or --known)."
         )
     return (
@@ -525,6 +504,36 @@ def _left_out(
         "Give every stack's region with --regions, and --stack NAME to tell which is which "
         "(or --known with only the names your stacks have)."
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Write:
+    """A failover's write in one region, through the store class the ticker reads."""
+
+    target: str
+    operator: str
+    force: bool
+    reason: str | None
+    known: tuple[str, ...]
+
+    def to(self, context: Context, where: Where) -> dict[str, Any]:
+        """Write, and read back (:func:`fleet.check_written`): what the region held before,
+        and holds now."""
+        store = environment_for(context, where)
+        try:
+            before: str | None = store.get()
+        except SchedulerError:
+            before = None
+        name = where.environment_name or DEFAULT_ACTIVE
+        environment = ActiveEnvironment(store, name, self.known)
+        Operator(
+            cron=None, claims=None, environment=environment, clock=context.clock
+        ).set_environment(self.target, self.operator, self.force, self.reason)
+        after = fleet.check_written(store.name, store.get(), self.target)
+        fields = {"store": store.name, "before": before, "active": after}
+        if where.environment_name:
+            fields["environment"] = where.environment_name
+        return fields
 
 
 def failover(args: argparse.Namespace, context: Context) -> int:
@@ -542,47 +551,24 @@ def failover(args: argparse.Namespace, context: Context) -> int:
     wheres, unresolved = resolve_each(args, context, regions)
     known = known_names(args, context, list(wheres.values()))
     stacks = tuple(r.where.environment_name for r in wheres.values() if r.where.environment_name)
-    target = spelled(args.to, stacks)
+    target = fleet.spelled(args.to, stacks)
     if not is_known(target, known) and not args.force:
         return context.fail("failover", _unknown_name(target, known))
-    left_out = _left_out(regions, wheres, known, target)
-    if left_out:
-        return context.fail("failover", left_out + " Nothing was written.")
+    gap = fleet.left_out(regions, _environments(wheres), known, target)
+    if gap:
+        return context.fail("failover", _left_out(gap) + " Nothing was written.")
     operator = operator_name(args, context, regions[0])
 
     def act(region: str) -> dict[str, Any]:
-        where = wheres[region].where
-        store = environment_for(context, where)
-        try:
-            before: str | None = store.get()
-        except SchedulerError:
-            before = None
-        environment = ActiveEnvironment(store, where.environment_name or DEFAULT_ACTIVE, known)
-        Operator(
-            cron=None, claims=None, environment=environment, clock=context.clock
-        ).set_environment(target, operator, args.force, args.reason)
-        after = store.get()  # read back: the verdict is on what the region holds now
-        if after is None or not same_environment(after, target):
-            raise CommandError(f"{store.name} holds {after!r} after the write, not {target}")
-        fields = {"store": store.name, "before": before, "active": after}
-        if where.environment_name:
-            fields["environment"] = where.environment_name
-        return fields
+        write = _Write(target, operator, args.force, args.reason, known)
+        return write.to(context, wheres[region].where)
 
     done = {o.region: o for o in unresolved}
     for o in each_region(list(wheres), act):
         done[o.region] = o
     outcomes = [done[r] for r in regions]
     failed = [o for o in outcomes if not o.ok]
-    held = [
-        Held(
-            o.region,
-            wheres[o.region].where.environment_name if o.region in wheres else None,
-            o.fields["active"] if o.ok else None,
-        )
-        for o in outcomes
-    ]
-    problem = verdict(held, known)
+    problem = fleet.judge(outcomes, _environments(wheres), known).problem
     code = EXIT_FAILED if failed or problem else EXIT_OK
     if args.json:
         report: dict[str, Any] = {
@@ -597,6 +583,16 @@ def failover(args: argparse.Namespace, context: Context) -> int:
             report["problem"] = problem
         context.print(json.dumps(report, indent=2))
         return code
+    _print_failover(context, args, target, operator, outcomes)
+    if problem:
+        context.print(problem + ".")
+    return code
+
+
+def _print_failover(
+    context: Context, args: argparse.Namespace, target: str, operator: str, outcomes: list[Outcome]
+) -> None:
+    failed = [o for o in outcomes if not o.ok]
     rows = []
     for o in outcomes:
         if o.ok:
@@ -618,6 +614,3 @@ def failover(args: argparse.Namespace, context: Context) -> int:
             f"Active environment {target} in {plural(len(outcomes), 'region')}, set by "
             f"{operator}{forced}."
         )
-    if problem:
-        context.print(problem + ".")
-    return code

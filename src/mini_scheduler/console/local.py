@@ -31,4 +31,4 @@ def local_console(scheduler: LocalScheduler) -> ConsoleService:
         send=send,
         where=f"table {settings.state_table} (DynamoDB on moto, in this process)",
     )
-    return ConsoleService([site], scheduler.clock)
+    return ConsoleService([site], scheduler.clock, whole=True)

@@ -24,14 +24,14 @@ from typing import Any, Final, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from mini_scheduler import fleet
 from mini_scheduler.claims.base import RETRY
 from mini_scheduler.clock import Clock
 from mini_scheduler.console.sites import Site
 from mini_scheduler.console.timeline import row
 from mini_scheduler.console.views import firing_times, next_second, retry_view, run_view, visible
 from mini_scheduler.console.words import in_words
-from mini_scheduler.environment.active import same_environment
-from mini_scheduler.environment.regions import Held, active_regions, is_known, verdict
+from mini_scheduler.environment.regions import is_known
 from mini_scheduler.errors import EventError, SchedulerError, describe_aws_error
 from mini_scheduler.fleet import Outcome, each_region
 from mini_scheduler.jobs import Job
@@ -54,12 +54,15 @@ class ConsoleService:
     """The console over ``sites`` (the first is the home region: its cron file lists the jobs,
     and its status answers seed 000's environment route)."""
 
-    def __init__(self, sites: Sequence[Site], clock: Clock, *, workers: int = 8) -> None:
+    def __init__(
+        self, sites: Sequence[Site], clock: Clock, *, workers: int = 8, whole: bool = False
+    ) -> None:
         if not sites:
             raise ValueError("the console needs at least one region")
         self.sites = list(sites)
         self.clock = clock
         self._workers = workers
+        self._whole = whole  # the sites are every region there is (no stack's region elsewhere)
 
     @property
     def home(self) -> Site:
@@ -271,25 +274,18 @@ class ConsoleService:
 
             return each_region([site.region], act)[0]
 
-        merged: list[tuple[str, str, Any]] = []
-        unread: list[dict[str, str]] = []
-        for outcome in self._map(read, self.sites):
-            if not outcome.ok:
-                unread.append({"region": outcome.region, "error": outcome.error or ""})
-                continue
-            merged += [(run.sort_key, outcome.region, run) for run in outcome.fields["runs"]]
+        outcomes = self._map(read, self.sites)
+        unread = [{"region": o.region, "error": o.error or ""} for o in outcomes if not o.ok]
+        merged = fleet.newest_first(
+            fleet.Placed(o.region, run) for o in outcomes if o.ok for run in o.fields["runs"]
+        )
         if not merged and not unread and cursor is None:
             self._defined(name)
-        merged.sort(key=lambda item: (item[0], item[1]), reverse=True)
-        page = merged[:limit]
-        # a firing recorded in two regions has one key: never split it across pages
-        while len(page) < len(merged) and merged[len(page)][0] == page[-1][0]:
-            page.append(merged[len(page)])
-        more = len(merged) > len(page)
+        shown, after = fleet.page(merged, limit)
         return {
             "job": name,
-            "runs": [run_view(run, region) for _, region, run in page],
-            "next": page[-1][0] if more and page else None,
+            "runs": [run_view(p.run, p.region) for p in shown],
+            "next": after,
             "unread": unread,
         }
 
@@ -320,13 +316,12 @@ class ConsoleService:
 
     def known(self) -> tuple[str, ...]:
         """The environment names the regions know, each region's own first."""
-        names: list[str] = []
-        for site in self.sites:
-            environment = site.operator.environment
-            for name in environment.known if environment else ():
-                if not any(same_environment(name, n) for n in names):
-                    names.append(name)
-        return tuple(names)
+        return fleet.known_names(
+            *(s.operator.environment.known for s in self.sites if s.operator.environment)
+        )
+
+    def _environments(self) -> dict[str, str | None]:
+        return {site.region: site.environment_name for site in self.sites}
 
     def environment(self) -> dict[str, Any]:
         """Seed 000's status of the home region (environment, active, mode, persistent,
@@ -346,16 +341,17 @@ class ConsoleService:
         known = self.known()
         by_region = {site.region: site for site in self.sites}
         regions = []
-        held = []
         for outcome in outcomes:
-            site = by_region[outcome.region]
-            view = {"region": outcome.region, "ok": outcome.ok, "where": site.where}
+            view = {
+                "region": outcome.region,
+                "ok": outcome.ok,
+                "where": by_region[outcome.region].where,
+            }
             view |= {k: v for k, v in outcome.fields.items() if k != "otherRegions"}
             if outcome.error is not None:
                 view["error"] = outcome.error
             regions.append(view)
-            active = outcome.fields.get("active") if outcome.ok else None
-            held.append(Held(outcome.region, site.environment_name, active))
+        judged = fleet.judge(outcomes, self._environments(), known)
         home = next((r for r in regions if r["region"] == self.home.region), regions[0])
         answer: dict[str, Any] = {
             key: home.get(key) for key in ("environment", "active", "mode", "persistent", "store")
@@ -364,8 +360,8 @@ class ConsoleService:
         answer |= {
             "regions": regions,
             "known": list(known),
-            "activeRegions": [h.region for h in active_regions(held)],
-            "problem": verdict(held, known),
+            "activeRegions": judged.active_regions,
+            "problem": judged.problem,
         }
         return answer
 
@@ -373,22 +369,29 @@ class ConsoleService:
         self, active: str, operator: str, force: bool = False, reason: str | None = None
     ) -> dict[str, Any]:
         """Failover: write ``active`` into every region's store, one by one (a failure is
-        reported and the next region written). A name no region knows is refused before
-        anything is written, unless ``force`` with a ``reason``."""
+        reported and the next region written), and read each back. A name no region knows is
+        refused before anything is written, unless ``force`` with a ``reason``; so is a
+        failover that leaves a stack's region out (:func:`fleet.left_out`: the console serves
+        fewer regions than the names known), unless the console serves every region there is
+        (``whole``: ``make run``'s one region)."""
         operator = check_operator(operator)
         if force and not (reason or "").strip():
             raise EventError("a forced change needs a reason (why the name is not a known one)")
-        if not force and not is_known(active, self.known()):
+        known = self.known()
+        active = fleet.spelled(active, self._environments().values())
+        if not force and not is_known(active, known):
             raise EventError(
-                f"{active[:64]} is not a known environment (known: {', '.join(self.known())}): "
+                f"{active[:64]} is not a known environment (known: {', '.join(known)}): "
                 "no region would be active, and nothing was written"
             )
+        regions = [site.region for site in self.sites]
+        gap = None if self._whole else fleet.left_out(regions, self._environments(), known, active)
+        if gap is not None:
+            raise EventError(_left_out(gap))
         log.info("Console: %s moves the active environment to %s in every region", operator, active)
         outcomes: list[Outcome] = []
         for site in self.sites:
-            write = partial(
-                site.operator.set_environment, active, operator, force, reason if force else None
-            )
+            write = partial(_failover, site, active, operator, force, reason if force else None)
             outcomes += each_region([site.region], _ignoring_region(write))
         failed = [o.region for o in outcomes if not o.ok]
         extra = {"operator": operator, "set": active, "failedRegions": failed}
@@ -447,20 +450,15 @@ class ConsoleService:
         }
 
     def _holding(self, name: str) -> list[Site]:
-        """The regions whose store holds the runtime schedule ``name`` (one that cannot be
-        read is acted on, and its failure reported)."""
+        """The regions whose store holds the runtime schedule ``name``, and those that cannot
+        be read (acted on, and their failure reported): :func:`fleet.holders`."""
 
-        def holds(site: Site) -> bool:
-            try:
-                return site.operator.holds_schedule(name)
-            except (SchedulerError, BotoCoreError, ClientError):
-                return True
+        def holds(site: Site) -> Outcome:
+            act = _ignoring_region(lambda: {"holds": site.operator.holds_schedule(name)})
+            return each_region([site.region], act)[0]
 
-        return [
-            site
-            for site, held in zip(self.sites, self._map(holds, self.sites), strict=True)
-            if held
-        ]
+        regions = fleet.holders(self._map(holds, self.sites)) or []
+        return [site for site in self.sites if site.region in regions]
 
     def _holder(self, name: str) -> Site:
         """The one region that holds the runtime schedule ``name``."""
@@ -539,3 +537,30 @@ def _describe(exc: BaseException) -> str:
 def _ignoring_region(act: Callable[[], dict[str, Any]]) -> Callable[[str], dict[str, Any]]:
     """``act`` as :func:`each_region` calls it (with the region, which ``act`` knows)."""
     return lambda _region: act()
+
+
+def _failover(
+    site: Site, active: str, operator: str, force: bool, reason: str | None
+) -> dict[str, Any]:
+    """Write ``active`` in ``site``'s store and read it back (:func:`fleet.check_written`)."""
+    status = site.operator.set_environment(active, operator, force, reason)
+    environment = site.operator.environment
+    if environment is not None:
+        fleet.check_written(environment.store.name, environment.store.get(), active)
+    return status
+
+
+def _left_out(gap: fleet.Gap) -> str:
+    """The refusal of a failover that leaves a stack's region out, in the console's words."""
+    served = ", ".join(gap.regions)
+    if gap.missing:
+        whose = " or ".join(gap.missing)
+        active = ", ".join(gap.active)
+        why = f"{gap.target} would be active in {active}, and no region served is {whose}'s"
+    else:
+        why = f"this console serves {served}, and not every region's environment name is known"
+    return (
+        f"{why} (known: {', '.join(gap.known)}): a region left out keeps its value, and may "
+        "stay active too, so nothing was written. Start the console with every stack's region "
+        "(mini-scheduler console --regions), or fail over with mini-scheduler failover"
+    )

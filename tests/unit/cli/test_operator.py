@@ -1049,6 +1049,20 @@ def test_a_runtime_schedule_is_paused_where_it_lives_with_or_without_a_cron_file
     assert set(aws.store("us-west-2").control("x").paused) == {"every"}
 
 
+def test_a_runtime_schedule_s_pause_reaches_a_region_not_read_and_reports_it(
+    capsys: pytest.CaptureFixture[str], aws: Aws
+) -> None:
+    """A region whose store could not be read may hold the schedule: the pause is tried there
+    and its failure reported (exit 1), never shown as "nothing to do" (fleet.holders, the
+    console's rule too)."""
+    make_schedule(aws, {"name": "every", "cron": "0 * * * * ?", "service": "fn"})
+    run = cli(capsys, "pause", "every", "--regions", "us-east-1,eu-west-1", "--operator", "jane")
+    assert run.code == 1
+    assert run.lines[0] == f"us-east-1  paused  table {TABLE}"
+    assert cells(run.lines[1])[:2] == ["eu-west-1", "FAILED"]
+    assert set(aws.store().control("x").paused) == {"every"}
+
+
 # -- status and failover -------------------------------------------------------------------------
 
 

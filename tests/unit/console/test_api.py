@@ -15,6 +15,7 @@ from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.console.app import CSRF_HEADER, create_app
 from mini_scheduler.console.service import ConsoleService, NotFound
 from mini_scheduler.console.sites import Site
+from mini_scheduler.errors import EventError
 from mini_scheduler.handlers.routing import route
 from mini_scheduler.model import RunStatus
 from mini_scheduler.retries import defer_retry
@@ -225,6 +226,39 @@ def test_failover_to_an_unknown_name_writes_nothing(regions: Regions, client: Te
     )
     assert forced.status_code == 200 and regions.west.store.get() == "DRR"
     assert forced.json()["problem"].startswith("No region is active")
+
+
+def test_failover_from_a_console_of_one_region_of_two_writes_nothing(regions: Regions) -> None:
+    """The CLI's rule (issue 25): a failover that makes DR's region active and leaves prod's
+    out (it keeps its value: both could be active) writes nothing; the local console, whose one
+    region is every region there is, writes it."""
+    west = regions.site("us-west-2", regions.west)
+    with pytest.raises(EventError, match=r"no region served is prod's .*nothing was written"):
+        ConsoleService([west], regions.west.clock).set_environment("DR", "jane")
+    assert regions.west.store.get() is None
+    whole = ConsoleService([west], regions.west.clock, whole=True)
+    assert whole.set_environment("DR", "jane")["failedRegions"] == []
+    assert regions.west.store.get() == "DR"
+
+
+def test_failover_writes_the_name_as_its_stack_spells_it(regions: Regions) -> None:
+    """As ``mini-scheduler failover --to dr`` writes DR (fleet.spelled)."""
+    answer = regions.service().set_environment("dr", "jane")
+    assert answer["set"] == "DR" and answer["failedRegions"] == []
+    assert regions.east.store.get() == "DR" and regions.west.store.get() == "DR"
+
+
+def test_failover_reads_every_region_back(
+    regions: Regions, client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A region whose store does not hold the name after the write is a failed region."""
+    monkeypatch.setattr(regions.west.store, "get", lambda: "prod")
+    answer = post(client, "/api/scheduler/environment", {"active": "DR", "operator": "jane"})
+    body = answer.json()
+    assert body["failedRegions"] == ["us-west-2"]
+    written = {w["region"]: w for w in body["written"]}
+    assert written["us-east-1"]["ok"] is True
+    assert written["us-west-2"]["error"].endswith("holds 'prod' after the write, not DR")
 
 
 # -- actions -----------------------------------------------------------------------------------
