@@ -332,7 +332,12 @@ def dry_outcome(case: Case, store: MemoryClaimStore) -> tuple[set[tuple[Any, ...
 
 
 def disagreement(seed: int) -> str | None:
-    case = build(seed)
+    return disagreement_of(build(seed))
+
+
+def disagreement_of(case: Case) -> str | None:
+    """None when the dry run and the tick agree on ``case``; else how they differ."""
+    seed = case.seed
     assert isinstance(case.rig.claims, MemoryClaimStore)
     dry_store, real_store = copy_of(case.rig.claims), copy_of(case.rig.claims)
     dry, (dry_mark, dry_counts) = dry_outcome(case, dry_store)
@@ -365,3 +370,78 @@ def test_the_dry_run_is_the_tick(seed: int) -> None:
 def test_the_dry_run_is_the_tick_on_many_more_minutes(seed: int) -> None:
     found = disagreement(seed)
     assert found is None, found
+
+
+# -- the three kinds of disagreement issue 26 found, each pinned ---------------------------------
+
+OVERLAP = """
+misfire.grace: 120
+jobs:
+  - {name: "a", cron: "0 * * * * ?", service: "fn-a", overlap: "skip", timeout: 30,
+     misfire: "skip", retry: {retries: 1, backoff: 0}}
+"""
+
+
+def _dry(case: Case) -> dict[str, Any]:
+    assert isinstance(case.rig.claims, MemoryClaimStore)
+    before = snapshot(case.rig.claims)
+    plan = dry_run(
+        case.minute,
+        settings=case.rig.settings,
+        cron=case.rig.ticker.cron_file,
+        claims=_ReadOnly(case.rig.claims),  # type: ignore[arg-type]
+        environment=case.rig.store,
+        now=case.now,
+    )
+    assert snapshot(case.rig.claims) == before
+    return {(a.kind, a.firing_id or iso_seconds(a.scheduled)): a.to_json() for a in plan.actions}
+
+
+def test_a_run_the_tick_times_out_frees_its_job_s_slot_for_the_minute() -> None:
+    r = rig(OVERLAP)
+    r.tick("2026-11-30T14:00:00Z")  # a@14:00 dispatched; no completion comes
+    case = Case(0, r, datetime(2026, 11, 30, 14, 1, tzinfo=UTC), r.clock.now())
+    r.clock.set(case.minute)
+    case.now = case.minute
+    actions = _dry(case)
+    assert ("time-out", "a@2026-11-30T14:00:00Z") in actions
+    assert ("dispatch", "a@2026-11-30T14:01:00Z") in actions
+    assert disagreement_of(case) is None
+
+
+def test_a_skipped_range_starts_after_a_firing_that_has_a_record() -> None:
+    r = rig(OVERLAP.replace('overlap: "skip"', 'overlap: "allow"'))
+    r.claims.advance_watermark("us-east-1/prod", datetime(2026, 11, 30, 13, 50, tzinfo=UTC))
+    peer = Firing("a", datetime(2026, 11, 30, 13, 50, tzinfo=UTC))
+    r.claims.record_skipped(peer, now=peer.scheduled, reason="overlap", origin="us-west-2/prod")
+    case = Case(0, r, datetime(2026, 11, 30, 14, 0, tzinfo=UTC), r.clock.now())
+    actions = _dry(case)
+    ranges = [a for (kind, _), a in actions.items() if kind == "skip-range"]
+    assert ranges == [
+        {
+            "job": "a",
+            "action": "skip-range",
+            "scheduledTime": "2026-11-30T13:51:00Z",
+            "service": "fn-a",
+            "reason": "misfire_grace",
+            "until": "2026-11-30T13:57:00Z",
+            "count": 7,
+            "misfire": True,
+        }
+    ]
+    assert disagreement_of(case) is None
+
+
+def test_a_late_retry_s_skip_is_its_attempt_s() -> None:
+    r = rig(OVERLAP)
+    r.tick("2026-11-30T14:00:00Z")
+    r.clock.set(datetime(2026, 11, 30, 14, 0, 20, tzinfo=UTC))
+    Recorder(r.claims, r.clock).record(
+        Completion("a@2026-11-30T14:00:00Z", RunStatus.FAILED, r.clock.now(), "boom", "lambda")
+    )
+    r.clock.set(datetime(2026, 11, 30, 14, 10, 5, tzinfo=UTC))  # the retry is 10 minutes late
+    case = Case(0, r, datetime(2026, 11, 30, 14, 10, tzinfo=UTC), r.clock.now())
+    actions = _dry(case)
+    assert ("skip", "a@2026-11-30T14:00:00Z#2") in actions
+    assert ("skip", "a@2026-11-30T14:00:00Z") not in actions
+    assert disagreement_of(case) is None
