@@ -17,18 +17,21 @@ from __future__ import annotations
 
 import contextlib
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
+from mini_scheduler.claims.base import DEFERRED_REASONS, ClaimStore
+from mini_scheduler.claims.dynamodb import DynamoDBClaimStore, create_state_table
 from mini_scheduler.claims.memory import MemoryClaimStore
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.errors import EventError
 from mini_scheduler.model import Firing, RunStatus, iso_seconds
 from mini_scheduler.recorder import Completion, Recorder
 from mini_scheduler.tick.dryrun import dry_run
+from tests.contract.claims.conftest import new_table_name
 from tests.unit.tick.harness import Rig, rig
 
 MINUTES = 300  # the default run; the slow one runs five times as many
@@ -132,14 +135,16 @@ def _minute(rnd: random.Random) -> datetime:
     return around + timedelta(minutes=rnd.choice([-31, -30, -2, -1, 0, 1, 29, 30, 31]))
 
 
-def build(seed: int) -> Case:
-    """A random minute, reached by running the scheduler up to it."""
+def build(seed: int, claims: ClaimStore | None = None) -> Case:
+    """A random minute, reached by running the scheduler up to it (on ``claims``, or a memory
+    store)."""
     rnd = random.Random(seed)
     minute = _minute(rnd)
     gap = rnd.choice([0, 0, 1, 2, 3, 10, 30, 90])  # minutes missed before it
     earlier = rnd.choice([0, 1, 2, 3])  # ticks before the gap (0: the region's first tick)
     first = minute - timedelta(minutes=gap + earlier)
-    r = rig(_cron_yaml(rnd, minute), start=iso_seconds(first - timedelta(minutes=5)))
+    start = iso_seconds(first - timedelta(minutes=5))
+    r = rig(_cron_yaml(rnd, minute), start=start, claims=claims)
     cron = r.ticker.cron_file()
     jobs = [job for job in cron.jobs if job.enabled]
     recorder = Recorder(r.claims, r.clock)
@@ -224,20 +229,25 @@ def _peer(rnd: random.Random, r: Rig, job: Any, minute: datetime, first: datetim
 
 
 def _runs(r: Rig) -> list[RunRecord]:
-    assert isinstance(r.claims, MemoryClaimStore)
-    return list(r.claims._runs.values())
+    return list(snapshot(r.claims)["runs"].values())
 
 
 # -- the state, copied and compared --------------------------------------------------------------
 
 
-def snapshot(store: MemoryClaimStore) -> dict[str, Any]:
+NAMES = [name for name, _, _ in JOBS] + ["once", "every-20s"]  # every job a case can have
+SCOPE = "us-east-1/prod"
+
+
+def snapshot(store: ClaimStore) -> dict[str, Any]:
+    """Every record of ``store`` a case can have, read through the protocol (any backend)."""
+    control = store.control(SCOPE)
     return {
-        "runs": dict(store._runs),
-        "jobs": dict(store._jobs),
-        "watermarks": dict(store._watermarks),
-        "paused": dict(store._paused),
-        "deferred": dict(store._deferred),
+        "runs": {run.firing_id: run for job in NAMES for run in store.history(job, limit=1000)},
+        "jobs": {job: store.job_state(job) for job in NAMES},
+        "watermarks": {**control.watermarks, SCOPE: control.watermark},
+        "paused": dict(control.paused),
+        "deferred": {reason: list(store.pending_deferred(reason)) for reason in DEFERRED_REASONS},
     }
 
 
@@ -249,7 +259,7 @@ def copy_of(store: MemoryClaimStore) -> MemoryClaimStore:
     return copy
 
 
-def real_outcome(case: Case, store: MemoryClaimStore) -> tuple[set[tuple[Any, ...]], Any]:
+def real_outcome(case: Case, store: ClaimStore) -> tuple[set[tuple[Any, ...]], Any]:
     """What the real tick did, firing by firing, read from the store and the dispatcher."""
     r = case.rig
     seeded = rig(r.cron_text[0], start=iso_seconds(case.now), claims=store, store=r.store)
@@ -260,7 +270,7 @@ def real_outcome(case: Case, store: MemoryClaimStore) -> tuple[set[tuple[Any, ..
     after = snapshot(store)
     done: set[tuple[Any, ...]] = set()
     for _, firing_id, _, sent in dispatcher.calls:
-        run = _run(before, firing_id)
+        run = before["runs"].get(firing_id)
         if run is not None and run.status is RunStatus.CLAIMED:
             done.add(("take-over", firing_id))
         else:
@@ -295,14 +305,7 @@ def real_outcome(case: Case, store: MemoryClaimStore) -> tuple[set[tuple[Any, ..
     return done, (watermark, summary.counts)
 
 
-def _run(state: dict[str, Any], firing_id: str) -> RunRecord | None:
-    for run in state["runs"].values():
-        if run.firing_id == firing_id:
-            return run  # type: ignore[no-any-return]
-    return None
-
-
-def dry_outcome(case: Case, store: MemoryClaimStore) -> tuple[set[tuple[Any, ...]], Any]:
+def dry_outcome(case: Case, store: ClaimStore) -> tuple[set[tuple[Any, ...]], Any]:
     r = case.rig
     before = snapshot(store)
     seeded = rig(r.cron_text[0], start=iso_seconds(case.now), claims=store, store=r.store)
@@ -336,12 +339,15 @@ def disagreement(seed: int) -> str | None:
 
 
 def disagreement_of(case: Case) -> str | None:
-    """None when the dry run and the tick agree on ``case``; else how they differ."""
+    """None when the dry run and the tick agree on ``case``; else how they differ. The dry run
+    runs first, and must leave the store as it was; the tick then runs on a copy of a memory
+    store, or on the store itself."""
     seed = case.seed
-    assert isinstance(case.rig.claims, MemoryClaimStore)
-    dry_store, real_store = copy_of(case.rig.claims), copy_of(case.rig.claims)
-    dry, (dry_mark, dry_counts) = dry_outcome(case, dry_store)
-    real, (real_mark, real_counts) = real_outcome(case, real_store)
+    twin = case
+    if isinstance(case.rig.claims, MemoryClaimStore):
+        twin = Case(seed, replace(case.rig, claims=copy_of(case.rig.claims)), case.minute, case.now)
+    dry, (dry_mark, dry_counts) = dry_outcome(case, case.rig.claims)
+    real, (real_mark, real_counts) = real_outcome(twin, twin.rig.claims)
     if (dry, dry_mark, dry_counts) == (real, real_mark, real_counts):
         return None
     lines = [f"seed {seed}, minute {iso_seconds(case.minute)}, now {iso_seconds(case.now)}"]
@@ -362,6 +368,22 @@ def _seeds(count: int, start: int = 0) -> list[int]:
 @pytest.mark.parametrize("seed", _seeds(MINUTES))
 def test_the_dry_run_is_the_tick(seed: int) -> None:
     found = disagreement(seed)
+    assert found is None, found
+
+
+@pytest.mark.dynamodb_local
+@pytest.mark.parametrize("seed", _seeds(20))
+def test_the_dry_run_is_the_tick_on_dynamodb_local(
+    seed: int, request: pytest.FixtureRequest
+) -> None:
+    """The dry run reads DynamoDB as the tick writes it (its sweep through the watched runs, its
+    batched claims' conditions): the dry run on the table first, then the tick. The runs live
+    ten years: DynamoDB Local's TTL would delete the cases' 2026 runs under the test's feet."""
+    client = request.getfixturevalue("dynamodb_local")
+    table = new_table_name()
+    create_state_table(client, table)
+    store = DynamoDBClaimStore(table, client, sleep=lambda _: None, run_ttl_days=3650)
+    found = disagreement_of(build(seed, store))
     assert found is None, found
 
 
