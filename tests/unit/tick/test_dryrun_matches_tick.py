@@ -235,12 +235,14 @@ def _runs(r: Rig) -> list[RunRecord]:
 # -- the state, copied and compared --------------------------------------------------------------
 
 
-NAMES = [name for name, _, _ in JOBS] + ["once", "every-20s"]  # every job a case can have
+NAMES = [name for name, _, _ in JOBS] + ["once", "every-20s", "a"]  # every job a case has
 SCOPE = "us-east-1/prod"
 
 
 def snapshot(store: ClaimStore) -> dict[str, Any]:
     """Every record of ``store`` a case can have, read through the protocol (any backend)."""
+    if isinstance(store, MemoryClaimStore):  # a job missing from NAMES would go unseen
+        assert {job for job, _ in store._runs} <= set(NAMES)
     control = store.control(SCOPE)
     return {
         "runs": {run.firing_id: run for job in NAMES for run in store.history(job, limit=1000)},
