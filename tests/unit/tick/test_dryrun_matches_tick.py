@@ -235,7 +235,7 @@ def _runs(r: Rig) -> list[RunRecord]:
 # -- the state, copied and compared --------------------------------------------------------------
 
 
-NAMES = [name for name, _, _ in JOBS] + ["once", "every-20s", "a"]  # every job a case has
+NAMES = [name for name, _, _ in JOBS] + ["once", "every-20s", "a", "b"]  # every job a case has
 SCOPE = "us-east-1/prod"
 
 
@@ -469,3 +469,19 @@ def test_a_late_retry_s_skip_is_its_attempt_s() -> None:
     assert ("skip", "a@2026-11-30T14:00:00Z#2") in actions
     assert ("skip", "a@2026-11-30T14:00:00Z") not in actions
     assert disagreement_of(case) is None
+
+
+def test_a_tick_that_fans_out_is_shown_with_its_shards_ticks() -> None:
+    r = rig(OVERLAP.replace('"a"', '"b"'), fanout_threshold=0, fanout_shards=3)
+    r.claims.advance_watermark("us-east-1/prod", datetime(2026, 11, 30, 14, 0, tzinfo=UTC))
+    plan = dry_run(
+        datetime(2026, 11, 30, 14, 0, tzinfo=UTC),
+        settings=r.settings,
+        cron=r.ticker.cron_file,
+        claims=_ReadOnly(r.claims),  # type: ignore[arg-type]
+        environment=r.store,
+        now=datetime(2026, 11, 30, 14, 0, tzinfo=UTC),
+    )
+    assert plan.summary.note == "1 firings due: fanned out to 3 shards"
+    assert [(a.kind, a.firing_id) for a in plan.actions] == [("dispatch", "b@2026-11-30T14:00:00Z")]
+    assert plan.summary.counts["dispatched"] == 1
