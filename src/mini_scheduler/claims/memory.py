@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import fields
 from datetime import datetime
 from typing import Any
@@ -58,6 +58,24 @@ class MemoryClaimStore:
         self._paused: dict[str, Pause] = {}
         self._deferred: dict[str, Deferred] = {}
         self.calls = 0
+
+    def restore(
+        self,
+        *,
+        runs: Iterable[RunRecord] = (),
+        jobs: Iterable[JobState] = (),
+        deferred: Iterable[Deferred] = (),
+    ) -> None:
+        """Hold these records as another store holds them, unless one is held already under the
+        same key (what the store has since written stays): the predicting store's copy of what
+        it read from the real one."""
+        with self._lock:
+            for run in runs:
+                self._runs.setdefault(self._key(firing_from_id(run.firing_id)), run)
+            for state in jobs:
+                self._jobs.setdefault(state.job, state)
+            for item in deferred:
+                self._deferred.setdefault(item.key, item)
 
     @staticmethod
     def _key(firing: Firing) -> tuple[str, str]:

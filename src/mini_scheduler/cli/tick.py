@@ -31,7 +31,7 @@ from mini_scheduler.model import floor_minute, iso_seconds
 from mini_scheduler.tick.ticker import check_not_ahead
 
 if TYPE_CHECKING:
-    from mini_scheduler.tick.dryrun import Action, DryRun
+    from mini_scheduler.tick.dryrun_report import Action, DryRun
 
 
 def _minute(text: str) -> datetime:

@@ -212,6 +212,10 @@ class Executor:
             for group in plan.misfire_runs:
                 work.submit(self._fire_in_order, group, tally, deadline, marks)
             try:
+                if any(group[0].job.overlap == "skip" for group in plan.misfire_runs):
+                    # The oldest firing of an ``overlap: skip`` job takes its slot, not whichever
+                    # claim a worker sends first: its missed firings before the minute's.
+                    work.wait()
                 self._claim_as_due(plan.dispatches, tally, deadline, work, marks)
                 work.wait()
             finally:

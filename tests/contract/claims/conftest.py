@@ -3,6 +3,8 @@
 * ``memory``: the in-process store.
 * ``recording``: the memory store behind :class:`.recording.Recording`, the fake the tick's
   tests record writes with: a fake honours the contract it stands in for.
+* ``predicting``: :class:`~mini_scheduler.claims.predicting.PredictingClaimStore` over a memory
+  store, the dry run's: every write stays in it, and it answers as the store it reads would.
 * ``dynamodb-moto`` and ``dynamodb-local``: the DynamoDB store on moto and on AWS's DynamoDB
   Local (moto's conditional writes are not atomic: races run on DynamoDB Local only).
 * ``mongodb-mock``: the MongoDB store on mongomock (in process; no write concern, read concern,
@@ -29,11 +31,13 @@ from moto import mock_aws
 from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.claims.dynamodb import DynamoDBClaimStore, create_state_table
 from mini_scheduler.claims.memory import MemoryClaimStore
+from mini_scheduler.claims.predicting import PredictingClaimStore
 from tests.contract.claims.recording import Recording
 
 BACKENDS = [
     "memory",
     "recording",
+    "predicting",
     "dynamodb-moto",
     pytest.param("dynamodb-local", marks=pytest.mark.dynamodb_local),
     "mongodb-mock",
@@ -136,6 +140,8 @@ def open_claim_store(kind: str, request: pytest.FixtureRequest) -> Iterator[Clai
         yield MemoryClaimStore()
     elif kind == "recording":
         yield Recording(MemoryClaimStore(), watched_first=False)
+    elif kind == "predicting":
+        yield PredictingClaimStore(MemoryClaimStore())
     elif kind == "dynamodb-moto":
         with mock_aws():
             client = boto3.client("dynamodb", region_name="us-east-1")
