@@ -261,8 +261,8 @@ class Executor:
         was deleted since the tick read it (a delete is never undone)."""
         if not self.claims.advance_schedule(done, then):
             log.info(
-                "Runtime schedule %s was deleted during this tick - its next firing %s is not "
-                "written",
+                "Runtime schedule %s was deleted, or moved on by another tick, during this tick "
+                "- its next firing %s is not written here",
                 done.firing.job,
                 then.firing.id,
                 extra=log_keys(done.firing.job, then.firing.id),
