@@ -29,9 +29,10 @@ from mini_scheduler.claims.base import (
     Control,
     Deferred,
     MarkRequest,
+    OneByOne,
 )
 from mini_scheduler.claims.memory import MemoryClaimStore
-from mini_scheduler.claims.records import JobStart, JobState, Redrive, RunRecord
+from mini_scheduler.claims.records import JobState, Redrive, RunRecord
 from mini_scheduler.errors import StoreError
 from mini_scheduler.model import Firing, RunStatus, job_of
 
@@ -47,7 +48,7 @@ class Written:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-class PredictingClaimStore:
+class PredictingClaimStore(OneByOne):
     """``real`` as it would be after the writes asked of this store, none of them made."""
 
     def __init__(self, real: ClaimStore) -> None:
@@ -151,26 +152,6 @@ class PredictingClaimStore:
 
     # -- writes: decided by the memory store on what was read --------------------------------
 
-    def claim(
-        self,
-        firing: Firing,
-        *,
-        now: datetime,
-        lease_until: datetime,
-        origin: str,
-        exclusive: bool = False,
-        over_skipped: bool = False,
-    ) -> ClaimResult:
-        (outcome,) = self.claim_many(
-            [ClaimRequest(firing, exclusive, over_skipped)],
-            now=now,
-            lease_until=lease_until,
-            origin=origin,
-        )
-        if isinstance(outcome, StoreError):
-            raise outcome
-        return outcome
-
     def claim_many(
         self,
         claims: Sequence[ClaimRequest],
@@ -206,11 +187,6 @@ class PredictingClaimStore:
             done = self._memory.take_over(run, now=now, lease_until=lease_until, origin=origin)
             self._note("take_over", run.firing_id, done)
             return done
-
-    def mark_dispatched(
-        self, firing: Firing, *, now: datetime, deadline: datetime, start: JobStart
-    ) -> None:
-        self.mark_many([MarkRequest(firing, deadline, start)], now=now)
 
     def mark_many(self, marks: Sequence[MarkRequest], *, now: datetime) -> list[StoreError | None]:
         with self._lock:
