@@ -50,11 +50,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mini_scheduler.claims.records import JobStart, JobState, Redrive, RunRecord
 from mini_scheduler.errors import StoreError
 from mini_scheduler.model import Firing, RunStatus, firing_from_id, iso_millis
+
+if TYPE_CHECKING:
+    from mini_scheduler.claims.definitions import Definition
 
 
 class ClaimResult(StrEnum):
@@ -330,14 +333,40 @@ class ClaimStore(Protocol):
 
     def pending_deferred(self, reason: str) -> Sequence[Deferred]:
         """Every deferred firing stored for ``reason``, oldest due first: an operator's listing
-        (runtime schedules, a backfill's progress) that reads them all; a tick never does."""
+        (a backfill's progress, the retries waiting) that reads them all; a tick never does."""
         ...
 
-    def advance_schedule(self, done: Deferred, following: Deferred) -> bool:
-        """A runtime schedule moves on: ``following`` is stored in place of ``done``, only if
-        ``done`` is still stored. False, and ``following`` not stored, when ``done`` is gone:
-        its schedule was deleted meanwhile, and a tick that read it before the delete must not
-        bring it back. Raises StoreError when the store cannot answer (after retries)."""
+    def advance_schedule(self, done: Deferred, following: Deferred | None) -> bool:
+        """A runtime schedule moves on from ``done`` (a firing with an answer) to ``following``
+        (None: it has no firing left, and its definition becomes a tombstone), in one step
+        conditional on ``done`` being still stored and on the schedule's definition moving
+        (:func:`.definitions.moves`: live, with the generation ``done`` names). False, and
+        nothing stored, when either fails: the schedule was deleted (or made again) meanwhile,
+        or another tick moved it on, and a tick that read it before must not bring it back;
+        ``done`` is then forgotten. Raises StoreError when the store cannot answer."""
+        ...
+
+    def create_schedule(self, definition: Definition) -> bool:
+        """Store a runtime schedule's definition, on the condition that no live one has its
+        name (the store keeps names unique: of two operators making one name at once, one
+        wins). False, nothing written, when one has."""
+        ...
+
+    def schedule(self, name: str) -> Definition | None:
+        """The definition stored under ``name`` (a tombstone too), read consistently with one
+        get."""
+        ...
+
+    def schedules(self) -> Sequence[Definition]:
+        """Every live definition, by name, read consistently with one query."""
+        ...
+
+    def delete_schedule(
+        self, name: str, generation: str, *, operator: str, now: datetime
+    ) -> Definition | None:
+        """Make the definition of ``name`` a tombstone, on the condition that it is live with
+        ``generation``; the definition as it was (its next firing as the last tick left it), or
+        None when it was not live with that generation."""
         ...
 
 

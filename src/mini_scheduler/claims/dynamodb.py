@@ -10,6 +10,7 @@ Items (``pk`` / ``sk``):
   consistent Query.
 * ``WATCH`` / ``<instant>#<random>``: the runs the sweep looks at (:mod:`.dynamodb_watch`).
 * ``DEFER`` / ``<due instant, ms>#<run id>``: the deferred firings (:mod:`.dynamodb_deferred`).
+* ``SCHEDULE`` / ``<name>``: the runtime schedules' definitions (:mod:`.dynamodb_schedules`).
 
 On the hot path a firing of an ``overlap: allow`` job costs three writes of one item each, no
 transaction and no index entry: the claim (a PartiQL ``INSERT``), the mark (a PartiQL
@@ -47,8 +48,10 @@ from mini_scheduler.claims.base import (
     Pause,
     history_cursor,
 )
+from mini_scheduler.claims.definitions import Definition
 from mini_scheduler.claims.dynamodb_batch import BatchWriter, Insert, Update
 from mini_scheduler.claims.dynamodb_deferred import DeferredFirings
+from mini_scheduler.claims.dynamodb_schedules import ScheduleBook
 from mini_scheduler.claims.dynamodb_slots import JobSlots
 from mini_scheduler.claims.dynamodb_table import (
     RUN,
@@ -106,6 +109,7 @@ class DynamoDBClaimStore(OneByOne):
         self._slots = JobSlots(client, table, sleep)
         self._watch = Watch(client, table, self._ttl, sleep)
         self._deferred = DeferredFirings(client, table, self._ttl, sleep)
+        self._schedules = ScheduleBook(client, table, self._ttl, self._deferred, sleep)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -543,8 +547,22 @@ class DynamoDBClaimStore(OneByOne):
     def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
         self._deferred.drop(deferred)
 
-    def advance_schedule(self, done: Deferred, following: Deferred) -> bool:
-        return self._deferred.advance(done, following)
+    def advance_schedule(self, done: Deferred, following: Deferred | None) -> bool:
+        return self._schedules.advance(done, following)
+
+    def create_schedule(self, definition: Definition) -> bool:
+        return self._schedules.create(definition)
+
+    def schedule(self, name: str) -> Definition | None:
+        return self._schedules.get(name)
+
+    def schedules(self) -> Sequence[Definition]:
+        return self._schedules.live()
+
+    def delete_schedule(
+        self, name: str, generation: str, *, operator: str, now: datetime
+    ) -> Definition | None:
+        return self._schedules.retire(name, generation, operator=operator, now=now)
 
     def pending_deferred(self, reason: str) -> Sequence[Deferred]:
         return self._deferred.pending(reason)

@@ -13,14 +13,13 @@ is the same item), read by the tick with one consistent Query on the sort key (`
 <until>``: one request when none is due, however many wait for later; an item due at ``until``
 itself, ``<until>#...``, sorts after it and is not due yet), and deleted with
 ``BatchWriteItem`` once its claim has an answer. A runtime schedule's firing is replaced by its
-next one in one ``TransactWriteItems`` (:meth:`DeferredFirings.advance`), so that a delete of
-the schedule meanwhile is never undone. An operator's listing (:meth:`pending`) reads
-the whole partition with a filter on the reason: never a tick's cost.
+next one with its definition (:mod:`.dynamodb_schedules`). An operator's listing of one reason
+(:meth:`pending`: retries, backfills) reads the whole partition with a filter on the reason:
+never a tick's cost.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -30,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from mini_scheduler.claims.base import Deferred, deferred_firing
-from mini_scheduler.claims.dynamodb_table import failed, named, write_batches, write_retried
+from mini_scheduler.claims.dynamodb_table import failed, named, write_batches
 from mini_scheduler.errors import StoreError
 from mini_scheduler.model import iso_millis, parse_instant
 
@@ -39,7 +38,6 @@ if TYPE_CHECKING:
 
 DEFER = "DEFER"
 _PAGE = 1000  # items a Query page reads at most
-_ATTEMPTS = 5  # sends of a transaction cancelled by a conflicting one
 
 
 class DeferredFirings:
@@ -116,39 +114,6 @@ class DeferredFirings:
         keys = dict.fromkeys(item.key for item in deferred)
         requests = [{"DeleteRequest": {"Key": deferred_key(key)}} for key in keys]
         self._write(requests, "BatchWriteItem (drop deferred)")
-
-    def advance(self, done: Deferred, following: Deferred) -> bool:
-        """``following`` in place of ``done`` while ``done`` is stored: one transaction, the
-        delete of ``done`` on condition that it exists. Its token makes a send the SDK repeats
-        (a lost answer) the same transaction, not a refused second one."""
-        token = hashlib.sha256(f"{done.key}>{following.key}".encode()).hexdigest()[:36]
-        request = {
-            "ClientRequestToken": token,
-            "TransactItems": [
-                {
-                    "Delete": {
-                        "TableName": self._table,
-                        "Key": deferred_key(done.key),
-                        "ConditionExpression": "attribute_exists(pk)",
-                    }
-                },
-                {"Put": {"TableName": self._table, "Item": deferred_item(following, self._ttl)}},
-            ],
-        }
-        for attempt in range(_ATTEMPTS):
-            try:
-                write_retried(self._client, "transact_write_items", self._sleep, **request)
-                return True
-            except ClientError as exc:
-                reasons = [r.get("Code") for r in exc.response.get("CancellationReasons", [])]
-                if reasons[:1] == ["ConditionalCheckFailed"]:
-                    return False
-                if "TransactionConflict" not in reasons or attempt + 1 == _ATTEMPTS:
-                    raise failed(self._table, "TransactWriteItems (advance schedule)", exc) from exc
-            except BotoCoreError as exc:
-                raise failed(self._table, "TransactWriteItems (advance schedule)", exc) from exc
-            self._sleep(0.05 * 2**attempt)
-        raise AssertionError("unreachable")
 
     def _write(self, requests: Sequence[Mapping[str, Any]], operation: str) -> None:
         left = write_batches(self._client, self._table, requests, operation, self._sleep)

@@ -21,6 +21,7 @@ from mini_scheduler.claims.base import (
     Pause,
     history_cursor,
 )
+from mini_scheduler.claims.definitions import Definition, advanced
 from mini_scheduler.claims.records import JobStart, JobState, Redrive, RunRecord
 from mini_scheduler.claims.transitions import (
     Write,
@@ -57,6 +58,7 @@ class MemoryClaimStore:
         self._watermarks: dict[str, datetime] = {}
         self._paused: dict[str, Pause] = {}
         self._deferred: dict[str, Deferred] = {}
+        self._schedules: dict[str, Definition] = {}
         self.calls = 0
 
     def restore(
@@ -65,6 +67,7 @@ class MemoryClaimStore:
         runs: Iterable[RunRecord] = (),
         jobs: Iterable[JobState] = (),
         deferred: Iterable[Deferred] = (),
+        schedules: Iterable[Definition] = (),
     ) -> None:
         """Hold these records as another store holds them, unless one is held already under the
         same key (what the store has since written stays): the predicting store's copy of what
@@ -76,6 +79,8 @@ class MemoryClaimStore:
                 self._jobs.setdefault(state.job, state)
             for item in deferred:
                 self._deferred.setdefault(item.key, item)
+            for definition in schedules:
+                self._schedules.setdefault(definition.name, definition)
 
     @staticmethod
     def _key(firing: Firing) -> tuple[str, str]:
@@ -341,13 +346,46 @@ class MemoryClaimStore:
             for item in deferred:
                 self._deferred.pop(item.key, None)
 
-    def advance_schedule(self, done: Deferred, following: Deferred) -> bool:
+    def advance_schedule(self, done: Deferred, following: Deferred | None) -> bool:
         with self._lock:
             self.calls += 1
-            if self._deferred.pop(done.key, None) is None:
+            written = advanced(self._schedules.get(done.firing.job), done, following)
+            if self._deferred.pop(done.key, None) is None or written is None:
                 return False
-            self._deferred.setdefault(following.key, following)
+            self._schedules[written.name] = written
+            if following is not None:
+                self._deferred.setdefault(following.key, following)
             return True
+
+    def create_schedule(self, definition: Definition) -> bool:
+        with self._lock:
+            self.calls += 1
+            found = self._schedules.get(definition.name)
+            if found is not None and found.live:
+                return False
+            self._schedules[definition.name] = definition
+            return True
+
+    def schedule(self, name: str) -> Definition | None:
+        with self._lock:
+            self.calls += 1
+            return self._schedules.get(name)
+
+    def schedules(self) -> Sequence[Definition]:
+        with self._lock:
+            self.calls += 1
+            return [found for _, found in sorted(self._schedules.items()) if found.live]
+
+    def delete_schedule(
+        self, name: str, generation: str, *, operator: str, now: datetime
+    ) -> Definition | None:
+        with self._lock:
+            self.calls += 1
+            found = self._schedules.get(name)
+            if found is None or not found.live or found.generation != generation:
+                return None
+            self._schedules[name] = found.retired(operator=operator, now=now)
+            return found
 
     def pending_deferred(self, reason: str) -> Sequence[Deferred]:
         with self._lock:

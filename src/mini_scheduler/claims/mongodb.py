@@ -17,6 +17,7 @@ documents and indexes are :mod:`.mongodb_documents`'.
 * An exclusive claim also takes the job's open slot, in a write of its own before the batch's
   insert (:mod:`.mongodb_slots`).
 * Deferred firings are the ``deferred`` collection's documents (:mod:`.mongodb_deferred`).
+* Runtime schedules' definitions are the ``schedules`` collection's (:mod:`.mongodb_schedules`).
 
 A firing costs three writes on the hot path, each shared by its batch: the claim's insert, the
 mark, the job's start; and two at its end (the run's, then the job's state).
@@ -54,6 +55,7 @@ from mini_scheduler.claims.base import (
     Pause,
     history_cursor,
 )
+from mini_scheduler.claims.definitions import Definition
 from mini_scheduler.claims.mongodb_deferred import DEFERRED, DeferredFirings
 from mini_scheduler.claims.mongodb_deferred import create_indexes as create_deferred_indexes
 from mini_scheduler.claims.mongodb_documents import (
@@ -72,6 +74,8 @@ from mini_scheduler.claims.mongodb_documents import (
     utc,
     with_lease,
 )
+from mini_scheduler.claims.mongodb_schedules import SCHEDULES, ScheduleBook
+from mini_scheduler.claims.mongodb_schedules import create_indexes as create_schedule_indexes
 from mini_scheduler.claims.mongodb_slots import JobSlots
 from mini_scheduler.claims.records import JobState, Redrive, RunRecord, job_state_from
 from mini_scheduler.claims.transitions import Write
@@ -136,6 +140,8 @@ class MongoDBClaimStore(OneByOne):
         self._index_lock = threading.Lock()
         self._slots = JobSlots(self.runs, self.states, self._fail)
         self._deferred = DeferredFirings(self.deferred, self._ttl, self._fail)
+        self.schedule_docs = majority(database, SCHEDULES)
+        self._schedules = ScheduleBook(self.schedule_docs, self._ttl, self._deferred, self._fail)
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -162,6 +168,9 @@ class MongoDBClaimStore(OneByOne):
                 create_deferred_indexes,
                 self.deferred,
                 "the read of deferred firings scans and they do not expire",
+            )
+            self._create_indexes(
+                create_schedule_indexes, self.schedule_docs, "schedules' tombstones do not expire"
             )
             self._indexed = True
 
@@ -585,9 +594,24 @@ class MongoDBClaimStore(OneByOne):
     def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
         self._deferred.drop(deferred)
 
-    def advance_schedule(self, done: Deferred, following: Deferred) -> bool:
+    def advance_schedule(self, done: Deferred, following: Deferred | None) -> bool:
         self.ensure_indexes()
-        return self._deferred.advance(done, following)
+        return self._schedules.advance(done, following)
+
+    def create_schedule(self, definition: Definition) -> bool:
+        self.ensure_indexes()
+        return self._schedules.create(definition)
+
+    def schedule(self, name: str) -> Definition | None:
+        return self._schedules.get(name)
+
+    def schedules(self) -> Sequence[Definition]:
+        return self._schedules.live()
+
+    def delete_schedule(
+        self, name: str, generation: str, *, operator: str, now: datetime
+    ) -> Definition | None:
+        return self._schedules.retire(name, generation, operator=operator, now=now)
 
     def pending_deferred(self, reason: str) -> Sequence[Deferred]:
         self.ensure_indexes()

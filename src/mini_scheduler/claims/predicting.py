@@ -31,6 +31,7 @@ from mini_scheduler.claims.base import (
     MarkRequest,
     OneByOne,
 )
+from mini_scheduler.claims.definitions import Definition
 from mini_scheduler.claims.memory import MemoryClaimStore
 from mini_scheduler.claims.records import JobState, Redrive, RunRecord
 from mini_scheduler.errors import StoreError
@@ -62,6 +63,7 @@ class PredictingClaimStore(OneByOne):
         self._paused_read = False
         self._claimed: set[str] = set()  # firing ids whose run this store created
         self._gone: set[str] = set()  # deferred firings dropped here
+        self._names: set[str] = set()  # runtime schedules' definitions read
         self.writes: list[Written] = []
 
     # -- what a write touches, read once from the real store ---------------------------------
@@ -97,6 +99,13 @@ class PredictingClaimStore(OneByOne):
 
     def _deferred(self, items: Sequence[Deferred]) -> None:
         self._memory.restore(deferred=[item for item in items if item.key not in self._gone])
+
+    def _schedule(self, name: str) -> None:
+        if name not in self._names:
+            self._names.add(name)
+            found = self._real.schedule(name)
+            if found is not None:
+                self._memory.restore(schedules=[found])
 
     def _note(self, kind: str, about: str, answer: Any = None, **detail: Any) -> None:
         self.writes.append(Written(kind, about, answer, detail))
@@ -144,6 +153,19 @@ class PredictingClaimStore(OneByOne):
         with self._lock:
             self._deferred(self._real.due_deferred(until, limit))
             return self._memory.due_deferred(until, limit)
+
+    def schedule(self, name: str) -> Definition | None:
+        with self._lock:
+            self._schedule(name)
+            return self._memory.schedule(name)
+
+    def schedules(self) -> Sequence[Definition]:
+        with self._lock:
+            for definition in self._real.schedules():
+                if definition.name not in self._names:
+                    self._names.add(definition.name)
+                    self._memory.restore(schedules=[definition])
+            return self._memory.schedules()
 
     def pending_deferred(self, reason: str) -> Sequence[Deferred]:
         with self._lock:
@@ -296,12 +318,28 @@ class PredictingClaimStore(OneByOne):
                 self._note("drop_deferred", item.firing.id, item)
             self._memory.drop_deferred(deferred)
 
-    def advance_schedule(self, done: Deferred, following: Deferred) -> bool:
+    def advance_schedule(self, done: Deferred, following: Deferred | None) -> bool:
         with self._lock:
             if done.key not in self._gone:  # is it stored? the real store's read says
                 self._deferred(self._real.due_deferred(done.due + timedelta(milliseconds=1)))
+            self._schedule(done.firing.job)
             moved = self._memory.advance_schedule(done, following)
-            if moved:
-                self._gone.add(done.key)
+            self._gone.add(done.key)  # moved on, or forgotten: gone either way
             self._note("advance_schedule", done.firing.id, moved, following=following)
             return moved
+
+    def create_schedule(self, definition: Definition) -> bool:
+        with self._lock:
+            self._schedule(definition.name)
+            made = self._memory.create_schedule(definition)
+            self._note("create_schedule", definition.name, made, definition=definition)
+            return made
+
+    def delete_schedule(
+        self, name: str, generation: str, *, operator: str, now: datetime
+    ) -> Definition | None:
+        with self._lock:
+            self._schedule(name)
+            found = self._memory.delete_schedule(name, generation, operator=operator, now=now)
+            self._note("delete_schedule", name, found is not None, operator=operator)
+            return found

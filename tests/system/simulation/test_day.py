@@ -368,7 +368,7 @@ class SimClaims:
         self._call("drop deferred", outlasting=True)  # one BatchWriteItem
         self.store.drop_deferred(deferred)
 
-    def advance_schedule(self, done: Deferred, following: Deferred) -> bool:
+    def advance_schedule(self, done: Deferred, following: Deferred | None) -> bool:
         self._call("advance schedule", outlasting=True)  # one TransactWriteItems
         return self.store.advance_schedule(done, following)
 

@@ -1,0 +1,183 @@
+"""Runtime schedules' definitions on MongoDB (:mod:`.definitions`): the ``schedules``
+collection, in the claim store's database, written and read as the runs are (majority, on the
+primary).
+
+* One document per name: ``_id`` = the schedule's name, ``generation``, ``entry`` (a
+  sub-document), ``operator``, ``createdAt``, ``nextFiring`` (absent once none is left), and on
+  a tombstone ``deletedAt``, ``deletedBy`` and ``expiresAt`` (the store's run TTL after the
+  delete; the ``{expiresAt: 1}`` index with ``expireAfterSeconds: 0`` removes it then).
+
+``create`` is one ``replace_one`` (upsert) on the filter "this name, a tombstone", so that a
+live definition refuses it with a duplicate key (the name unique by the ``_id`` index, never by
+a read); ``get`` one ``find_one``, ``live`` one find, ``retire`` one ``find_one_and_update`` on
+the filter "live, with the generation read". ``advance`` writes the definition first, on the
+filter of :func:`.definitions.moves` (an upsert that a tombstone or another generation refuses
+with a duplicate key), then puts the next firing and deletes the answered one; when that one
+was gone already (another tick moved the schedule on), the next one goes out again, and so it
+does when the definition is no longer live once the next firing is in (a delete between the
+two steps, whose drop of the next firing may have come before it was put).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from pymongo import ASCENDING, ReturnDocument
+from pymongo.errors import DuplicateKeyError, PyMongoError
+
+from mini_scheduler.claims.base import Deferred
+from mini_scheduler.claims.definitions import Definition, advanced, generation_of
+from mini_scheduler.claims.mongodb_deferred import DeferredFirings
+from mini_scheduler.claims.mongodb_documents import ms, utc
+from mini_scheduler.claims.mongodb_slots import Fail
+from mini_scheduler.mongo import Document
+
+if TYPE_CHECKING:
+    from pymongo.collection import Collection
+
+SCHEDULES = "schedules"
+SCHEDULES_EXPIRY_INDEX = "schedules-expiry"
+
+
+def create_indexes(schedules: Collection[Document]) -> None:
+    """The tombstones' expiry (idempotent)."""
+    schedules.create_index(
+        [("expiresAt", ASCENDING)], name=SCHEDULES_EXPIRY_INDEX, expireAfterSeconds=0
+    )
+
+
+class ScheduleBook:
+    """The definitions in ``collection``; ``ttl`` is how long a tombstone is kept."""
+
+    def __init__(
+        self,
+        collection: Collection[Document],
+        ttl: timedelta,
+        deferred: DeferredFirings,
+        fail: Fail,
+    ) -> None:
+        self._collection = collection
+        self._ttl = ttl
+        self._deferred = deferred
+        self._fail = fail
+
+    def create(self, definition: Definition) -> bool:
+        doc = definition_doc(definition, self._ttl)
+        try:
+            self._collection.replace_one(
+                {"_id": definition.name, "deletedAt": {"$exists": True}}, doc, upsert=True
+            )
+        except DuplicateKeyError:
+            return False
+        except PyMongoError as exc:
+            raise self._fail("replace (create schedule)", SCHEDULES, exc) from exc
+        return True
+
+    def get(self, name: str) -> Definition | None:
+        try:
+            found = self._collection.find_one({"_id": name})
+        except PyMongoError as exc:
+            raise self._fail("find (schedule)", SCHEDULES, exc) from exc
+        return definition_from(found) if found is not None else None
+
+    def live(self) -> list[Definition]:
+        try:
+            found = self._collection.find({"deletedAt": {"$exists": False}})
+            return [definition_from(doc) for doc in found.sort([("_id", ASCENDING)])]
+        except PyMongoError as exc:
+            raise self._fail("find (schedules)", SCHEDULES, exc) from exc
+
+    def retire(
+        self, name: str, generation: str, *, operator: str, now: datetime
+    ) -> Definition | None:
+        try:
+            before = self._collection.find_one_and_update(
+                {"_id": name, "generation": generation, "deletedAt": {"$exists": False}},
+                {
+                    "$set": {
+                        "deletedAt": ms(now),
+                        "deletedBy": operator,
+                        "expiresAt": ms(now + self._ttl),
+                    }
+                },
+                return_document=ReturnDocument.BEFORE,
+            )
+        except PyMongoError as exc:
+            raise self._fail("findAndModify (delete schedule)", SCHEDULES, exc) from exc
+        return definition_from(before) if before is not None else None
+
+    def advance(self, done: Deferred, following: Deferred | None) -> bool:
+        written = advanced(None, done, following)
+        assert written is not None  # no definition read: the filter below decides
+        doc = definition_doc(written, self._ttl)
+        try:
+            self._collection.replace_one(
+                {
+                    "_id": written.name,
+                    "generation": generation_of(done),
+                    "deletedAt": {"$exists": False},
+                },
+                doc,
+                upsert=True,
+            )
+        except DuplicateKeyError:  # deleted, or made again: the answered firing goes
+            self._deferred.drop([done])
+            return False
+        except PyMongoError as exc:
+            raise self._fail("replace (advance schedule)", SCHEDULES, exc) from exc
+        if following is None:
+            self._deferred.drop([done])
+            return True
+        if not self._deferred.advance(done, following):
+            return False
+        if self._live(written.name, generation_of(done)):
+            return True
+        self._deferred.drop([following])  # deleted between the definition and the firing
+        return False
+
+    def _live(self, name: str, generation: str) -> bool:
+        try:
+            found = self._collection.find_one(
+                {"_id": name, "generation": generation, "deletedAt": {"$exists": False}}
+            )
+        except PyMongoError as exc:
+            raise self._fail("find (schedule)", SCHEDULES, exc) from exc
+        return found is not None
+
+
+def definition_doc(definition: Definition, ttl: timedelta) -> Document:
+    doc: Document = {
+        "_id": definition.name,
+        "generation": definition.generation,
+        "entry": dict(definition.entry),
+        "operator": definition.operator,
+        "createdAt": ms(definition.created_at),
+    }
+    if definition.next_firing is not None:
+        doc["nextFiring"] = ms(definition.next_firing)
+    if definition.deleted_at is not None:
+        doc["deletedAt"] = ms(definition.deleted_at)
+        doc["expiresAt"] = ms(definition.deleted_at + ttl)
+    if definition.deleted_by is not None:
+        doc["deletedBy"] = definition.deleted_by
+    return doc
+
+
+def definition_from(doc: Mapping[str, Any]) -> Definition:
+    created = utc(doc.get("createdAt"))
+    if created is None:
+        raise ValueError(f"schedule {str(doc.get('_id'))[:100]!r} has no createdAt")
+    entry = doc.get("entry")
+    deleted_by = doc.get("deletedBy")
+    return Definition(
+        name=str(doc["_id"]),
+        generation=str(doc.get("generation", "")),
+        entry=dict(entry) if isinstance(entry, Mapping) else {},
+        operator=str(doc.get("operator", "")),
+        created_at=created,
+        next_firing=utc(doc.get("nextFiring")),
+        deleted_at=utc(doc.get("deletedAt")),
+        deleted_by=str(deleted_by) if deleted_by is not None else None,
+    )
