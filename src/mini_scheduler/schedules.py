@@ -4,17 +4,22 @@
   or a *one-time* schedule: ``at`` (an instant, to the second) in place of ``cron``. Both take
   ``start`` and ``end``; a one-time schedule needs neither. An unknown key is refused here (a
   cron file only warns: an API caller gets the error at once).
-* **Where it lives.** As its next firing, and nothing else: one deferred firing (reason
-  ``schedule``) whose detail holds the entry, its operator and when it was made. Creating 1,000
-  schedules writes 1,000 items (40 batched writes on DynamoDB), and a tick that finds none due
-  pays what it pays today: its one read of the deferred firings due.
+* **Where it lives.** Under its own name, as its definition (:mod:`.claims.definitions`: the
+  entry, who made it and when, its generation, its next firing), and as its next firing: one
+  deferred firing (reason ``schedule``) whose detail holds the entry and the generation, so a
+  tick runs it without reading the definition, and a tick that finds none due pays what it
+  pays without schedules: its one read of the deferred firings due. The name is unique by the
+  store's condition, not by a read; list is one query, show one get.
 * **How it fires.** The tick that reads a schedule's firing due claims it like any firing (by
   ``<name>@<instant>``) and writes the schedule's next firing in the same step that forgets the
   one it dispatched (:attr:`Dispatch.then <mini_scheduler.tick.plan.Dispatch>`); a one-time
   schedule has none and ends. A firing more than ``misfire.grace`` late (a region that was on
   standby, a ticker stopped for hours) is recorded SKIPPED, and its next firing follows.
 * **Names.** A runtime schedule cannot take a cron.yaml job's name (cron.yaml stays the source
-  of the deployed jobs: a tick that finds one drops the schedule), nor another schedule's.
+  of the deployed jobs: a tick that finds one drops the schedule), nor another live schedule's.
+* **Delete.** The definition becomes a tombstone, on the condition that it is the one read; a
+  tick moves a schedule on only while its definition is live with the generation its firing
+  names, in the same conditional step, so a delete is never undone.
 * **Where.** A schedule lives in the region (the store) that wrote it: a failover does not
   carry it to another region's table, a shared store does.
 
@@ -28,11 +33,13 @@ import itertools
 import json
 import logging
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from mini_scheduler.claims.base import RETRY, SCHEDULE, ClaimStore, Deferred
+from mini_scheduler.claims.definitions import Definition, new_generation
 from mini_scheduler.clock import Clock
 from mini_scheduler.errors import EventError, StoreError
 from mini_scheduler.jobs import CronFile, Job, name_problem
@@ -63,6 +70,8 @@ MAX_CREATE: Final = 10_000
 """Schedules one request may create (a bound on the work and on the answer's size)."""
 _CRON_ONLY: Final = ("timezone", "start", "end", "misfire")
 _SECOND: Final = timedelta(seconds=1)
+_WRITERS: Final = 8
+"""Definitions a create writes at once (each its own conditional write)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,6 +241,17 @@ def stored(item: Deferred) -> RuntimeSchedule:
     )
 
 
+def defined(definition: Definition) -> RuntimeSchedule:
+    """The runtime schedule a definition keeps (EventError when its entry is refused)."""
+    return RuntimeSchedule(
+        job=schedule_job(definition.entry),
+        entry=definition.entry,
+        operator=definition.operator,
+        created_at=definition.created_at,
+        next_firing=definition.next_firing,
+    )
+
+
 class Schedules:
     """The runtime schedules of one store. ``cron`` gives cron.yaml (whose names a schedule
     cannot take); without one (the CLI when it cannot read the deployed file) names are checked
@@ -250,25 +270,24 @@ class Schedules:
         self._origin = origin
         self._default_zone = default_zone
 
-    def _pending(self) -> list[Deferred]:
-        return list(self._claims.pending_deferred(SCHEDULE))
-
     def all(self) -> list[RuntimeSchedule]:
-        """Every runtime schedule, by name."""
-        found: dict[str, RuntimeSchedule] = {}
-        for item in self._pending():
+        """Every runtime schedule, by name (one query)."""
+        found: list[RuntimeSchedule] = []
+        for definition in self._claims.schedules():
             try:
-                schedule = stored(item)
+                found.append(defined(definition))
             except EventError as exc:
-                log.warning("Runtime schedule %s unreadable: %s", item.firing.job, exc)
-                continue
-            found.setdefault(schedule.name, schedule)
-        return [found[name] for name in sorted(found)]
+                log.warning("Runtime schedule %s unreadable: %s", definition.name, exc)
+        return found
 
     def show(self, name: str) -> RuntimeSchedule:
-        for schedule in self.all():
-            if schedule.name == name:
-                return schedule
+        definition = self._claims.schedule(name)
+        if definition is not None and definition.live:
+            return defined(definition)
+        if definition is None:  # one stored before definitions: its firing keeps it
+            found = self._readable([i for i in self._of(name) if i.reason == SCHEDULE])
+            if found:
+                return found[0]
         raise EventError(f"no runtime schedule {name[:100]!r}: `schedule list` shows them")
 
     def create(
@@ -282,7 +301,7 @@ class Schedules:
             raise EventError(
                 f"{len(entries)} schedules in one request: at most {MAX_CREATE}, split them"
             )
-        taken = {schedule.name for schedule in self.all()}
+        taken = {definition.name for definition in self._claims.schedules()}
         reasons: list[str] = []
         made: list[tuple[Job, dict[str, Any], datetime]] = []
         seen: set[str] = set()
@@ -303,14 +322,23 @@ class Schedules:
                 [f"... and {len(reasons) - 20} more"] if len(reasons) > 20 else []
             )
             raise EventError("nothing created - " + "; ".join(shown))
-        created_at = iso_millis(now)
-        items: list[Deferred] = []
-        schedules: list[RuntimeSchedule] = []
-        for job, entry, first in made:
-            detail = {"entry": entry, "operator": operator, "createdAt": created_at}
-            items.append(deferred_of(job, first, detail=detail, origin=self._origin, now=now))
-            schedules.append(RuntimeSchedule(job, entry, operator, now, first))
-        self._claims.defer(items)
+        definitions = [
+            Definition(job.name, new_generation(now), entry, operator, now, first)
+            for job, entry, first in made
+        ]
+        self._define(definitions, operator=operator, now=now)
+        items = [
+            deferred_of(job, first, detail=d.detail(), origin=self._origin, now=now)
+            for d, (job, _, first) in zip(definitions, made, strict=True)
+        ]
+        try:
+            self._claims.defer(items)
+        except StoreError:
+            self._undefine(definitions, operator=operator, now=now)
+            raise
+        schedules = [
+            RuntimeSchedule(job, entry, operator, now, first) for job, entry, first in made
+        ]
         for schedule in schedules:
             log.info(
                 "Operator %s created runtime schedule %s (%s), first firing %s",
@@ -321,6 +349,43 @@ class Schedules:
                 extra=log_keys(schedule.name),
             )
         return schedules
+
+    def _define(self, definitions: Sequence[Definition], *, operator: str, now: datetime) -> None:
+        """Store every definition, or none: each is one conditional write, and when one is
+        refused (its name made meanwhile by another operator) or fails, those written go again
+        and the refusal is the answer."""
+        with ThreadPoolExecutor(max_workers=_WRITERS) as pool:
+            answers = list(pool.map(self._create_one, definitions))
+        made = [d for d, answer in zip(definitions, answers, strict=True) if answer is True]
+        if len(made) == len(definitions):
+            return
+        self._undefine(made, operator=operator, now=now)
+        errors = [answer for answer in answers if isinstance(answer, StoreError)]
+        if errors:
+            raise errors[0]
+        taken = [d.name for d, answer in zip(definitions, answers, strict=True) if not answer]
+        raise EventError(
+            "nothing created - "
+            + "; ".join(
+                f"a runtime schedule {name} exists: delete it first, or choose another name"
+                for name in taken[:20]
+            )
+        )
+
+    def _create_one(self, definition: Definition) -> bool | StoreError:
+        try:
+            return self._claims.create_schedule(definition)
+        except StoreError as exc:
+            return exc
+
+    def _undefine(self, definitions: Sequence[Definition], *, operator: str, now: datetime) -> None:
+        for definition in definitions:
+            try:
+                self._claims.delete_schedule(
+                    definition.name, definition.generation, operator=operator, now=now
+                )
+            except StoreError as exc:  # its firing was never written: it never fires
+                log.error("Runtime schedule %s not undone: %s", definition.name, exc)
 
     def _name_problem(self, name: str, taken: set[str], seen: set[str]) -> str | None:
         problem = name_problem(name)
@@ -341,13 +406,52 @@ class Schedules:
         whatever its rhythm. Its runs stay in the history. EventError when there is none; None
         when its entry is one that today's rules refuse (it is deleted all the same).
 
-        Its stored firings go first (its next one, and its runs' retries); a tick that moves
-        the schedule on meanwhile does so only from a firing still stored
-        (:meth:`~mini_scheduler.claims.base.ClaimStore.advance_schedule`), so they are read
-        again until none is left. A tick that read the schedule before that may still hold its
-        firings of its window in hand (a ``0/20`` schedule's tick waits for :20 and :40): each
+        Its definition becomes a tombstone first, on the condition that it is the one read (the
+        answer says its next firing as the last tick left it); from then on no tick moves it
+        on (:meth:`~mini_scheduler.claims.base.ClaimStore.advance_schedule` is conditional on a
+        live definition), and its stored firings go: its next one, and its runs' retries. A
+        tick that read the schedule before that may still hold its firings of its window in
+        hand (a ``0/20`` schedule's tick waits for :20 and :40): each
         firing such a tick could still claim is then recorded SKIPPED (``schedule_deleted``),
         so that its claim is LOST. ``lead_seconds`` is the tickers' TICK_LEAD_SECONDS."""
+        definition = self._claims.schedule(name)
+        if definition is None or not definition.live:
+            return self._delete_stored(name, operator=operator, clock=clock, lead=lead_seconds)
+        before = self._claims.delete_schedule(
+            name, definition.generation, operator=operator, now=clock.now()
+        )
+        if before is None:
+            raise EventError(
+                f"runtime schedule {name[:100]!r} was deleted or made again meanwhile: "
+                "`schedule show` says what it is now"
+            )
+        retries = [item for item in self._claims.pending_deferred(RETRY) if _of(item, name)]
+        try:
+            schedule: RuntimeSchedule | None = defined(before)
+        except EventError:
+            schedule = None
+        items = retries
+        if schedule is not None and before.next_firing is not None:
+            following = deferred_of(
+                schedule.job,
+                before.next_firing,
+                detail=before.detail(),
+                origin=self._origin,
+                now=before.created_at,
+            )
+            items = [following, *retries]
+        self._claims.drop_deferred(items)
+        if schedule is not None:
+            self._skip_in_hand(schedule.job, items, clock.now(), lead_seconds)
+        log.info("Operator %s deleted runtime schedule %s", operator, name, extra=log_keys(name))
+        return schedule
+
+    def _delete_stored(
+        self, name: str, *, operator: str, clock: Clock, lead: int
+    ) -> RuntimeSchedule | None:
+        """Delete a schedule stored before definitions existed (its firings only): they are
+        dropped until none is left, a tick moving it on meanwhile doing so only from a firing
+        still stored."""
         items = self._of(name)
         if not items:
             raise EventError(f"no runtime schedule {name[:100]!r}: `schedule list` shows them")
@@ -365,7 +469,7 @@ class Schedules:
             )
         schedule = next(iter(self._readable(list(seen.values()))), None)
         if schedule is not None:
-            self._skip_in_hand(schedule.job, list(seen.values()), clock.now(), lead_seconds)
+            self._skip_in_hand(schedule.job, list(seen.values()), clock.now(), lead)
         log.info("Operator %s deleted runtime schedule %s", operator, name, extra=log_keys(name))
         return schedule
 
@@ -375,7 +479,7 @@ class Schedules:
             item
             for reason in (SCHEDULE, RETRY)
             for item in self._claims.pending_deferred(reason)
-            if item.firing.job == name and isinstance(item.detail.get("entry"), Mapping)
+            if _of(item, name)
         ]
 
     def _readable(self, items: Sequence[Deferred]) -> list[RuntimeSchedule]:
@@ -402,3 +506,8 @@ class Schedules:
                     firings.setdefault(Firing(job.name, at).id, Firing(job.name, at))
         for firing in firings.values():
             self._claims.record_skipped(firing, now=now, reason=DELETED, origin=self._origin)
+
+
+def _of(item: Deferred, name: str) -> bool:
+    """Whether ``item`` is a firing of runtime schedule ``name`` (its detail keeps the entry)."""
+    return item.firing.job == name and isinstance(item.detail.get("entry"), Mapping)

@@ -266,10 +266,8 @@ def _check_job_known(job: str, context: Context, where: Where) -> None:
     """A job with no runs must be a runtime schedule of the region or in the cron file the CLI
     reads: else the name is wrong (CommandError, a usage error, with the nearest name in the
     file)."""
-    from mini_scheduler.claims.base import SCHEDULE
-
-    pending = claims_for(context, where).pending_deferred(SCHEDULE)
-    if any(item.firing.job == job for item in pending):
+    definition = claims_for(context, where).schedule(job)
+    if definition is not None and definition.live:
         return
     where_runs = f"table {where.table} ({where.region})"
     try:
@@ -324,10 +322,8 @@ def _scheduled(run: RunRecord) -> datetime:
 
 def _job_names(context: Context, where: Where, claims: ClaimStore) -> list[str]:
     """Every job of the cron file, then every runtime schedule (the region's)."""
-    from mini_scheduler.claims.base import SCHEDULE
-
     names = [job.name for job in load_cron(context, where).jobs]
-    schedules = {item.firing.job for item in claims.pending_deferred(SCHEDULE)}
+    schedules = {definition.name for definition in claims.schedules()}
     return names + sorted(schedules - set(names))
 
 

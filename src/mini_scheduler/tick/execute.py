@@ -26,6 +26,7 @@ from typing import Any
 
 from mini_scheduler import metrics as m
 from mini_scheduler.claims.base import (
+    SCHEDULE,
     ClaimRequest,
     ClaimResult,
     ClaimStore,
@@ -248,10 +249,19 @@ class Executor:
             if then is not None and deferred is not None and deferred.key in answered
         }
         advances.update((done.key, (done, then)) for done, then in plan.moved)
+        ends: dict[str, tuple[Deferred, Deferred | None]] = {
+            item.key: (item, None)
+            for item in done
+            if item.reason == SCHEDULE and item.key not in advances
+        }
         try:
             for deferred, then in advances.values():  # each schedule keeps its next firing
                 self._advance_schedule(deferred, then)
-            self.claims.drop_deferred([item for item in done if item.key not in advances])
+            for deferred, _ in ends.values():  # one with none left ends: its definition goes
+                self.claims.advance_schedule(deferred, None)
+            self.claims.drop_deferred(
+                [item for item in done if item.key not in advances and item.key not in ends]
+            )
         except StoreError as exc:
             tally.add("errors")
             log.error("Deferred firings not forgotten (read again next tick): %s", exc)

@@ -4,14 +4,17 @@ firing (issue 14, part 3); and ``start``/``end`` on a job."""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import pytest
 
-from mini_scheduler.claims.base import SCHEDULE
+from mini_scheduler.claims.base import SCHEDULE, Deferred
+from mini_scheduler.claims.definitions import Definition
+from mini_scheduler.claims.memory import MemoryClaimStore
 from mini_scheduler.errors import EventError
 from mini_scheduler.handlers.ticker import route
 from mini_scheduler.jobs import load
-from mini_scheduler.model import RunStatus
+from mini_scheduler.model import Firing, RunStatus
 from mini_scheduler.recorder import Completion, Recorder
 from mini_scheduler.tick.plan import deferred_job
 from tests.unit.tick.harness import at, rig
@@ -138,6 +141,55 @@ def test_a_name_is_taken_once_and_delete_frees_it(caplog: pytest.LogCaptureFixtu
     with pytest.raises(EventError, match="no runtime schedule 's'"):
         r.ticker.operator.show_schedule("s")
     r.ticker.operator.create_schedules([one], "jane.doe")  # the name is free again
+
+
+def test_a_schedule_stored_before_definitions_is_shown_moved_on_and_listed() -> None:
+    """A schedule kept as its next firing only (made by an earlier version) fires as before;
+    show and delete find it at once, and the tick's first step writes its definition."""
+    r = rig(CRON)
+    entry = {"name": "old", "cron": "0 */2 * * * ?", "timezone": "UTC", "service": "fn"}
+    detail = {"entry": entry, "operator": "jane", "createdAt": "2026-11-01T00:00:00.000Z"}
+    first = at("2026-11-30T14:02:00Z")
+    r.claims.defer(
+        [Deferred(Firing("old", first), first, SCHEDULE, "us-east-1/prod", first, detail)]
+    )
+    assert r.ticker.operator.list_schedules() == {"schedules": []}
+    assert r.ticker.operator.show_schedule("old")["nextFiring"] == "2026-11-30T14:02:00Z"
+    r.tick("2026-11-30T14:02:00Z")
+    (listed,) = r.ticker.operator.list_schedules()["schedules"]
+    assert listed["name"] == "old" and listed["nextFiring"] == "2026-11-30T14:04:00Z"
+    assert listed["operator"] == "jane" and listed["createdAt"] == "2026-11-01T00:00:00.000Z"
+    r.ticker.operator.delete_schedule("old", "bob")
+    for minute in range(3, 7):
+        r.tick(f"2026-11-30T14:{minute:02d}:00Z")
+    assert r.dispatcher.firing_ids == ["old@2026-11-30T14:02:00Z"]
+
+
+class _MadeMeanwhile(MemoryClaimStore):
+    """A store where another operator makes ``taken`` between a create's read of the names and
+    its conditional write of the definitions."""
+
+    def __init__(self, taken: str) -> None:
+        super().__init__()
+        self.taken = taken
+
+    def create_schedule(self, definition: Definition) -> bool:
+        if definition.name == self.taken:
+            super().create_schedule(replace(definition, operator="bob", generation="bob's"))
+        return super().create_schedule(definition)
+
+
+def test_a_name_made_meanwhile_is_refused_by_the_store_and_nothing_is_created() -> None:
+    """The store's condition, not the read before it, keeps a name unique: of two creates of
+    one name at once one fails, and it leaves none of its other schedules behind."""
+    claims = _MadeMeanwhile("b")
+    r = rig(CRON, claims=claims)
+    entries = [{"name": name, "cron": "0 * * * * ?", "service": "fn"} for name in "abc"]
+    with pytest.raises(EventError, match="nothing created - a runtime schedule b exists"):
+        r.ticker.operator.create_schedules(entries, "jane.doe")
+    assert [d.name for d in claims.schedules()] == ["b"]  # bob's, alone
+    assert claims.pending_deferred(SCHEDULE) == []
+    assert r.ticker.operator.show_schedule("b")["operator"] == "bob"
 
 
 def test_a_cron_yaml_job_that_takes_a_schedule_s_name_wins() -> None:
