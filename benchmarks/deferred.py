@@ -20,7 +20,8 @@ from datetime import timedelta
 from benchmarks.rig import FIRST_MINUTE, Bench, Rig, cron_file
 from benchmarks.table import Row, ratio, seconds
 from mini_scheduler.claims.base import SCHEDULE
-from mini_scheduler.schedules import deferred_of, schedule_job
+from mini_scheduler.schedule_entry import schedule_job
+from mini_scheduler.schedules import deferred_of
 
 BATCH = 25  # BatchWriteItem's items a request
 _FILL = 5_000  # deferred firings written a defer call while filling the table

@@ -4,7 +4,7 @@ delete runtime schedules), ``backfill`` (a job's past window, with a progress ba
 ticker its event, as ``run`` does: the ticker holds the deployed cron file (whose names a
 schedule cannot take, whose jobs a backfill runs) and the store, and acts through the one
 operator path. ``schedule create`` first reads each entry as the ticker will
-(:func:`~mini_scheduler.schedules.read_schedule`): a bad one is refused before any call.
+(:func:`~mini_scheduler.schedule_entry.read_schedule`): a bad one is refused before any call.
 ``schedule list`` and ``show`` read the state table, as ``history`` does, when one is known
 (``--table``, ``--stack``, ``STATE_TABLE``): no Invoke permission needed."""
 
@@ -37,7 +37,8 @@ from mini_scheduler.errors import CronFileError, EventError
 from mini_scheduler.jobs import DEFAULT_TIMEZONE, name_problem
 from mini_scheduler.jobs.yaml import compose
 from mini_scheduler.operator import check_sendable, past_firing
-from mini_scheduler.schedules import Schedules, read_schedule
+from mini_scheduler.schedule_entry import read_schedule
+from mini_scheduler.schedules import Schedules
 
 PROGRESS_EVERY = 15.0
 """Seconds between two looks at a backfill's progress (a tick is a minute)."""

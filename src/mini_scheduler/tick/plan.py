@@ -28,7 +28,8 @@ from mini_scheduler.environment.active import Reading, same_environment
 from mini_scheduler.errors import EventError
 from mini_scheduler.jobs import CronFile, Job
 from mini_scheduler.model import Firing, SkipReason, iso_seconds
-from mini_scheduler.schedules import schedule_job, successor
+from mini_scheduler.schedule_entry import schedule_job
+from mini_scheduler.schedules import successor
 from mini_scheduler.tick.sweep import Sweep, plan_sweep
 
 _SECOND = timedelta(seconds=1)

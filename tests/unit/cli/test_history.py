@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from mini_scheduler.claims.base import SCHEDULE, Deferred
+from mini_scheduler.claims.definitions import Definition, new_generation
 from mini_scheduler.claims.dynamodb import DynamoDBClaimStore
 from mini_scheduler.claims.records import JobStart
 from mini_scheduler.model import Firing, RunStatus
@@ -149,12 +150,10 @@ def test_runtime_schedules_are_read_too(capsys: pytest.CaptureFixture[str], aws:
     store = aws.store()
     entry = {"name": "quarter-close", "cron": "0 0 * * * ?", "service": "close-fn"}
     at = datetime(2026, 11, 30, 15, tzinfo=UTC)
+    made = Definition("quarter-close", new_generation(NOW), entry, "jane", NOW, at)
+    assert store.create_schedule(made)
     store.defer(
-        [
-            Deferred(
-                Firing("quarter-close", at), at, SCHEDULE, "us-east-1/prod", NOW, {"entry": entry}
-            )
-        ]
+        [Deferred(Firing("quarter-close", at), at, SCHEDULE, "us-east-1/prod", NOW, made.detail())]
     )
     ran(store, "quarter-close", "2026-11-30T13:00:00Z", RunStatus.FAILED)
     run = cli(capsys, "history")
