@@ -37,7 +37,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from mini_scheduler.claims.base import RETRY, SCHEDULE, ClaimStore, Deferred
-from mini_scheduler.claims.definitions import Definition, new_generation
+from mini_scheduler.claims.records import Definition, new_generation
 from mini_scheduler.clock import Clock
 from mini_scheduler.errors import EventError, StoreError
 from mini_scheduler.jobs import CronFile, Job, name_problem

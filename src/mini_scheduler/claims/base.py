@@ -50,14 +50,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
-from mini_scheduler.claims.records import JobStart, JobState, Redrive, RunRecord
+from mini_scheduler.claims.records import Definition, JobStart, JobState, Redrive, RunRecord
 from mini_scheduler.errors import StoreError
 from mini_scheduler.model import Firing, RunStatus, firing_from_id, iso_millis
-
-if TYPE_CHECKING:
-    from mini_scheduler.claims.definitions import Definition
 
 
 class ClaimResult(StrEnum):

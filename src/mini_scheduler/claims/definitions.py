@@ -1,4 +1,5 @@
-"""A runtime schedule's definition, as a claim store keeps it under the schedule's own name.
+"""What a tick does to a runtime schedule's definition (:class:`.records.Definition`, kept by
+the claim store under the schedule's own name), decided once for every store.
 
 A runtime schedule (:mod:`mini_scheduler.schedules`) is two things in the store: its
 *definition* (this record: the entry it was made from, who made it and when, its generation and
@@ -20,52 +21,13 @@ A firing stored before definitions existed names no generation: its generation i
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime
-from typing import Any
 
 from mini_scheduler.claims.base import Deferred
-from mini_scheduler.model import iso_millis, parse_instant
-
-
-@dataclass(frozen=True, slots=True)
-class Definition:
-    """A runtime schedule as its store keeps it. ``generation`` tells one making of the name
-    from another (a schedule deleted and made again); ``next_firing`` is None once a schedule
-    has no firing left; ``deleted_at`` makes it a tombstone."""
-
-    name: str
-    generation: str
-    entry: Mapping[str, Any]
-    operator: str
-    created_at: datetime
-    next_firing: datetime | None
-    deleted_at: datetime | None = None
-    deleted_by: str | None = None
-
-    @property
-    def live(self) -> bool:
-        return self.deleted_at is None
-
-    def retired(self, *, operator: str, now: datetime) -> Definition:
-        return replace(self, deleted_at=now, deleted_by=operator)
-
-    def detail(self) -> dict[str, Any]:
-        """The detail of its firings (:class:`.Deferred`): what the tick needs to run one
-        without reading the definition, and the generation that ties it to this one."""
-        return {
-            "entry": dict(self.entry),
-            "operator": self.operator,
-            "createdAt": iso_millis(self.created_at),
-            "generation": self.generation,
-        }
-
-
-def new_generation(now: datetime) -> str:
-    """A generation no other making of a schedule has: its instant, and 32 random bits."""
-    return f"{iso_millis(now)}#{secrets.token_hex(4)}"
+from mini_scheduler.claims.records import Definition
+from mini_scheduler.model import parse_instant
 
 
 def generation_of(item: Deferred) -> str:
@@ -102,13 +64,21 @@ def moves(definition: Definition | None, item: Deferred) -> bool:
 def advanced(
     definition: Definition | None, done: Deferred, following: Deferred | None
 ) -> Definition | None:
-    """The definition a tick writes when it moves ``done``'s schedule on to ``following``
-    (None: the schedule has no firing left, a one-time schedule that fired or a schedule past
-    its end, and its definition becomes a tombstone dated ``done``'s instant); None when it may
-    not (:func:`moves`). Built from ``done``'s detail where the tick has not read the
-    definition (DynamoDB writes it on the condition :func:`moves` states)."""
+    """The definition a tick writes when it moves ``done``'s schedule on from the definition
+    it read (:func:`carried`); None when it may not (:func:`moves`)."""
     if not moves(definition, done):
         return None
+    return carried(done, following, definition)
+
+
+def carried(
+    done: Deferred, following: Deferred | None, definition: Definition | None = None
+) -> Definition:
+    """The definition moved on to ``following`` (None: the schedule has no firing left, a
+    one-time schedule that fired or a schedule past its end, and the definition becomes a
+    tombstone dated ``done``'s instant). Built from ``done``'s detail where the tick has not
+    read it: a store that writes it without a read (DynamoDB, MongoDB) writes it on the
+    condition :func:`moves` states."""
     base = definition or definition_of(done, None)
     if following is None:
         return replace(base, next_firing=None, deleted_at=done.firing.scheduled)

@@ -4,9 +4,10 @@ write whose expectation holds is applied, as a conditional write would be."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import fields
 from datetime import datetime
 from typing import Any
@@ -21,35 +22,31 @@ from mini_scheduler.claims.base import (
     Pause,
     history_cursor,
 )
-from mini_scheduler.claims.definitions import Definition, advanced
-from mini_scheduler.claims.records import JobStart, JobState, Redrive, RunRecord
+from mini_scheduler.claims.definitions import advanced
+from mini_scheduler.claims.ends import RunEnds
+from mini_scheduler.claims.records import Definition, JobStart, JobState, RunRecord
 from mini_scheduler.claims.transitions import (
     Write,
-    after_end,
-    after_redrive,
     applied,
-    change_run,
     claimed,
     dispatched,
-    ended,
-    failed,
     job_follows,
     job_started,
-    log_slot_held,
     replaces,
-    skipped,
-    slot_follows,
     take_slot,
     taken_over,
-    timed_out,
 )
 from mini_scheduler.errors import StoreError
-from mini_scheduler.model import Firing, RunStatus, firing_from_id
+from mini_scheduler.model import Firing, firing_from_id
 
 _ATTRIBUTES = frozenset(attribute.name for attribute in fields(RunRecord))
 
 
-class MemoryClaimStore:
+class MemoryClaimStore(RunEnds):
+    """Every operation under one lock, counted in :attr:`calls`; the ends are :class:`.RunEnds`',
+    over this store's records (a change decided on a run as read is tried once: under the lock,
+    nothing changes it meanwhile)."""
+
     def __init__(self) -> None:
         self.name = "memory"
         self._lock = threading.Lock()
@@ -111,30 +108,38 @@ class MemoryClaimStore:
         self._jobs[job] = applied(state, copy.deepcopy(write))
         return True
 
-    def _follow(self, firing: Firing, before: RunRecord, after: RunRecord) -> None:
-        self._write_job(firing.job, job_follows(firing.id, after))
-        slot = slot_follows(firing.id, before, after)
-        if slot is not None and not self._write_job(firing.job, slot) and after.status.open:
-            log_slot_held(firing.job, firing.id)
+    # -- the primitives of the ends (:mod:`.ends`) -------------------------------------------
 
-    def _finish(self, firing: Firing, write: Write) -> RunRecord | None:
+    @contextlib.contextmanager
+    def _operation(self) -> Iterator[None]:
+        """Each operation holds the lock, and counts as one call."""
+        with self._lock:
+            self.calls += 1
+            yield
+
+    def _read_run(self, firing: Firing) -> RunRecord | None:
+        return self._runs.get(self._key(firing))
+
+    def _end_run(self, firing: Firing, write: Write) -> RunRecord | None:
         done = self._write(firing, write)
-        if done is None:
-            return None
-        self._follow(firing, *done)
-        return done[0]
+        return done[0] if done is not None else None
 
-    def _change(
-        self, firing: Firing, decide: Callable[[RunRecord], RunRecord | None]
-    ) -> RunRecord | None:
-        def write(change: Write) -> bool:
-            return self._write(firing, change) is not None
+    def _rewrite_run(self, firing: Firing, write: Write) -> bool:
+        return self._write(firing, write) is not None
 
-        done = change_run(lambda: self._runs.get(self._key(firing)), write, decide, 1)
-        if done is None:
-            return None
-        self._follow(firing, *done)
-        return done[0]
+    def _insert_run(self, firing: Firing, run: Mapping[str, Any], operation: str) -> bool:
+        return self._put_new(firing, run)
+
+    def _follow_run(self, firing: Firing, before: RunRecord, after: RunRecord) -> None:
+        self._write_job(firing.job, job_follows(firing.id, after))
+
+    def _release_slot(self, firing: Firing, release: Write) -> None:
+        self._write_job(firing.job, release)
+
+    def _take_back_slot(self, firing: Firing, take: Write, after: RunRecord) -> bool:
+        return self._write_job(firing.job, take)
+
+    # -- claims and marks --------------------------------------------------------------------
 
     def claim(
         self,
@@ -146,8 +151,7 @@ class MemoryClaimStore:
         exclusive: bool = False,
         over_skipped: bool = False,
     ) -> ClaimResult:
-        with self._lock:
-            self.calls += 1
+        with self._operation():
             key = self._key(firing)
             found = self._runs.get(key)
             over = found if found is not None and replaces(over_skipped, found) else None
@@ -193,8 +197,7 @@ class MemoryClaimStore:
     def take_over(
         self, run: RunRecord, *, now: datetime, lease_until: datetime, origin: str
     ) -> bool:
-        with self._lock:
-            self.calls += 1
+        with self._operation():
             write = taken_over(run, now=now, lease_until=lease_until, origin=origin)
             return (
                 write is not None and self._write(firing_from_id(run.firing_id), write) is not None
@@ -203,8 +206,7 @@ class MemoryClaimStore:
     def mark_dispatched(
         self, firing: Firing, *, now: datetime, deadline: datetime, start: JobStart
     ) -> None:
-        with self._lock:
-            self.calls += 1
+        with self._operation():
             if self._write(firing, dispatched(now=now, deadline=deadline, start=start)) is not None:
                 self._write_job(firing.job, job_started(firing, now=now, start=start, ended=None))
                 return
@@ -218,68 +220,10 @@ class MemoryClaimStore:
             self.mark_dispatched(mark.firing, now=now, deadline=mark.deadline, start=mark.start)
         return [None] * len(marks)
 
-    def fail(self, firing: Firing, *, now: datetime, error: str) -> None:
-        with self._lock:
-            self.calls += 1
-            self._finish(firing, failed(now=now, error=error))
-
-    def close(
-        self,
-        firing_id: str,
-        status: RunStatus,
-        *,
-        now: datetime,
-        error: str | None = None,
-        redrive: Redrive | None = None,
-    ) -> RunRecord | None:
-        firing = firing_from_id(firing_id)
-        with self._lock:
-            self.calls += 1
-            if redrive is None:
-                before = self._finish(firing, ended(status, now=now, error=error))
-                if before is not None:
-                    return before
-            return self._change(
-                firing, lambda run: after_end(run, status, now=now, error=error, redrive=redrive)
-            )
-
-    def redrive(self, firing_id: str, redrive: Redrive) -> RunRecord | None:
-        with self._lock:
-            self.calls += 1
-            return self._change(firing_from_id(firing_id), lambda run: after_redrive(run, redrive))
-
-    def time_out(self, run: RunRecord, *, now: datetime) -> bool:
-        with self._lock:
-            self.calls += 1
-            return self._finish(firing_from_id(run.firing_id), timed_out(now=now)) is not None
-
-    def record_skipped(self, firing: Firing, *, now: datetime, reason: str, origin: str) -> bool:
-        with self._lock:
-            self.calls += 1
-            return self._put_new(firing, skipped(firing, now=now, reason=reason, origin=origin))
-
-    def record_skipped_range(
-        self,
-        job: str,
-        first: datetime,
-        last: datetime,
-        count: int,
-        *,
-        now: datetime,
-        reason: str,
-        origin: str,
-    ) -> bool:
-        firing = Firing(job, first)
-        run = skipped(firing, now=now, reason=reason, origin=origin, until=last, count=count)
-        with self._lock:
-            self.calls += 1
-            return self._put_new(firing, run)
-
     def due_runs(
         self, now: datetime, limit: int = 1000, *, settle: bool = False
     ) -> Sequence[RunRecord]:
-        with self._lock:
-            self.calls += 1
+        with self._operation():
             due = [
                 r
                 for r in self._runs.values()
@@ -289,14 +233,12 @@ class MemoryClaimStore:
         return due[:limit]
 
     def run(self, firing_id: str) -> RunRecord | None:
-        with self._lock:
-            self.calls += 1
+        with self._operation():
             return self._runs.get(self._key(firing_from_id(firing_id)))
 
     def history(self, job: str, limit: int = 20, before: str | None = None) -> Sequence[RunRecord]:
         cursor = history_cursor(before)
-        with self._lock:
-            self.calls += 1
+        with self._operation():
             keys = sorted(
                 (k for k in self._runs if k[0] == job and (cursor is None or k[1] < cursor)),
                 reverse=True,
@@ -304,51 +246,43 @@ class MemoryClaimStore:
             return [self._runs[k] for k in keys]
 
     def job_state(self, job: str) -> JobState | None:
-        with self._lock:
-            self.calls += 1
+        with self._operation():
             return self._jobs.get(job)
 
     def control(self, scope: str) -> Control:
-        with self._lock:
-            self.calls += 1
+        with self._operation():
             return Control(self._watermarks.get(scope), dict(self._paused), dict(self._watermarks))
 
     def advance_watermark(self, scope: str, to: datetime) -> None:
-        with self._lock:
-            self.calls += 1
+        with self._operation():
             current = self._watermarks.get(scope)
             if current is None or current < to:
                 self._watermarks[scope] = to
 
     def set_paused(self, job: str, paused: bool, *, operator: str, now: datetime) -> None:
-        with self._lock:
-            self.calls += 1
+        with self._operation():
             if paused:
                 self._paused[job] = Pause(job, operator, now)
             else:
                 self._paused.pop(job, None)
 
     def defer(self, deferred: Sequence[Deferred]) -> None:
-        with self._lock:
-            self.calls += 1
+        with self._operation():
             for item in deferred:
                 self._deferred.setdefault(item.key, item)
 
     def due_deferred(self, until: datetime, limit: int = 1000) -> Sequence[Deferred]:
-        with self._lock:
-            self.calls += 1
+        with self._operation():
             due = sorted((k, d) for k, d in self._deferred.items() if d.due < until)
             return [item for _, item in due[:limit]]
 
     def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
-        with self._lock:
-            self.calls += 1
+        with self._operation():
             for item in deferred:
                 self._deferred.pop(item.key, None)
 
     def advance_schedule(self, done: Deferred, following: Deferred | None) -> bool:
-        with self._lock:
-            self.calls += 1
+        with self._operation():
             written = advanced(self._schedules.get(done.firing.job), done, following)
             if self._deferred.pop(done.key, None) is None or written is None:
                 return False
@@ -358,8 +292,7 @@ class MemoryClaimStore:
             return True
 
     def create_schedule(self, definition: Definition) -> bool:
-        with self._lock:
-            self.calls += 1
+        with self._operation():
             found = self._schedules.get(definition.name)
             if found is not None and found.live:
                 return False
@@ -367,20 +300,17 @@ class MemoryClaimStore:
             return True
 
     def schedule(self, name: str) -> Definition | None:
-        with self._lock:
-            self.calls += 1
+        with self._operation():
             return self._schedules.get(name)
 
     def schedules(self) -> Sequence[Definition]:
-        with self._lock:
-            self.calls += 1
+        with self._operation():
             return [found for _, found in sorted(self._schedules.items()) if found.live]
 
     def delete_schedule(
         self, name: str, generation: str, *, operator: str, now: datetime
     ) -> Definition | None:
-        with self._lock:
-            self.calls += 1
+        with self._operation():
             found = self._schedules.get(name)
             if found is None or not found.live or found.generation != generation:
                 return None
@@ -388,7 +318,6 @@ class MemoryClaimStore:
             return found
 
     def pending_deferred(self, reason: str) -> Sequence[Deferred]:
-        with self._lock:
-            self.calls += 1
+        with self._operation():
             found = sorted((k, d) for k, d in self._deferred.items() if d.reason == reason)
             return [item for _, item in found]

@@ -28,10 +28,11 @@ from pymongo import ASCENDING, ReturnDocument
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
 from mini_scheduler.claims.base import Deferred
-from mini_scheduler.claims.definitions import Definition, advanced, generation_of
+from mini_scheduler.claims.definitions import carried, generation_of
 from mini_scheduler.claims.mongodb_deferred import DeferredFirings
 from mini_scheduler.claims.mongodb_documents import ms, utc
 from mini_scheduler.claims.mongodb_slots import Fail
+from mini_scheduler.claims.records import Definition
 from mini_scheduler.mongo import Document
 
 if TYPE_CHECKING:
@@ -109,8 +110,7 @@ class ScheduleBook:
         return definition_from(before) if before is not None else None
 
     def advance(self, done: Deferred, following: Deferred | None) -> bool:
-        written = advanced(None, done, following)
-        assert written is not None  # no definition read: the filter below decides
+        written = carried(done, following)  # not read: the filter below decides
         doc = definition_doc(written, self._ttl)
         try:
             self._collection.replace_one(

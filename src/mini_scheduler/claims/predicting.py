@@ -31,9 +31,9 @@ from mini_scheduler.claims.base import (
     MarkRequest,
     OneByOne,
 )
-from mini_scheduler.claims.definitions import Definition
+from mini_scheduler.claims.ends import Skip, Skips
 from mini_scheduler.claims.memory import MemoryClaimStore
-from mini_scheduler.claims.records import JobState, Redrive, RunRecord
+from mini_scheduler.claims.records import Definition, JobState, Redrive, RunRecord
 from mini_scheduler.errors import StoreError
 from mini_scheduler.model import Firing, RunStatus, job_of
 
@@ -49,7 +49,7 @@ class Written:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-class PredictingClaimStore(OneByOne):
+class PredictingClaimStore(OneByOne, Skips):
     """``real`` as it would be after the writes asked of this store, none of them made."""
 
     def __init__(self, real: ClaimStore) -> None:
@@ -225,34 +225,24 @@ class PredictingClaimStore(OneByOne):
             self._memory.fail(firing, now=now, error=error)
             self._note("fail", firing.id, error=error)
 
-    def record_skipped(self, firing: Firing, *, now: datetime, reason: str, origin: str) -> bool:
+    def _skip(self, skip: Skip) -> bool:
+        """``record_skipped`` and ``record_skipped_range`` (:class:`.ends.Skips`)."""
+        firing, now, reason, origin = skip.firing, skip.now, skip.reason, skip.origin
         with self._lock:
             self._run(firing.id)
-            written = self._memory.record_skipped(firing, now=now, reason=reason, origin=origin)
-            self._note("record_skipped", firing.id, written, reason=reason)
-            return written
-
-    def record_skipped_range(
-        self,
-        job: str,
-        first: datetime,
-        last: datetime,
-        count: int,
-        *,
-        now: datetime,
-        reason: str,
-        origin: str,
-    ) -> bool:
-        with self._lock:
-            self._run(Firing(job, first).id)
+            if skip.until is None or skip.count is None:
+                written = self._memory.record_skipped(firing, now=now, reason=reason, origin=origin)
+                self._note("record_skipped", firing.id, written, reason=reason)
+                return written
+            first, last, count = firing.scheduled, skip.until, skip.count
             written = self._memory.record_skipped_range(
-                job, first, last, count, now=now, reason=reason, origin=origin
+                firing.job, first, last, count, now=now, reason=reason, origin=origin
             )
             self._note(
                 "record_skipped_range",
-                Firing(job, first).id,
+                firing.id,
                 written,
-                job=job,
+                job=firing.job,
                 first=first,
                 last=last,
                 count=count,

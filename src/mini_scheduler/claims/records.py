@@ -14,13 +14,14 @@ What each claim store operation writes, and which status may follow which, is
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Final
 
-from mini_scheduler.model import RunStatus, firing_from_id
+from mini_scheduler.model import RunStatus, firing_from_id, iso_millis
 
 # -- the types ----------------------------------------------------------------------------------
 
@@ -322,3 +323,41 @@ def stored_ends(ends: tuple[EarlierEnd, ...], time: Callable[[datetime], Any]) -
         }
         for end in ends
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class Definition:
+    """A runtime schedule as its store keeps it. ``generation`` tells one making of the name
+    from another (a schedule deleted and made again); ``next_firing`` is None once a schedule
+    has no firing left; ``deleted_at`` makes it a tombstone."""
+
+    name: str
+    generation: str
+    entry: Mapping[str, Any]
+    operator: str
+    created_at: datetime
+    next_firing: datetime | None
+    deleted_at: datetime | None = None
+    deleted_by: str | None = None
+
+    @property
+    def live(self) -> bool:
+        return self.deleted_at is None
+
+    def retired(self, *, operator: str, now: datetime) -> Definition:
+        return replace(self, deleted_at=now, deleted_by=operator)
+
+    def detail(self) -> dict[str, Any]:
+        """The detail of its firings (:class:`.Deferred`): what the tick needs to run one
+        without reading the definition, and the generation that ties it to this one."""
+        return {
+            "entry": dict(self.entry),
+            "operator": self.operator,
+            "createdAt": iso_millis(self.created_at),
+            "generation": self.generation,
+        }
+
+
+def new_generation(now: datetime) -> str:
+    """A generation no other making of a schedule has: its instant, and 32 random bits."""
+    return f"{iso_millis(now)}#{secrets.token_hex(4)}"

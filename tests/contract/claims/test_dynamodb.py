@@ -6,12 +6,15 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import boto3
 import pytest
+from moto import mock_aws
 
 from mini_scheduler.claims.base import ClaimResult, Deferred
 from mini_scheduler.claims.dynamodb import DynamoDBClaimStore, create_state_table
+from mini_scheduler.claims.records import JobStart, Redrive
 from mini_scheduler.errors import StoreError
-from mini_scheduler.model import Firing
+from mini_scheduler.model import Firing, RunStatus
 from tests.contract.claims.conftest import new_table_name
 
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
@@ -343,3 +346,38 @@ def test_a_deferred_item_reads_back_from_its_key() -> None:
     assert deferred_from(item) == deferred
     with pytest.raises(ValueError, match="not a deferred firing's key"):
         deferred_from({**item, "sk": {"S": "2026-11-30T14:03:00.999Z"}})
+
+
+def _refused(operation: str) -> Any:
+    """A client method that answers AccessDeniedException (not one the store retries)."""
+    from botocore.exceptions import ClientError
+
+    def call(**_: object) -> Any:
+        raise ClientError({"Error": {"Code": "AccessDeniedException", "Message": "no"}}, operation)
+
+    return call
+
+
+def test_an_end_or_a_skip_that_cannot_be_written_raises_naming_its_request() -> None:
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        create_state_table(client, "t")
+        store = DynamoDBClaimStore("t", client, batched=False)
+        firing = Firing("report", T0)
+        store.claim(firing, now=T0, lease_until=T0 + timedelta(seconds=60), origin="a")
+        start = JobStart("svc", "* * * * *", {})
+        store.mark_dispatched(firing, now=T0, deadline=T0 + timedelta(seconds=900), start=start)
+        store.close(firing.id, RunStatus.FAILED, now=T0, error="boom")
+        client.update_item = _refused("UpdateItem")  # type: ignore[method-assign]
+        client.put_item = _refused("PutItem")  # type: ignore[method-assign]
+        with pytest.raises(StoreError, match=r"DynamoDB UpdateItem \(close run\) on table t"):
+            store.fail(firing, now=T0, error="boom")
+        with pytest.raises(StoreError, match=r"DynamoDB UpdateItem \(end run\) on table t"):
+            store.redrive(firing.id, Redrive(1, T0 + timedelta(minutes=1)))
+        later = Firing("report", T0 + timedelta(minutes=1))
+        with pytest.raises(StoreError, match=r"DynamoDB PutItem \(skip\) on table t"):
+            store.record_skipped(later, now=T0, reason="paused", origin="a")
+        with pytest.raises(StoreError, match=r"DynamoDB PutItem \(skipped range\) on table t"):
+            store.record_skipped_range(
+                "report", later.scheduled, later.scheduled, 1, now=T0, reason="x", origin="a"
+            )

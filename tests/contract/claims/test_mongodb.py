@@ -36,7 +36,7 @@ from mini_scheduler.claims.base import (
 from mini_scheduler.claims.mongodb import MongoDBClaimStore
 from mini_scheduler.claims.mongodb_deferred import DEFERRED_DUE_INDEX, DEFERRED_EXPIRY_INDEX
 from mini_scheduler.claims.mongodb_documents import DUE_INDEX, EXPIRY_INDEX, HISTORY_INDEX
-from mini_scheduler.claims.records import JobStart
+from mini_scheduler.claims.records import JobStart, Redrive
 from mini_scheduler.config import Settings
 from mini_scheduler.environment.mongodb import MongoDBEnvironmentStore
 from mini_scheduler.errors import StoreError
@@ -599,6 +599,54 @@ def test_a_job_state_that_cannot_be_written_is_logged_not_raised(
     assert store.mark_many([_mark(firing)], now=T0) == [None]
     assert store.run(firing.id).status is RunStatus.DISPATCHED  # type: ignore[union-attr]
     assert f"firing {firing.id}: the job's latest state was not updated" in caplog.text
+
+
+def test_an_end_whose_job_state_cannot_be_written_is_logged_not_raised(
+    store: MongoDBClaimStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The job's state and slot follow a run's end in writes of their own, after the run's:
+    the end the caller asked for is done, and what did not follow is logged."""
+    firing = Firing("solo", T0)
+    _claim(store, firing, exclusive=True)
+    store.mark_dispatched(firing, now=T0, deadline=T0 + timedelta(seconds=900), start=START)
+    spy = _Spy(store.states, "update_one")
+    spy.before = lambda _: (_ for _ in ()).throw(AutoReconnect("closed"))
+    ended = T0 + timedelta(seconds=3)
+    before = store.close(firing.id, RunStatus.SUCCEEDED, now=ended)
+    assert before is not None and before.status is RunStatus.DISPATCHED
+    assert store.run(firing.id).status is RunStatus.SUCCEEDED  # type: ignore[union-attr]
+    assert f"firing {firing.id} ended SUCCEEDED, but the job's latest state was not updated" in (
+        caplog.text
+    )
+    assert spy.calls == 1  # the job's state failed: its slot was not tried
+    state = store.job_state("solo")
+    assert state is not None and state.open_firing == firing.id and state.end is None
+
+
+def test_an_end_or_a_skip_that_cannot_be_written_raises_naming_its_request(
+    store: MongoDBClaimStore,
+) -> None:
+    firing = Firing("report", T0)
+    _claim(store, firing)
+    store.mark_dispatched(firing, now=T0, deadline=T0 + timedelta(seconds=900), start=START)
+    store.close(firing.id, RunStatus.FAILED, now=T0, error="boom")
+
+    def broken(_: int) -> None:
+        raise AutoReconnect("closed")
+
+    for name in ("find_one_and_update", "update_one", "insert_one"):
+        _Spy(store.runs, name).before = broken
+    with pytest.raises(StoreError, match=r"MongoDB findAndModify \(close run\) on .*closed"):
+        store.fail(firing, now=T0, error="boom")
+    with pytest.raises(StoreError, match=r"MongoDB update \(end run\) on mini_scheduler.runs"):
+        store.redrive(firing.id, Redrive(1, T0 + timedelta(minutes=1)))
+    later = Firing("report", T0 + timedelta(minutes=1))
+    with pytest.raises(StoreError, match=r"MongoDB insert \(skip\) on mini_scheduler.runs"):
+        store.record_skipped(later, now=T0, reason="paused", origin=ORIGIN)
+    with pytest.raises(StoreError, match=r"MongoDB insert \(skipped range\) on"):
+        store.record_skipped_range(
+            "report", later.scheduled, later.scheduled, 1, now=T0, reason="x", origin=ORIGIN
+        )
 
 
 # -- the exclusive claim's two writes -------------------------------------------------------------

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 from mini_scheduler.claims.base import ClaimStore, Deferred
-from mini_scheduler.claims.definitions import Definition, new_generation
+from mini_scheduler.claims.records import Definition, new_generation
 from mini_scheduler.model import Firing
 
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)

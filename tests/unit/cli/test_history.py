@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 
 from mini_scheduler.claims.base import SCHEDULE, Deferred
-from mini_scheduler.claims.definitions import Definition, new_generation
 from mini_scheduler.claims.dynamodb import DynamoDBClaimStore
-from mini_scheduler.claims.records import JobStart
+from mini_scheduler.claims.records import Definition, JobStart, new_generation
 from mini_scheduler.model import Firing, RunStatus
 from tests.unit.cli.conftest import TABLE, Aws
 from tests.unit.cli.test_operator import BOTH, NOW, SAMPLE, assert_aligned, cells, cli
@@ -189,7 +188,7 @@ def test_a_region_that_cannot_be_read_is_said_and_the_others_shown(
     assert run.code == 1
     assert [cells(line)[1] for line in run.lines[1:-1]] == ["us-east-1"] * 3
     assert run.err.startswith(
-        "mini-scheduler history: eu-west-1 not read - DynamoDB Query (pending deferred) on table "
+        "mini-scheduler history: eu-west-1 not read - DynamoDB Query (schedules) on table "
         f"{TABLE} failed - ResourceNotFoundException"
     )
     assert run.lines[-1] == "3 runs of 3 jobs in us-east-1"

@@ -9,8 +9,8 @@ from dataclasses import replace
 import pytest
 
 from mini_scheduler.claims.base import SCHEDULE, Deferred
-from mini_scheduler.claims.definitions import Definition
 from mini_scheduler.claims.memory import MemoryClaimStore
+from mini_scheduler.claims.records import Definition
 from mini_scheduler.errors import EventError
 from mini_scheduler.handlers.ticker import route
 from mini_scheduler.jobs import load

@@ -1,0 +1,217 @@
+"""The DynamoDB claim store's reads (a run, a job's history and latest state, the sweep's due
+runs, the control items a tick reads) and its control writes (watermarks, pauses), with the
+helpers every part of the store shares. The store is :class:`.dynamodb.DynamoDBClaimStore`;
+this is the part of it that neither claims nor ends a run."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from mini_scheduler.claims import transitions
+from mini_scheduler.claims.base import Control, Pause, history_cursor
+from mini_scheduler.claims.dynamodb_table import (
+    RUN,
+    code,
+    expressions,
+    failed,
+    instant,
+    job_key,
+    named,
+    plain_item,
+    run_from,
+    run_key,
+    write_retried,
+)
+from mini_scheduler.claims.dynamodb_watch import Watch
+from mini_scheduler.claims.records import JOB_FIELDS, JobState, RunRecord
+from mini_scheduler.claims.transitions import Write
+from mini_scheduler.errors import StoreError
+from mini_scheduler.model import Firing, firing_from_id, iso_millis
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+_CONTROL = "CONTROL"
+_LATEST_READ = 100  # runs read, newest first, to find a job's latest dispatched one
+
+
+class DynamoDBReads:
+    """The reads and control writes of the claim store on the state table ``table`` (its
+    attributes are set by :class:`.dynamodb.DynamoDBClaimStore`)."""
+
+    table: str
+    _client: DynamoDBClient
+    _ttl: timedelta
+    _sleep: Callable[[float], None]
+    _watch: Watch
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _fail(self, operation: str, exc: Exception) -> StoreError:
+        return failed(self.table, operation, exc)
+
+    @contextlib.contextmanager
+    def _failing_as(self, operation: str) -> Iterator[None]:
+        """An AWS error inside becomes a StoreError naming ``operation`` and the table."""
+        try:
+            yield
+        except (ClientError, BotoCoreError) as exc:
+            raise self._fail(operation, exc) from exc
+
+    def _run_update(self, firing: Firing, write: Write) -> dict[str, Any]:
+        key = run_key(firing)
+        return named({"TableName": self.table, "Key": key, **expressions(write, RUN)})
+
+    def _update(
+        self, request: Mapping[str, Any], operation: str, *, tolerate_condition: bool = False
+    ) -> dict[str, Any] | None:
+        """UpdateItem: its answer; None when ``tolerate_condition`` and the condition failed."""
+        with self._failing_as(operation):
+            try:
+                answer: dict[str, Any] = write_retried(
+                    self._client, "update_item", self._sleep, **request
+                )
+            except ClientError as exc:
+                if tolerate_condition and code(exc) == "ConditionalCheckFailedException":
+                    return None
+                raise
+        return answer
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def _query(self, operation: str, **request: Any) -> Iterator[dict[str, Any]]:
+        with self._failing_as(operation):
+            paginator = self._client.get_paginator("query")
+            for page in paginator.paginate(**named({"TableName": self.table, **request})):
+                yield from page.get("Items", [])
+
+    def due_runs(
+        self, now: datetime, limit: int = 1000, *, settle: bool = False
+    ) -> Sequence[RunRecord]:
+        return self._watch.due(now, limit, settle=settle)
+
+    def run(self, firing_id: str) -> RunRecord | None:
+        firing = firing_from_id(firing_id)
+        with self._failing_as("GetItem (run)"):
+            answer = self._client.get_item(
+                TableName=self.table, Key=run_key(firing), ConsistentRead=True
+            )
+        raw = answer.get("Item")
+        return run_from(raw) if raw else None
+
+    def history(self, job: str, limit: int = 20, before: str | None = None) -> Sequence[RunRecord]:
+        # The cursor is a key condition on the sort key, not a filter: the Query starts past it
+        # and reads (and is billed for) the page's items only.
+        cursor = history_cursor(before)
+        keys, values = "#pk = :pk", {":pk": {"S": f"RUN#{job}"}}
+        if cursor is not None:
+            keys, values[":before"] = f"{keys} AND #sk < :before", {"S": cursor}
+        return [
+            run_from(raw)
+            for raw in self._query(
+                "Query (history)",
+                KeyConditionExpression=keys,
+                ExpressionAttributeValues=values,
+                ScanIndexForward=False,
+                PaginationConfig={"MaxItems": limit, "PageSize": min(limit, 100)},
+            )
+        ]
+
+    def job_state(self, job: str) -> JobState | None:
+        """The job's latest state: its latest run that was dispatched, and its open slot."""
+        with self._failing_as("GetItem (job slot)"):
+            answer = self._client.get_item(
+                TableName=self.table, Key=job_key(job), ConsistentRead=True
+            )
+        slot = plain_item(answer.get("Item") or {}).get(JOB_FIELDS["open_firing"])
+        latest = next(
+            (
+                run_from(raw)
+                for raw in self._query(
+                    "Query (latest run)",
+                    KeyConditionExpression="#pk = :pk",
+                    FilterExpression="attribute_exists(#startedAt)",
+                    ExpressionAttributeValues={":pk": {"S": f"RUN#{job}"}},
+                    ScanIndexForward=False,
+                    ConsistentRead=True,
+                    PaginationConfig={"MaxItems": _LATEST_READ, "PageSize": 25},
+                )
+            ),
+            None,
+        )
+        if latest is None:
+            return JobState(job, open_firing=slot) if slot else None
+        parameters = dict(latest.parameters or {})
+        if latest.origin:
+            parameters[transitions.ORIGIN_PARAMETER] = latest.origin
+        return JobState(
+            job,
+            service=latest.service,
+            schedule=latest.schedule,
+            parameters=parameters,
+            start=latest.started_at,
+            end=latest.ended_at,
+            last_firing_id=latest.firing_id,
+            last_status=latest.status,
+            open_firing=slot,
+        )
+
+    # -- control ---------------------------------------------------------------------------
+
+    def control(self, scope: str) -> Control:
+        watermarks: dict[str, datetime] = {}
+        paused: dict[str, Pause] = {}
+        for raw in self._query(
+            "Query (control)",
+            KeyConditionExpression="#pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": _CONTROL}},
+            ConsistentRead=True,
+        ):
+            item = plain_item(raw)
+            key = str(item["sk"])
+            if key.startswith("WATERMARK#"):
+                mark = instant(item.get("watermark"))
+                if mark is not None:
+                    watermarks[key.removeprefix("WATERMARK#")] = mark
+            elif key.startswith("PAUSE#"):
+                job = key.removeprefix("PAUSE#")
+                paused[job] = Pause(
+                    job, str(item.get("operator", "")), instant(item.get("at")) or datetime.min
+                )
+        return Control(watermarks.get(scope), paused, watermarks)
+
+    def advance_watermark(self, scope: str, to: datetime) -> None:
+        self._update(
+            named(
+                {
+                    "TableName": self.table,
+                    "Key": {"pk": {"S": _CONTROL}, "sk": {"S": f"WATERMARK#{scope}"}},
+                    "UpdateExpression": "SET #watermark = :to",
+                    "ConditionExpression": "attribute_not_exists(#watermark) OR #watermark < :to",
+                    "ExpressionAttributeValues": {":to": {"S": iso_millis(to)}},
+                }
+            ),
+            "UpdateItem (watermark)",
+            tolerate_condition=True,
+        )
+
+    def set_paused(self, job: str, paused: bool, *, operator: str, now: datetime) -> None:
+        key = {"pk": {"S": _CONTROL}, "sk": {"S": f"PAUSE#{job}"}}
+        with self._failing_as("PutItem (pause)" if paused else "DeleteItem (resume)"):
+            if paused:
+                write_retried(
+                    self._client,
+                    "put_item",
+                    self._sleep,
+                    TableName=self.table,
+                    Item={**key, "operator": {"S": operator}, "at": {"S": iso_millis(now)}},
+                )
+            else:
+                write_retried(
+                    self._client, "delete_item", self._sleep, TableName=self.table, Key=key
+                )
