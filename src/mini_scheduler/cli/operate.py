@@ -235,12 +235,7 @@ def _schedule_holders(
     if holders is not None:
         return set(holders)
     unread = "".join(f"; {o.region} not read - {o.error}" for o in outcomes if not o.ok)
-    raise CommandError(
-        f"no cron.yaml job or runtime schedule {args.job}: not in {cron_file.source}, nor a "
-        f"runtime schedule of {', '.join(regions)}{unread} (mini-scheduler jobs lists the "
-        "cron file's jobs, mini-scheduler schedule list the runtime schedules)",
-        EXIT_USAGE,
-    )
+    raise CommandError(fleet.no_such_job(args.job, cron_file.source, regions, unread), EXIT_USAGE)
 
 
 def _print_paused(
