@@ -27,7 +27,9 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from mini_scheduler.console import models
 from mini_scheduler.console.bodylimit import BodyLimit
-from mini_scheduler.console.service import MAX_PAGE, ConsoleService, NotFound
+from mini_scheduler.console.history import MAX_PAGE
+from mini_scheduler.console.regions import NotFound
+from mini_scheduler.console.service import ConsoleService
 from mini_scheduler.errors import EventError, PayloadError, SchedulerError, describe_aws_error
 
 log = logging.getLogger("mini_scheduler.console")
