@@ -13,6 +13,7 @@ as the CLI's do.
 * :mod:`.views`: how a firing, a run and a job's parameters look in the answers.
 * :mod:`.timeline`: the next hours' firings per job and the zones' DST changes (pure).
 * :mod:`.words`: a Quartz statement in words.
-* :mod:`.app`: the FastAPI application (routes, CSRF, errors as messages, the page).
+* :mod:`.app`: the FastAPI application (CSRF, errors as messages, the page); :mod:`.routes`
+  its routes, by page.
 * :mod:`.server`: serving it on loopback.
 """
