@@ -5,7 +5,7 @@ One function per subcommand, each ``(args, context) -> exit code``, registered i
 ``validate``, ``next`` (files.py), ``local`` (local.py). Commands for operators, against a
 deployed stack (where.py says where they act): ``jobs``, ``history`` (jobs.py), ``run``
 (run.py), ``pause``, ``resume`` (pause.py), ``status``, ``failover`` (environment.py),
-``schedule``, ``backfill``, ``rerun`` (deferred.py), ``tick`` (tick.py), ``doctor`` (doctor.py)
+``schedule``, ``backfill``, ``rerun`` (deferred.py), ``tick`` (tick.py), ``doctor`` (doctor/)
 and ``console`` (console.py: the web page, an optional extra).
 
 Every command prints for people by default and JSON with ``--json``; an error is one line on
