@@ -23,8 +23,8 @@ from mini_scheduler.cli.where import (
     many_regions,
     operator_name,
     resolve,
+    stack_outputs,
 )
-from mini_scheduler.cli.where import _stack_outputs as stack_outputs
 from mini_scheduler.config import DEFAULT_KNOWN, environment_names, valid_environment_name
 from mini_scheduler.environment.active import DEFAULT_ACTIVE, ActiveEnvironment, same_environment
 from mini_scheduler.environment.regions import is_known

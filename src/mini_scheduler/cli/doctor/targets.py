@@ -8,7 +8,8 @@ from __future__ import annotations
 from mini_scheduler.cli.context import CommandError, Context
 from mini_scheduler.cli.doctor.findings import Finding, Region, Stop, aws
 from mini_scheduler.cli.files import Grant, target_problem
-from mini_scheduler.cli.where import PackageUnreadable, Where, cron_source
+from mini_scheduler.cli.package import PackageUnreadable
+from mini_scheduler.cli.where import Where, cron_source
 from mini_scheduler.errors import SchedulerError, describe_aws_error
 from mini_scheduler.jobs import Job
 
