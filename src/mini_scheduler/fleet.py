@@ -1,7 +1,8 @@
 """What an operator does across regions, whoever shows it (the CLI, the console): one region's
 outcome and an action done region by region (a region that fails reported beside the others);
-the names a deployment knows and the verdict on who is active; which regions a failover must
-write, and the check of each afterwards; a job's history merged across regions, newest first.
+the refusal of a name that is neither a job nor a runtime schedule; the names a deployment knows
+and the verdict on who is active; which regions a failover must write, and the check of each
+afterwards; a job's history merged across regions, newest first.
 
 Decided here once, rendered by each caller; the console imports nothing from ``cli/``.
 """
@@ -71,6 +72,17 @@ def holders(outcomes: Sequence[Outcome]) -> list[str] | None:
     if not any(o.ok and o.fields["holds"] for o in outcomes):
         return None
     return [o.region for o in outcomes if not o.ok or o.fields["holds"]]
+
+
+def no_such_job(name: str, source: str, regions: Sequence[str], besides: str = "") -> str:
+    """The refusal of ``name``, neither a job of the cron file ``source`` nor a runtime schedule
+    of ``regions`` (``besides``: what else was looked at, e.g. a region not read), in the CLI's
+    words and the console's alike."""
+    return (
+        f"no cron.yaml job or runtime schedule {name}: not in {source}, nor a runtime schedule "
+        f"of {', '.join(regions)}{besides} (mini-scheduler jobs lists the cron file's jobs, "
+        "mini-scheduler schedule list the runtime schedules)"
+    )
 
 
 # -- who is active -------------------------------------------------------------------------

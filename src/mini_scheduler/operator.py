@@ -113,6 +113,25 @@ def _operator_parameters(parameters: Any, label: str, job: str | None) -> dict[s
     return kept
 
 
+def _check_fired(claims: ClaimStore | None, job: Job, original: Firing) -> None:
+    """The firing a rerun repeats: one with a record in ``claims``, or an instant its job's
+    statement selects (so a mistyped instant is refused)."""
+    if claims is not None and claims.run(original.firing_id) is not None:
+        return
+    if original.manual:
+        raise EventError(
+            f"no manual run {original.firing_id[:160]} in this region's records: rerun it "
+            "in the region whose history shows it"
+        )
+    second = timedelta(seconds=1)
+    if job.next_after(original.scheduled - second) != original.scheduled:
+        raise EventError(
+            f"no firing {original.firing_id[:160]}: this region holds no record of it, and "
+            f"{job.name}'s schedule {job.schedule} does not fire at "
+            f"{iso_seconds(original.scheduled)}"
+        )
+
+
 def _job_name(name: Any) -> str:
     if not isinstance(name, str) or not name:
         raise EventError("job must be the name of a job in cron.yaml")
@@ -203,7 +222,7 @@ class Operator:
         operator = check_operator(operator)
         original = past_firing(firing_id, self.clock.now())
         job = self._runnable(original.job)
-        self._check_fired(job, original)
+        _check_fired(self.claims, job, original)
         merged = run_parameters(job, parameters)
         if self._run is None:
             raise EventError("this operator path cannot dispatch: run the job through the ticker")
@@ -261,23 +280,6 @@ class Operator:
                 f"unknown job {name[:100]!r}: no job of that name in cron.yaml, nor a runtime "
                 "schedule (a one-time schedule that has fired is gone: create it again)"
             ) from None
-
-    def _check_fired(self, job: Job, original: Firing) -> None:
-        """A firing with a record here, or an instant the job's statement selects."""
-        if self.claims is not None and self.claims.run(original.firing_id) is not None:
-            return
-        if original.manual:
-            raise EventError(
-                f"no manual run {original.firing_id[:160]} in this region's records: rerun it "
-                "in the region whose history shows it"
-            )
-        second = timedelta(seconds=1)
-        if job.next_after(original.scheduled - second) != original.scheduled:
-            raise EventError(
-                f"no firing {original.firing_id[:160]}: this region holds no record of it, and "
-                f"{job.name}'s schedule {job.schedule} does not fire at "
-                f"{iso_seconds(original.scheduled)}"
-            )
 
     def set_paused(self, job_name: Any, paused: bool, operator: Any) -> dict[str, Any]:
         """Pause or resume a job, cron.yaml's or a runtime schedule alike (one that

@@ -24,7 +24,7 @@ from mini_scheduler.cli.context import (
     TickerRefused,
     ask_ticker,
 )
-from mini_scheduler.cli.operate import add_known, known_names, resolve_each
+from mini_scheduler.cli.environment import add_known, known_names, resolve_each
 from mini_scheduler.cli.where import (
     Where,
     add_where,

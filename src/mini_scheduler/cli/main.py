@@ -3,10 +3,10 @@
 One function per subcommand, each ``(args, context) -> exit code``, registered in
 :data:`COMMANDS` with the function that declares its arguments. Commands for developers:
 ``validate``, ``next`` (files.py), ``local`` (local.py). Commands for operators, against a
-deployed stack (where.py says where they act): ``jobs``, ``history`` (jobs.py), ``run``,
-``pause``, ``resume``, ``status``, ``failover`` (operate.py), ``schedule``, ``backfill``,
-``rerun`` (deferred.py), ``tick`` (tick.py), ``doctor`` (doctor.py) and ``console``
-(console.py: the web page, an optional extra).
+deployed stack (where.py says where they act): ``jobs``, ``history`` (jobs.py), ``run``
+(run.py), ``pause``, ``resume`` (pause.py), ``status``, ``failover`` (environment.py),
+``schedule``, ``backfill``, ``rerun`` (deferred.py), ``tick`` (tick.py), ``doctor`` (doctor/)
+and ``console`` (console.py: the web page, an optional extra).
 
 Every command prints for people by default and JSON with ``--json``; an error is one line on
 stderr (exit codes in context.py). Only :func:`main` picks the real clock, environment, AWS
@@ -47,21 +47,12 @@ from mini_scheduler.cli.deferred import (
     schedule,
 )
 from mini_scheduler.cli.doctor import add_doctor, doctor
+from mini_scheduler.cli.environment import add_failover, add_status, failover, status
 from mini_scheduler.cli.files import add_next, add_validate, next_firings, validate
 from mini_scheduler.cli.jobs import add_history, add_jobs, history, jobs
 from mini_scheduler.cli.local import add_local, local
-from mini_scheduler.cli.operate import (
-    add_failover,
-    add_pause,
-    add_resume,
-    add_run,
-    add_status,
-    failover,
-    pause,
-    resume,
-    run_job,
-    status,
-)
+from mini_scheduler.cli.pause import add_pause, add_resume, pause, resume
+from mini_scheduler.cli.run import add_run, run_job
 from mini_scheduler.cli.suggest import SuggestingParser
 from mini_scheduler.cli.tick import add_tick, tick
 from mini_scheduler.clock import Clock, SystemClock

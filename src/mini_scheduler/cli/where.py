@@ -10,24 +10,23 @@ them: ``--table``, ``--cron-file``, ``--parameter``, ``--function``, ``--region`
 stack over the environment variables.
 
 The stack's cron file is read where its ticker reads it: an ``s3://`` location from S3 in the
-stack's region, a ``file:`` location from the ticker's package (Lambda GetFunction, then a
-download of the package). Only with no flag, stack or ``CRON_FILE`` does a command read
-``cron.yaml`` in the current folder, and it says so.
+stack's region, a ``file:`` location from the ticker's package (:mod:`.package`). Only with no
+flag, stack or ``CRON_FILE`` does a command read ``cron.yaml`` in the current folder, and it
+says so.
 """
 
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import re
-import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from mini_scheduler.cli.context import EXIT_USAGE, CommandError, Context
+from mini_scheduler.cli.package import PackagedCronFile, TickerPackage
 from mini_scheduler.cli.render import level_tag
 from mini_scheduler.config import DEFAULT_PARAMETER, Settings, flag
 from mini_scheduler.errors import (
@@ -39,9 +38,8 @@ from mini_scheduler.errors import (
 )
 from mini_scheduler.fleet import Outcome
 from mini_scheduler.fleet import each_region as fleet_each_region
-from mini_scheduler.jobs import DEFAULT_TIMEZONE, CronFile, load
-from mini_scheduler.jobs.locations import CronFileSource, Location, default_locations
-from mini_scheduler.jobs.yaml import MAX_FILE_BYTES
+from mini_scheduler.jobs import DEFAULT_TIMEZONE, CronFile
+from mini_scheduler.jobs.locations import CronFileSource, default_locations
 
 if TYPE_CHECKING:
     from mini_scheduler.claims.base import ClaimStore
@@ -49,7 +47,6 @@ if TYPE_CHECKING:
 
 _REGION: Final = re.compile(r"[a-z]{2}(?:-[a-z]+)+-\d{1,2}")
 CRON_OUTPUT: Final = "CronFileLocations"
-_TASK_ROOT: Final = "/var/task/"  # LAMBDA_TASK_ROOT: where the package is unpacked
 
 
 def _region_name(text: str) -> str:
@@ -219,7 +216,7 @@ def many_regions(args: argparse.Namespace, context: Context) -> list[str]:
     return regions or [_default_region(context)]
 
 
-def _stack_outputs(context: Context, stack: str, region: str) -> dict[str, str]:
+def stack_outputs(context: Context, stack: str, region: str) -> dict[str, str]:
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
@@ -258,7 +255,7 @@ def resolve(args: argparse.Namespace, context: Context, region: str, *, one_of: 
     one environment then names none: only each stack's output can)."""
     env = context.environ
     stack: str | None = getattr(args, "stack", None)
-    outputs = _stack_outputs(context, stack, region) if stack else {}
+    outputs = stack_outputs(context, stack, region) if stack else {}
 
     def pick(flag: str, output: str, variable: str | None) -> str | None:
         value = getattr(args, flag, None) or outputs.get(output)
@@ -359,123 +356,9 @@ def cron_source(context: Context, where: Where) -> CronFileSource:
     s3 = context.clients(where.region)("s3") if "s3://" in locations else None
     if where.cron_from_stack:
         return PackagedCronFile(
-            locations, s3_client=s3, default_timezone=zone, package=_Package(context, where)
+            locations, s3_client=s3, default_timezone=zone, package=TickerPackage(context, where)
         )
     return CronFileSource(locations, s3_client=s3, default_timezone=zone)
-
-
-class PackageUnreadable(CommandError):
-    """The ticker's package could not be fetched or read here; ``fix`` says what to do. The
-    ticker reads its own copy, so this stops no job by itself."""
-
-    def __init__(self, message: str, fix: str) -> None:
-        super().__init__(message)
-        self.fix = fix
-
-
-_REACH: Final = (
-    "check that this machine reaches the package's download URL (HTTPS to S3: a proxy, a "
-    "firewall?), then run the command again"
-)
-
-
-class _Package:
-    """The ticker's deployment package, downloaded on first use (GetFunction's presigned URL)."""
-
-    def __init__(self, context: Context, where: Where) -> None:
-        self.context = context
-        self.where = where
-        self._zip: zipfile.ZipFile | None = None
-
-    @property
-    def name(self) -> str:
-        return f"the package of {self.where.function or 'the ticker'} in {self.where.region}"
-
-    def read(self, member: str) -> bytes | None:
-        """A file of the package (None: not in it), at most MAX_FILE_BYTES + 1 bytes."""
-        archive = self._open()
-        try:
-            info = archive.getinfo(member)
-        except KeyError:
-            return None
-        with archive.open(info) as handle:
-            return handle.read(MAX_FILE_BYTES + 1)
-
-    def _open(self) -> zipfile.ZipFile:
-        if self._zip is not None:
-            return self._zip
-        from botocore.exceptions import BotoCoreError, ClientError
-
-        function = self.where.need_function()
-        client = self.context.clients(self.where.region)("lambda")
-        try:
-            answer = client.get_function(FunctionName=function)
-        except (BotoCoreError, ClientError) as exc:
-            raise PackageUnreadable(
-                f"Lambda GetFunction {function} in {self.where.region} failed - "
-                f"{describe_aws_error(exc)}: the cron file is in its package",
-                f"allow your identity lambda:GetFunction on {function}, then run the command again",
-            ) from exc
-        url = str(answer.get("Code", {}).get("Location", ""))
-        if not url:
-            raise PackageUnreadable(
-                f"Lambda GetFunction {function} gave no package to download",
-                "deploy the stack again (make deploy)",
-            )
-        try:
-            body = self.context.download(url)
-        except (OSError, CommandError) as exc:
-            raise PackageUnreadable(f"downloading {self.name} failed: {exc}", _REACH) from exc
-        try:
-            self._zip = zipfile.ZipFile(io.BytesIO(body))
-        except zipfile.BadZipFile as exc:
-            raise PackageUnreadable(
-                f"{self.name} is not a zip archive ({exc}): the download was cut short?", _REACH
-            ) from exc
-        return self._zip
-
-
-class PackagedCronFile(CronFileSource):
-    """A stack's cron file locations as its ticker reads them: S3 from the stack's region, and
-    ``file:`` locations from the ticker's package (relative ones, and those under /var/task)."""
-
-    def __init__(
-        self, locations: str, *, s3_client: Any, default_timezone: str, package: _Package
-    ) -> None:
-        super().__init__(locations, s3_client=s3_client, default_timezone=default_timezone)
-        self._package = package
-
-    def load(self) -> CronFile:
-        for location in self.locations:
-            if location.kind == "s3":
-                read = self._read_s3(location)
-                if read is None:
-                    continue
-                if isinstance(read.result, str):
-                    raise CronFileError(read.result)
-                return read.result
-            found = self._read_packaged(location)
-            if found is not None:
-                return found
-        raise CronFileError(f"Scheduler configuration not found in [{self.text}]")
-
-    def _read_packaged(self, location: Location) -> CronFile | None:
-        path = location.path
-        if path.startswith(_TASK_ROOT):
-            path = path[len(_TASK_ROOT) :]
-        elif path.startswith("/"):
-            raise CronFileError(
-                f"Cron file {location.text} is outside the ticker's package (a layer?): the CLI "
-                "cannot read it - give --cron-file"
-            )
-        member = path.removeprefix("./")
-        raw = self._package.read(member)
-        if raw is None:
-            return None
-        source = f"{location.text} ({self._package.name})"
-        if len(raw) > MAX_FILE_BYTES:
-            raise CronFileError(f"Cron file {source} is larger than {MAX_FILE_BYTES} bytes")
-        return load(raw, source=source, default_timezone=self.default_timezone)
 
 
 def load_cron(context: Context, where: Where) -> CronFile:

@@ -1240,7 +1240,7 @@ class _Deaf:
 def test_failover_reads_every_region_back_and_names_one_left_wrong(
     capsys: pytest.CaptureFixture[str], aws: Aws, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mini_scheduler.cli import operate
+    from mini_scheduler.cli import environment as operate
 
     real = operate.environment_for
 

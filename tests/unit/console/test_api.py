@@ -13,7 +13,8 @@ from fastapi.testclient import TestClient
 
 from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.console.app import CSRF_HEADER, create_app
-from mini_scheduler.console.service import ConsoleService, NotFound
+from mini_scheduler.console.regions import NotFound
+from mini_scheduler.console.service import ConsoleService
 from mini_scheduler.console.sites import Site
 from mini_scheduler.errors import EventError
 from mini_scheduler.handlers.routing import route
@@ -120,7 +121,9 @@ def test_an_unknown_job_is_404_with_a_message(client: TestClient) -> None:
     answer = client.get("/api/schedule/nope")
     assert answer.status_code == 404
     assert answer.json() == {
-        "error": "no job 'nope': not in cron.yaml, nor a runtime schedule of us-east-1, us-west-2"
+        "error": "no cron.yaml job or runtime schedule nope: not in test.yaml, nor a runtime "
+        "schedule of us-east-1, us-west-2 (mini-scheduler jobs lists the cron file's jobs, "
+        "mini-scheduler schedule list the runtime schedules)"
     }
 
 
@@ -398,7 +401,7 @@ def test_pending_retries_of_an_unknown_job_or_an_unreadable_region(
     regions: Regions, client: TestClient
 ) -> None:
     missing = client.get("/api/schedule/nope/retries")
-    assert missing.status_code == 404 and "no job 'nope'" in missing.json()["error"]
+    assert missing.status_code == 404 and "schedule nope:" in missing.json()["error"]
 
     def refuse(reason: str) -> Any:
         if reason != "retry":
@@ -481,7 +484,7 @@ WINDOW = {"from": "2026-11-30T13:00:00Z", "to": "2026-11-30T13:05:00Z", "operato
         ("tick", WINDOW | {"from": "yesterday"}, 400, "from 'yesterday' is not an instant"),
         ("tick", WINDOW | {"rate": 0}, 400, "rate must be"),
         ("tick", {"from": "2026-11-30T13:00:00Z", "operator": "j"}, 422, "to: Field required"),
-        ("nope", WINDOW, 404, "no job 'nope'"),
+        ("nope", WINDOW, 404, "no cron.yaml job or runtime schedule nope:"),
     ],
     ids=["operator", "future", "not-an-instant", "rate", "no-to", "unknown-job"],
 )  # fmt: skip
@@ -704,8 +707,10 @@ def test_the_history_of_a_name_with_no_definition_and_no_run_is_404(client: Test
     answer = client.get("/api/schedule/nope/history")
     assert answer.status_code == 404
     assert answer.json() == {
-        "error": "no job 'nope': not in cron.yaml, nor a runtime schedule of us-east-1, "
-        "us-west-2, and no run of it in us-east-1, us-west-2"
+        "error": "no cron.yaml job or runtime schedule nope: not in test.yaml, nor a runtime "
+        "schedule of us-east-1, us-west-2, and no run of it in us-east-1, us-west-2 "
+        "(mini-scheduler jobs lists the cron file's jobs, mini-scheduler schedule list the "
+        "runtime schedules)"
     }
 
 
@@ -738,7 +743,9 @@ def test_pausing_a_name_that_is_neither_a_job_nor_a_schedule_writes_nothing(
 ) -> None:
     answer = post(client, "/api/schedule/evrey/pause", {"operator": "jane"})
     assert answer.status_code == 404
-    assert answer.json()["error"].startswith("no job 'evrey': not in cron.yaml, nor a runtime")
+    assert answer.json()["error"].startswith(
+        "no cron.yaml job or runtime schedule evrey: not in test.yaml, nor a runtime"
+    )
     assert regions.east.claims.control("x").paused == {}
     assert regions.west.claims.control("x").paused == {}
 

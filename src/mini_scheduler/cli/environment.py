@@ -1,13 +1,12 @@
-"""The operator's commands that act on a deployed stack: ``run`` (a job now, through the
-ticker), ``pause`` and ``resume`` (a job, in every region given), ``status`` (the active
-environment as each region holds it) and ``failover`` (write it in every region)."""
+"""``status`` and ``failover``: the active environment as each region's store holds it, and
+written in every region, one by one and read back; the names the deployment knows (each
+region's stack, its KnownEnvironments output, ``--known``), which the console reads too."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import shlex
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,261 +17,21 @@ from mini_scheduler.cli.suggest import closest
 from mini_scheduler.cli.where import (
     Where,
     add_operator,
-    add_parameters,
     add_where,
-    claims_for,
     each_region,
     environment_for,
-    load_cron,
     many_regions,
-    one_region,
     operator_name,
     resolve,
+    stack_outputs,
 )
-from mini_scheduler.cli.where import _stack_outputs as stack_outputs
 from mini_scheduler.config import DEFAULT_KNOWN, environment_names, valid_environment_name
 from mini_scheduler.environment.active import DEFAULT_ACTIVE, ActiveEnvironment, same_environment
 from mini_scheduler.environment.regions import is_known
-from mini_scheduler.errors import (
-    ConfigurationError,
-    PayloadError,
-    SchedulerError,
-    describe_aws_error,
-)
+from mini_scheduler.errors import ConfigurationError, SchedulerError
 from mini_scheduler.fleet import Outcome
-from mini_scheduler.jobs import CronFile, name_problem
-from mini_scheduler.operator import Operator, check_sendable
+from mini_scheduler.operator import Operator
 
-# -- run ------------------------------------------------------------------------------------
-
-
-def add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = commands.add_parser(
-        "run",
-        help="run a job now, through the deployed ticker",
-        description=(
-            "Invoke the ticker function with a manual-run event and print its answer. The run "
-            "is a firing of its own (it never takes a scheduled firing's place), runs on a "
-            "region on standby too, and is recorded with the operator's name."
-        ),
-    )
-    parser.add_argument("job", metavar="JOB", help="the job's name, as in cron.yaml")
-    add_operator(parser)
-    add_parameters(parser)
-    add_where(parser, table=False, function=True)
-
-
-def run_job(args: argparse.Namespace, context: Context) -> int:
-    problem = name_problem(args.job)
-    if problem:
-        return context.fail("run", f"not a job name: {problem}")
-    try:  # before any AWS call: the ticker checks them again against the job's target
-        check_sendable(args.parameters or {})
-    except PayloadError as exc:
-        return context.fail("run", str(exc))
-    region = one_region(args, context)
-    where = resolve(args, context, region)
-    function = where.need_function()
-    operator = operator_name(args, context, region)
-    event = {"job": args.job, "operator": operator, "parameters": args.parameters or {}}
-    from botocore.exceptions import BotoCoreError, ClientError
-
-    try:
-        answer = context.invoke(region, function, event)
-    except (BotoCoreError, ClientError) as exc:
-        return context.fail(
-            "run",
-            f"Lambda Invoke {function} in {region} failed - {describe_aws_error(exc)}",
-            EXIT_FAILED,
-        )
-    payload = answer.payload
-    if args.json:
-        context.print(
-            json.dumps(
-                {"region": region, "function": function, "event": event, "answer": payload}
-                | ({"functionError": answer.function_error} if answer.function_error else {}),
-                indent=2,
-            )
-        )
-    if answer.function_error:
-        detail = (
-            payload
-            if not isinstance(payload, Mapping)
-            else (f"{payload.get('errorType', 'Error')}: {payload.get('errorMessage', '')}")
-        )
-        return context.fail("run", f"the ticker failed ({answer.function_error}): {detail}", 1)
-    if isinstance(payload, Mapping) and payload.get("status") == "rejected":
-        return context.fail("run", f"the ticker refused the run: {payload.get('error')}", 1)
-    failed = isinstance(payload, Mapping) and payload.get("status") == "FAILED"
-    if not args.json:
-        _print_run_answer(context, args.job, operator, payload)
-    if failed:
-        return context.fail("run", "the dispatch failed: see the ticker's log", EXIT_FAILED)
-    return EXIT_OK
-
-
-def _print_run_answer(context: Context, job: str, operator: str, payload: Any) -> None:
-    if not isinstance(payload, Mapping):
-        context.print(f"The ticker answered: {json.dumps(payload)}")
-        return
-    firing = payload.get("firingId")
-    status = payload.get("status")
-    if firing and status:
-        context.print(
-            f"Job {payload.get('job', job)} run by {operator}: {status} - firing {firing}"
-        )
-        if payload.get("mode") == "standby":
-            context.print(
-                "  (this region is on standby: the operator's run went ahead all the same)"
-            )
-    else:
-        context.print("The ticker answered:")
-    rows = [
-        [f"  {key}", value if isinstance(value, str) else json.dumps(value)]
-        for key, value in payload.items()
-    ]
-    for line in columns(rows):
-        context.print(line)
-
-
-# -- pause / resume -------------------------------------------------------------------------
-
-
-def add_pause(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = commands.add_parser(
-        "pause",
-        help="pause a job in every region given: the ticker skips it until resumed",
-        description=(
-            "Record in each region's state table that the job (a cron.yaml job or a runtime "
-            "schedule) is paused: the ticker skips its firings, with a log line, until it is "
-            "resumed. No redeploy. With a cron file, a name that is neither is refused, and a "
-            "runtime schedule is paused in the regions that hold it."
-        ),
-    )
-    parser.add_argument("job", metavar="JOB", help="a cron.yaml job's or a runtime schedule's name")
-    add_operator(parser)
-    add_where(parser, many_regions=True, cron_file=True)
-
-
-def add_resume(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = commands.add_parser(
-        "resume",
-        help="resume a paused job in every region given",
-        description="Remove the job's pause from each region's state table.",
-    )
-    parser.add_argument("job", metavar="JOB", help="the job's name")
-    add_operator(parser)
-    add_where(parser, many_regions=True)
-
-
-def pause(args: argparse.Namespace, context: Context) -> int:
-    return _set_paused(args, context, True)
-
-
-def resume(args: argparse.Namespace, context: Context) -> int:
-    return _set_paused(args, context, False)
-
-
-def _set_paused(args: argparse.Namespace, context: Context, paused: bool) -> int:
-    command = "pause" if paused else "resume"
-    problem = name_problem(args.job)
-    if problem:
-        return context.fail(command, f"not a job name: {problem}")
-    regions = many_regions(args, context)
-    cron_file = None  # with one (the stack says where it is), a name must be a job or schedule
-    if paused and (args.cron_file or context.environ.get("CRON_FILE") or args.stack):
-        cron_file = load_cron(context, resolve(args, context, regions[0]))
-    holders = set(regions)
-    if cron_file is not None and cron_file.job(args.job) is None:
-        holders = _schedule_holders(args, context, regions, cron_file)
-    operator = operator_name(args, context, regions[0])
-
-    def act(region: str) -> dict[str, Any]:
-        where = resolve(args, context, region)
-        if region not in holders:
-            return {"table": where.table, "paused": False, "noSchedule": True}
-        claims = claims_for(context, where)
-        was: bool | None = None
-        if not paused:
-            was = args.job in claims.control(f"{region}/-").paused
-        cron = None if cron_file is None else (lambda: cron_file)
-        operator_path = Operator(cron=cron, claims=claims, environment=None, clock=context.clock)
-        operator_path.set_paused(args.job, paused, operator)
-        fields: dict[str, Any] = {"table": where.table, "paused": paused}
-        if was is not None:
-            fields["wasPaused"] = was
-        return fields
-
-    outcomes = each_region(regions, act)
-    failed = [o for o in outcomes if not o.ok]
-    if args.json:
-        report = {
-            "job": args.job,
-            "operator": operator,
-            "paused": paused,
-            "regions": [o.to_json() for o in outcomes],
-        }
-        context.print(json.dumps(report, indent=2))
-    else:
-        _print_paused(context, args.job, operator, paused, outcomes)
-    return EXIT_FAILED if failed else EXIT_OK
-
-
-def _schedule_holders(
-    args: argparse.Namespace, context: Context, regions: list[str], cron_file: CronFile
-) -> set[str]:
-    """The regions that hold a runtime schedule ``args.job`` (not a job of ``cron_file``), and
-    those that could not be read (:func:`fleet.holders`); CommandError, before anything is
-    written, when no region read holds it."""
-
-    def holds(region: str) -> dict[str, Any]:
-        claims = claims_for(context, resolve(args, context, region))
-        operator_path = Operator(cron=None, claims=claims, environment=None, clock=context.clock)
-        return {"holds": operator_path.holds_schedule(args.job)}
-
-    outcomes = each_region(regions, holds)
-    holders = fleet.holders(outcomes)
-    if holders is not None:
-        return set(holders)
-    unread = "".join(f"; {o.region} not read - {o.error}" for o in outcomes if not o.ok)
-    raise CommandError(
-        f"no cron.yaml job or runtime schedule {args.job}: not in {cron_file.source}, nor a "
-        f"runtime schedule of {', '.join(regions)}{unread} (mini-scheduler jobs lists the "
-        "cron file's jobs, mini-scheduler schedule list the runtime schedules)",
-        EXIT_USAGE,
-    )
-
-
-def _print_paused(
-    context: Context, job: str, operator: str, paused: bool, outcomes: list[Outcome]
-) -> None:
-    failed = [o for o in outcomes if not o.ok]
-    rows = []
-    for o in outcomes:
-        if not o.ok:
-            rows.append([o.region, "FAILED", o.error or ""])
-        elif o.fields.get("noSchedule"):
-            rows.append([o.region, "no runtime schedule here (nothing to do)", ""])
-        elif paused:
-            rows.append([o.region, "paused", f"table {o.fields['table']}"])
-        else:
-            done = "resumed" if o.fields.get("wasPaused") else "not paused (nothing to do)"
-            rows.append([o.region, done, f"table {o.fields['table']}"])
-    for line in columns(rows):
-        context.print(line)
-    verb = "paused" if paused else "resumed"
-    if failed:
-        context.print(
-            f"Job {job} {verb} by {operator} in {len(outcomes) - len(failed)} of "
-            f"{plural(len(outcomes), 'region')}: retry the failed ones with --regions "
-            + ",".join(o.region for o in failed)
-        )
-    else:
-        context.print(f"Job {job} {verb} by {operator} in {plural(len(outcomes), 'region')}.")
-
-
-# -- status / failover ----------------------------------------------------------------------
-#
 # The names a deployment knows: each region's environment (its stack's EnvironmentName output,
 # or for one region --environment-name / ENVIRONMENT_NAME), each stack's KnownEnvironments output
 # (the list its ticker knows), and --known or KNOWN_ENVIRONMENTS; with no stack's name and no
@@ -537,34 +296,21 @@ class _Write:
 
 
 def failover(args: argparse.Namespace, context: Context) -> int:
-    if getattr(args, "regions", None) is None:
-        return context.fail(
-            "failover", "name every region with --regions R1,R2: a failover must reach them all"
-        )
-    if args.force != (args.reason is not None):
-        return context.fail(
-            "failover",
-            "--force needs --reason TEXT (why the name is not a known one), and --reason goes "
-            "with --force",
-        )
+    refused = _refused_flags(args)
+    if refused:
+        return context.fail("failover", refused)
     regions: list[str] = args.regions
     wheres, unresolved = resolve_each(args, context, regions)
     known = known_names(args, context, list(wheres.values()))
     stacks = tuple(r.where.environment_name for r in wheres.values() if r.where.environment_name)
     target = fleet.spelled(args.to, stacks)
-    if not is_known(target, known) and not args.force:
-        return context.fail("failover", _unknown_name(target, known))
-    gap = fleet.left_out(regions, _environments(wheres), known, target)
-    if gap:
-        return context.fail("failover", _left_out(gap) + " Nothing was written.")
+    refused = _refused_target(args, target, known, regions, wheres)
+    if refused:
+        return context.fail("failover", refused)
     operator = operator_name(args, context, regions[0])
-
-    def act(region: str) -> dict[str, Any]:
-        write = _Write(target, operator, args.force, args.reason, known)
-        return write.to(context, wheres[region].where)
-
+    write = _Write(target, operator, args.force, args.reason, known)
     done = {o.region: o for o in unresolved}
-    for o in each_region(list(wheres), act):
+    for o in each_region(list(wheres), lambda region: write.to(context, wheres[region].where)):
         done[o.region] = o
     outcomes = [done[r] for r in regions]
     failed = [o for o in outcomes if not o.ok]
@@ -587,6 +333,33 @@ def failover(args: argparse.Namespace, context: Context) -> int:
     if problem:
         context.print(problem + ".")
     return code
+
+
+def _refused_flags(args: argparse.Namespace) -> str | None:
+    """Why the flags given cannot make a failover (every region named, --force with a reason)."""
+    if getattr(args, "regions", None) is None:
+        return "name every region with --regions R1,R2: a failover must reach them all"
+    if args.force != (args.reason is not None):
+        return (
+            "--force needs --reason TEXT (why the name is not a known one), and --reason goes "
+            "with --force"
+        )
+    return None
+
+
+def _refused_target(
+    args: argparse.Namespace,
+    target: str,
+    known: tuple[str, ...],
+    regions: list[str],
+    wheres: dict[str, StackRegion],
+) -> str | None:
+    """Why writing ``target`` in ``regions`` is refused before anything is written: a name no
+    stack has (unless forced), or a stack's region left out (:func:`fleet.left_out`)."""
+    if not is_known(target, known) and not args.force:
+        return _unknown_name(target, known)
+    gap = fleet.left_out(regions, _environments(wheres), known, target)
+    return _left_out(gap) + " Nothing was written." if gap else None
 
 
 def _print_failover(
