@@ -21,6 +21,7 @@ from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.clock import Clock
 from mini_scheduler.environment.active import ActiveEnvironment
 from mini_scheduler.errors import EventError, PayloadError
+from mini_scheduler.fleet import no_such_job
 from mini_scheduler.jobs import (
     CronFile,
     Job,
@@ -273,9 +274,10 @@ class Operator:
         except EventError:
             if self._cron is None or self.claims is None:
                 raise
-            for schedule in self._schedules().all():
-                if schedule.name == name:
-                    return schedule.job
+            try:
+                return self._schedules().show(name).job
+            except EventError:
+                pass
             raise EventError(
                 f"unknown job {name[:100]!r}: no job of that name in cron.yaml, nor a runtime "
                 "schedule (a one-time schedule that has fired is gone: create it again)"
@@ -310,15 +312,15 @@ class Operator:
             return name
         if self.holds_schedule(name):
             return name
-        raise EventError(
-            f"no cron.yaml job or runtime schedule {name[:100]!r}: not in cron.yaml, nor a "
-            "runtime schedule of this region (mini-scheduler jobs lists cron.yaml's jobs, "
-            "mini-scheduler schedule list the runtime schedules)"
-        )
+        raise EventError(no_such_job(name[:100], "cron.yaml", ["this region"]))
 
     def holds_schedule(self, name: str) -> bool:
-        """Whether this region's store holds a runtime schedule ``name``."""
-        return any(schedule.name == name for schedule in self._schedules().all())
+        """Whether this region's store holds a runtime schedule ``name`` (one read)."""
+        try:
+            self._schedules().show(name)
+        except EventError:
+            return False
+        return True
 
     def _environment(self) -> ActiveEnvironment:
         if self.environment is None:

@@ -67,7 +67,7 @@ def test_without_a_dispatcher_a_run_is_refused() -> None:
 
 def test_pause_needs_a_known_job_when_there_is_a_cron_file() -> None:
     op = operator()
-    with pytest.raises(EventError, match=r"no cron\.yaml job or runtime schedule 'nope'"):
+    with pytest.raises(EventError, match=r"no cron\.yaml job or runtime schedule nope: not in cron\.yaml"):
         op.set_paused("nope", True, "jane.doe")
     assert op.set_paused("report", True, "jane.doe") == {
         "job": "report",
@@ -112,8 +112,8 @@ def test_a_name_that_is_neither_a_job_nor_a_schedule_is_refused_saying_where_to_
     with pytest.raises(EventError) as refused:
         op.set_paused("evrey", True, "jane.doe")
     assert str(refused.value) == (
-        "no cron.yaml job or runtime schedule 'evrey': not in cron.yaml, nor a runtime schedule "
-        "of this region (mini-scheduler jobs lists cron.yaml's jobs, mini-scheduler schedule "
+        "no cron.yaml job or runtime schedule evrey: not in cron.yaml, nor a runtime schedule "
+        "of this region (mini-scheduler jobs lists the cron file's jobs, mini-scheduler schedule "
         "list the runtime schedules)"
     )
     assert _paused(op) == set()

@@ -341,5 +341,5 @@ def test_a_runtime_schedule_is_paused_and_resumed_like_a_job() -> None:
     ]
     for paused in ("s@2026-11-30T14:00:30Z", "s@2026-11-30T14:01:30Z"):
         assert r.claims.run(paused) is None  # nothing written for a paused firing
-    with pytest.raises(EventError, match=r"no cron\.yaml job or runtime schedule 'nope'"):
+    with pytest.raises(EventError, match=r"no cron\.yaml job or runtime schedule nope: not in cron\.yaml"):
         route(r.ticker, {"pause": "nope", "operator": "jane.doe"})
