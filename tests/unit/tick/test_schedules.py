@@ -13,7 +13,7 @@ from mini_scheduler.handlers.ticker import route
 from mini_scheduler.jobs import load
 from mini_scheduler.model import RunStatus
 from mini_scheduler.recorder import Completion, Recorder
-from mini_scheduler.tick.plan import deferred_job
+from mini_scheduler.tick.deferred import deferred_job
 from tests.unit.tick.harness import at, rig
 
 CRON = """
