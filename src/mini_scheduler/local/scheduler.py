@@ -47,7 +47,7 @@ from mini_scheduler.clock import Clock, SystemClock
 from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers
 from mini_scheduler.errors import SchedulerError
-from mini_scheduler.handlers.events import completion_from_event
+from mini_scheduler.handlers.events.recorder import completion_from_event
 from mini_scheduler.jobs import CronFile
 from mini_scheduler.jobs.locations import CronFileSource
 from mini_scheduler.local.dispatch import (

@@ -81,7 +81,7 @@ from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers
 from mini_scheduler.environment.active import ActiveEnvironment
 from mini_scheduler.errors import DispatchError, EnvironmentStoreError, StoreError
-from mini_scheduler.handlers.events import completion_from_event
+from mini_scheduler.handlers.events.recorder import completion_from_event
 from mini_scheduler.jobs import CronFile, Job, Target, load
 from mini_scheduler.metrics import RecordingMetrics
 from mini_scheduler.model import Firing, RunStatus, iso_millis, iso_seconds, parse_instant
