@@ -33,12 +33,8 @@ from mini_scheduler.local.dispatch import (
     lambda_destination_record,
     step_functions_status_event,
 )
-from mini_scheduler.local.scheduler import (
-    IDEMPOTENCY_TABLE,
-    LocalScheduler,
-    StoppableClock,
-    Stopped,
-)
+from mini_scheduler.local.moto_aws import IDEMPOTENCY_TABLE
+from mini_scheduler.local.scheduler import LocalScheduler, StoppableClock, Stopped
 from mini_scheduler.model import RunStatus
 from tests.conftest import ROOT
 
