@@ -50,7 +50,7 @@ from benchmarks.rig import FIRST_MINUTE, REGION, TARGET, Bench, CallLog, Rig, Ti
 from mini_scheduler.aws import Clients
 from mini_scheduler.claims.dynamodb_watch import watch_item, watched
 from mini_scheduler.config import Settings
-from mini_scheduler.handlers.events import completion_from_event
+from mini_scheduler.handlers.events.recorder import completion_from_event
 from mini_scheduler.jobs import CronFile, limits, load
 from mini_scheduler.model import Firing, firing_from_id, iso_millis
 from mini_scheduler.wiring import build_recorder

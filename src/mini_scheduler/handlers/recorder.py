@@ -19,7 +19,7 @@ from mini_scheduler.handlers._runtime import (
     set_dimensions,
     trim_context_keys,
 )
-from mini_scheduler.handlers.events import ExecutionInput, completion_from_event
+from mini_scheduler.handlers.events.recorder import ExecutionInput, completion_from_event
 from mini_scheduler.recorder import Recorder
 from mini_scheduler.wiring import build_recorder
 

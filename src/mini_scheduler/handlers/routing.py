@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from mini_scheduler.handlers.events import (
+from mini_scheduler.handlers.events.ticker import (
     BackfillRequest,
     BackfillStatus,
     EnvironmentChange,

@@ -25,8 +25,9 @@ from mini_scheduler.config import DEFAULT_PARAMETER
 from mini_scheduler.console.server import DEFAULT_PORT, ConsoleServer
 from mini_scheduler.errors import CronFileError
 from mini_scheduler.local.dispatch import FUNCTION_THREAD, SAMPLE_PREFIX
+from mini_scheduler.local.moto_aws import REGION, SAMPLECODE, STATE_TABLE
 from mini_scheduler.local.options import add_options
-from mini_scheduler.local.scheduler import REGION, SAMPLECODE, STATE_TABLE, LocalScheduler
+from mini_scheduler.local.scheduler import LocalScheduler
 from mini_scheduler.logs import package_logs
 
 log = logging.getLogger("mini_scheduler.local")
@@ -165,21 +166,9 @@ def main(
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 2
     cron_path = Path(args.cron_file) if args.cron_file else SAMPLECODE / "cron.yaml"
-    if not cron_path.is_file():
-        print(f"mini-scheduler local: no cron file at {cron_path}: give --cron-file", file=err)
-        return 2
-    try:
-        import moto  # noqa: F401 - only to say clearly when it is missing
-    except ImportError:
-        print(
-            "mini-scheduler local: it needs moto, a development dependency: "
-            "pip install -e '.[dev]' (make run does it)",
-            file=err,
-        )
-        return 1
-    if args.console_port is not None and not 0 <= args.console_port <= 65535:
-        print("mini-scheduler local: --console-port must be 0 to 65535", file=err)
-        return 2
+    refused = _refused(args, cron_path, err)
+    if refused is not None:
+        return refused
     try:
         server = _console_server(args, err)
     except OSError as exc:
@@ -198,32 +187,64 @@ def main(
             console=console,
             demo=args.cron_file is None if args.demo is None else args.demo,
         )
-        previous = _on_signals(stop)
-        try:
-            scheduler.read_cron_file()
-            # before anything logs
-            print(banner(scheduler, server.url if server else None), file=out, flush=True)
-            scheduler.start()
-            if server is not None:
-                from mini_scheduler.console.app import create_app
-                from mini_scheduler.console.local import local_console
+        return _serve(scheduler, server, stop, out, err)
 
-                server.start(create_app(local_console(scheduler), title="make run"))
-            scheduler.run()
-            log.info("Stopping - letting the running handlers finish")
-            scheduler.close()
-            log.info("Stopped")
-        except CronFileError as exc:
-            print(f"mini-scheduler local: {exc}", file=err)
-            return 1
-        except KeyboardInterrupt:
-            return 130
-        finally:
-            if server is not None:
-                server.stop()
-            scheduler.close()
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+
+def _refused(args: argparse.Namespace, cron_path: Path, err: TextIO) -> int | None:
+    """The exit code of a run that cannot start (said on ``err``), or None when it can."""
+    if not cron_path.is_file():
+        print(f"mini-scheduler local: no cron file at {cron_path}: give --cron-file", file=err)
+        return 2
+    try:
+        import moto  # noqa: F401 - only to say clearly when it is missing
+    except ImportError:
+        print(
+            "mini-scheduler local: it needs moto, a development dependency: "
+            "pip install -e '.[dev]' (make run does it)",
+            file=err,
+        )
+        return 1
+    if args.console_port is not None and not 0 <= args.console_port <= 65535:
+        print("mini-scheduler local: --console-port must be 0 to 65535", file=err)
+        return 2
+    return None
+
+
+def _serve(
+    scheduler: LocalScheduler,
+    server: ConsoleServer | None,
+    stop: threading.Event,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """The banner, the scheduler and its console until ``stop``; the signals as they were
+    after."""
+    previous = _on_signals(stop)
+    try:
+        scheduler.read_cron_file()
+        # before anything logs
+        print(banner(scheduler, server.url if server else None), file=out, flush=True)
+        scheduler.start()
+        if server is not None:
+            from mini_scheduler.console.app import create_app
+            from mini_scheduler.console.local import local_console
+
+            server.start(create_app(local_console(scheduler), title="make run"))
+        scheduler.run()
+        log.info("Stopping - letting the running handlers finish")
+        scheduler.close()
+        log.info("Stopped")
+    except CronFileError as exc:
+        print(f"mini-scheduler local: {exc}", file=err)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        if server is not None:
+            server.stop()
+        scheduler.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return 0
 
 

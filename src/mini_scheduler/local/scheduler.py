@@ -4,7 +4,7 @@ Run by :mod:`mini_scheduler.local.main` (``mini-scheduler local``). No AWS accou
 credentials are needed and nothing leaves the process: dummy credentials and a region are set in
 this process's environment only (``~/.aws`` is neither read nor written), moto answers every
 AWS call, and the state table, the sample state machines and the samples' idempotency table are
-created in it at start.
+created in it at start (:mod:`mini_scheduler.local.moto_aws`).
 
 * The ticker and the recorder are the deployed ones (:class:`~mini_scheduler.tick.Ticker`,
   :class:`~mini_scheduler.recorder.Recorder`), built by :mod:`mini_scheduler.wiring` on moto's
@@ -29,16 +29,10 @@ from the caller, so tests run minutes of it on a fixed clock.
 from __future__ import annotations
 
 import contextlib
-import io
-import json
 import logging
-import os
-import re
 import threading
 import time
-import zipfile
 from collections import deque
-from collections.abc import Iterator, Mapping
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -47,13 +41,19 @@ from mini_scheduler.clock import Clock, SystemClock
 from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers
 from mini_scheduler.errors import SchedulerError
-from mini_scheduler.handlers.events import completion_from_event
+from mini_scheduler.handlers.events.recorder import completion_from_event
 from mini_scheduler.jobs import CronFile
 from mini_scheduler.jobs.locations import CronFileSource
-from mini_scheduler.local.dispatch import (
-    SAMPLE_PREFIX,
-    LocalDispatcher,
-    LocalFlowDispatcher,
+from mini_scheduler.local.dispatch import LocalDispatcher, LocalFlowDispatcher
+from mini_scheduler.local.moto_aws import (
+    ACCOUNT,
+    REGION,
+    SAMPLECODE,
+    STATE_TABLE,
+    changed_environment,
+    deploy,
+    local_environment,
+    serialised_moto,
 )
 from mini_scheduler.model import RunStatus, floor_minute, iso_seconds
 from mini_scheduler.wake import Wake, waker
@@ -66,90 +66,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mini_scheduler.local")
 
-REGION: Final = "us-east-1"
-ACCOUNT: Final = "123456789012"  # moto's default account
-STATE_TABLE: Final = "mini-scheduler-local"
-IDEMPOTENCY_TABLE: Final = "mini-scheduler-local-idempotency"
-MOTO_CREDENTIAL: Final = "testing"
-"""What the local run gives boto3 as its key, secret and token: moto takes any, and nothing
-the local run calls reaches AWS (its endpoints are unset, its profile and config files are not
-read)."""
-ROLE_NAME: Final = "mini-scheduler-local"
 MARK_WAIT_SECONDS: Final = 5.0  # how long a completion waits for its firing to be marked
 CATCH_UP_JOIN_SECONDS: Final = 5.0  # how long a stop waits for a catch-up to notice it
-_PLACEHOLDER: Final = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
-
-
-def _samplecode() -> Path:
-    """The repository's ``samplecode`` (an editable install), else ``./samplecode``."""
-    here = Path(__file__).resolve().parents[3] / "samplecode"
-    return here if here.is_dir() else Path.cwd() / "samplecode"
-
-
-SAMPLECODE: Final = _samplecode()
-
-
-def local_environment() -> dict[str, str | None]:
-    """What the local run sets in its own environment (None: removed): dummy credentials and a
-    region, no profile or config file, and no endpoint that would send a call past moto."""
-    changes: dict[str, str | None] = {
-        "AWS_ACCESS_KEY_ID": MOTO_CREDENTIAL,
-        "AWS_SECRET_ACCESS_KEY": MOTO_CREDENTIAL,
-        "AWS_SESSION_TOKEN": MOTO_CREDENTIAL,
-        "AWS_REGION": REGION,
-        "AWS_DEFAULT_REGION": REGION,
-        "AWS_CONFIG_FILE": os.devnull,
-        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-        "AWS_PROFILE": None,
-        "AWS_DEFAULT_PROFILE": None,
-        "AWS_ACCOUNT_ID": None,
-        "AWS_LAMBDA_FUNCTION_NAME": None,
-        "IDEMPOTENCY_TABLE": IDEMPOTENCY_TABLE,
-        "POWERTOOLS_METRICS_NAMESPACE": "MiniSchedulerLocal",
-    }
-    for key in os.environ:
-        if key.startswith("AWS_ENDPOINT_URL"):
-            changes[key] = None
-    return changes
-
-
-@contextlib.contextmanager
-def _environment(changes: Mapping[str, str | None]) -> Iterator[None]:
-    saved = {key: os.environ.get(key) for key in changes}
-    try:
-        for key, value in changes.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
-@contextlib.contextmanager
-def serialised_moto() -> Iterator[None]:
-    """One AWS call at a time through moto: its DynamoDB copies a table while a transaction
-    runs, so a write from another thread in the meantime breaks it (the ticker dispatches on
-    worker threads, and the handlers' completions arrive on others)."""
-    from moto.core.models import botocore_stubber
-
-    lock = threading.RLock()
-    original = botocore_stubber.process_request
-
-    def process_request(request: Any) -> Any:
-        with lock:
-            return original(request)
-
-    setattr(botocore_stubber, "process_request", process_request)  # noqa: B010
-    try:
-        yield
-    finally:
-        vars(botocore_stubber).pop("process_request", None)
 
 
 class Stopped(Exception):
@@ -179,13 +97,6 @@ class StoppableClock:
         self.clock.sleep(seconds)
         if self.stop.is_set():
             raise Stopped
-
-
-def _zip() -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("app.py", "def handler(event, context):\n    return event\n")
-    return buffer.getvalue()
 
 
 class LocalScheduler:
@@ -273,13 +184,10 @@ class LocalScheduler:
         from moto import mock_aws
 
         from mini_scheduler.aws import Clients
-        from mini_scheduler.claims.dynamodb import create_state_table
-        from mini_scheduler.local.alerts import LogAlerts
-        from mini_scheduler.wiring import build_recorder, build_ticker
 
         cron_file = self.read_cron_file()  # a file that cannot be read stops us here
         try:
-            self._exit.enter_context(_environment(local_environment()))
+            self._exit.enter_context(changed_environment(local_environment()))
             self._exit.enter_context(
                 mock_aws(
                     config={
@@ -290,27 +198,8 @@ class LocalScheduler:
             )
             self._exit.enter_context(serialised_moto())
             clients = self._clients = Clients(REGION, pool=32)
-            create_state_table(clients("dynamodb"), STATE_TABLE)
-            self._idempotency_table(clients)
-            role = clients("iam").create_role(
-                RoleName=ROLE_NAME, AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17"})
-            )["Role"]["Arn"]
-            self._functions(clients, role)
-            self._state_machines(clients, role, cron_file)
-            alerts = LogAlerts()  # no bus here: each event is a line of the log
-            wake = self._waker()
-            self._recorder = build_recorder(
-                self.settings, clients=clients, clock=self.clock, alerts=alerts, wake=wake
-            )
-            self._ticker = build_ticker(
-                self.settings,
-                alerts=alerts,
-                clients=clients,
-                clock=StoppableClock(self.clock, self.stop),
-                dispatch=self._dispatchers(clients),
-                cron=self._source.load,
-                wake=wake,
-            )
+            deploy(clients, self.samplecode, cron_file)
+            self._build(clients)
             # Nothing before the start is a misfire, and the current minute's firings from
             # this second on run at their second (not all at once, as a late tick would).
             self.ticker.claims.advance_watermark(
@@ -324,6 +213,26 @@ class LocalScheduler:
             self._exit.close()
             raise
         self._started = True
+
+    def _build(self, clients: Clients) -> None:
+        """The recorder and the ticker, as wiring builds them in Lambda, on moto's clients."""
+        from mini_scheduler.local.alerts import LogAlerts
+        from mini_scheduler.wiring import build_recorder, build_ticker
+
+        alerts = LogAlerts()  # no bus here: each event is a line of the log
+        wake = self._waker()
+        self._recorder = build_recorder(
+            self.settings, clients=clients, clock=self.clock, alerts=alerts, wake=wake
+        )
+        self._ticker = build_ticker(
+            self.settings,
+            alerts=alerts,
+            clients=clients,
+            clock=StoppableClock(self.clock, self.stop),
+            dispatch=self._dispatchers(clients),
+            cron=self._source.load,
+            wake=wake,
+        )
 
     def _dispatchers(self, clients: Clients) -> Dispatchers:
         """Lambda targets run here, flows in moto's Step Functions; their ends are recorded."""
@@ -396,57 +305,6 @@ class LocalScheduler:
                 iso_seconds(summary.minute)[11:16],
                 dispatched,
             )
-
-    def _idempotency_table(self, clients: Clients) -> None:
-        dynamodb = clients("dynamodb")
-        dynamodb.create_table(
-            TableName=IDEMPOTENCY_TABLE,
-            BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        )
-
-    def _functions(self, clients: Clients, role: str) -> None:
-        """The sample functions exist in moto too (a flow's Lambda task invokes them there,
-        where they answer their input); their code runs in this process."""
-        folder = self.samplecode / "functions"
-        names = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
-        client = clients("lambda")
-        for name in names:
-            client.create_function(
-                FunctionName=SAMPLE_PREFIX + name,
-                Runtime="python3.13",
-                Role=role,
-                Handler="app.handler",
-                Code={"ZipFile": _zip()},
-            )
-
-    def _state_machines(self, clients: Clients, role: str, cron_file: CronFile) -> None:
-        """Every flow the cron file names: a sample's definition (``samplecode/flows/<x>.asl
-        .json`` for ``mini-scheduler-sample-<x>``), else one Pass state."""
-        client = clients("stepfunctions")
-        names = {
-            job.target.name.rsplit(":stateMachine:", 1)[-1].split(":", 1)[0]
-            for job in cron_file.jobs
-            if job.target.kind == "flow"
-        }
-        for name in sorted(names):
-            definition = self._flow_definition(name)
-            client.create_state_machine(name=name, definition=definition, roleArn=role)
-
-    def _flow_definition(self, name: str) -> str:
-        path = self.samplecode / "flows" / f"{name.removeprefix(SAMPLE_PREFIX)}.asl.json"
-        if name.startswith(SAMPLE_PREFIX) and path.is_file():
-            worker = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{SAMPLE_PREFIX}heartbeat"
-            values = {
-                "Partition": "aws",
-                "Region": REGION,
-                "AccountId": ACCOUNT,
-                "WorkerFunctionArn": worker,
-            }
-            return _PLACEHOLDER.sub(lambda m: values.get(m[1], worker), path.read_text())
-        log.info("Flow %s has no definition here: it runs one Pass state", name)
-        return json.dumps({"StartAt": "Done", "States": {"Done": {"Type": "Pass", "End": True}}})
 
     def _until_marked(self, firing_id: str) -> None:
         """Wait (a little, on the real clock) until the ticker has marked the firing

@@ -80,16 +80,7 @@ def dry_run(
         minute=minute,
         window=first.window,
         region=settings.region,
-        summary=TickSummary(
-            first.minute,
-            first.environment,
-            first.active_environment,
-            first.mode,
-            _counts([tally for _, tally in runs]),
-            first.window,
-            first.note,
-            first.error,
-        ),
+        summary=_summary(first, [tally for _, tally in runs]),
         watermark=first.handled,
         watermark_after=_moved(first, store),
         actions=report(cron_file, plans, store, sent.calls, now),
@@ -120,6 +111,20 @@ class _Noted:
         with self._lock:
             self.calls.append((firing_id, self._clock.now()))
         return f"dry-run:{firing_id}"
+
+
+def _summary(first: TickPlan, tallies: Sequence[Tally]) -> TickSummary:
+    """The summary the tick would answer, with the counts of its shards' ticks added in."""
+    return TickSummary(
+        first.minute,
+        first.environment,
+        first.active_environment,
+        first.mode,
+        _counts(tallies),
+        first.window,
+        first.note,
+        first.error,
+    )
 
 
 def _counts(tallies: Sequence[Tally]) -> dict[str, Any]:

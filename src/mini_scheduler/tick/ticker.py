@@ -2,7 +2,7 @@
 
 No event dicts here: the handler parses events and calls :class:`Ticker`. Every dependency
 (the cron file, the stores, the dispatchers, the clock, the metrics) is injected. The decisions
-are :func:`~mini_scheduler.tick.plan.plan_tick`'s; the writes are the
+are :func:`~mini_scheduler.tick.planning.plan_tick`'s; the writes are the
 :class:`~mini_scheduler.tick.execute.Executor`'s; operator actions are
 :class:`~mini_scheduler.operator.Operator`'s.
 """
@@ -31,17 +31,10 @@ from mini_scheduler.metrics import Metrics, RecordingMetrics
 from mini_scheduler.model import floor_minute, iso_seconds
 from mini_scheduler.operator import Operator
 from mini_scheduler.tick.execute import Executor
-from mini_scheduler.tick.plan import (
-    Shard,
-    TickInputs,
-    TickPlan,
-    plan_catch_up,
-    plan_tick,
-    reads_deferred,
-    sweeps,
-    window,
-)
+from mini_scheduler.tick.plan import Shard, TickInputs, TickPlan
+from mini_scheduler.tick.planning import plan_catch_up, plan_tick
 from mini_scheduler.tick.report import Tally, TickSummary
+from mini_scheduler.tick.window import reads_deferred, sweeps, window
 from mini_scheduler.wake import Wake, waker
 
 log = logging.getLogger("mini_scheduler.ticker")

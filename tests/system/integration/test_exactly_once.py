@@ -285,7 +285,7 @@ jobs:
 """
     region.ticker(cron).tick(T0 - timedelta(minutes=1))
     dying = region.ticker(cron)
-    dying.executor.dispatchers = Dispatchers({"lambda": _Dying()})  # type: ignore[assignment]
+    dying.executor.dispatching.dispatchers = Dispatchers({"lambda": _Dying()})  # type: ignore[assignment]
     with pytest.raises(_Crash):
         dying.tick(T0)
     run = region.claims.run("nightly@2026-11-30T14:00:00Z")

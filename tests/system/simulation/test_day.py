@@ -81,13 +81,12 @@ from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers
 from mini_scheduler.environment.active import ActiveEnvironment
 from mini_scheduler.errors import DispatchError, EnvironmentStoreError, StoreError
-from mini_scheduler.handlers.events import completion_from_event
+from mini_scheduler.handlers.events.recorder import completion_from_event
 from mini_scheduler.jobs import CronFile, Job, Target, load
 from mini_scheduler.metrics import RecordingMetrics
 from mini_scheduler.model import Firing, RunStatus, iso_millis, iso_seconds, parse_instant
 from mini_scheduler.recorder import Recorder
-from mini_scheduler.tick import Ticker
-from mini_scheduler.tick import execute as ticker_module
+from mini_scheduler.tick import Ticker, batches
 from tests.contract.seams import protocol_methods
 from tests.system.faults.injection import sdk_attempts
 
@@ -955,7 +954,7 @@ def report(day: Day, ledgers: list[Ledger], cross: dict[str, Any], seconds: floa
 
 @pytest.fixture
 def inline_pool(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ticker_module, "ThreadPoolExecutor", _InlineExecutor)
+    monkeypatch.setattr(batches, "ThreadPoolExecutor", _InlineExecutor)
 
 
 def test_a_simulated_day_runs_every_firing_once_and_loses_none(

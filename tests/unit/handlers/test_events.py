@@ -17,7 +17,7 @@ from mini_scheduler.claims.records import JobStart
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.errors import EventError
 from mini_scheduler.handlers import recorder as recorder_handler
-from mini_scheduler.handlers.events import completion_from_event
+from mini_scheduler.handlers.events.recorder import completion_from_event
 from mini_scheduler.model import Firing, RunStatus, execution_name
 from mini_scheduler.recorder import Recorder
 from tests.conftest import EVENTS, load_event

@@ -24,7 +24,7 @@ import pytest
 
 from mini_scheduler.cli.main import main as cli_main
 from mini_scheduler.clock import FixedClock, SystemClock
-from mini_scheduler.handlers.events import completion_from_event
+from mini_scheduler.handlers.events.recorder import completion_from_event
 from mini_scheduler.jobs import Target
 from mini_scheduler.local import main as local_run
 from mini_scheduler.local.dispatch import (
@@ -33,12 +33,8 @@ from mini_scheduler.local.dispatch import (
     lambda_destination_record,
     step_functions_status_event,
 )
-from mini_scheduler.local.scheduler import (
-    IDEMPOTENCY_TABLE,
-    LocalScheduler,
-    StoppableClock,
-    Stopped,
-)
+from mini_scheduler.local.moto_aws import IDEMPOTENCY_TABLE
+from mini_scheduler.local.scheduler import LocalScheduler, StoppableClock, Stopped
 from mini_scheduler.model import RunStatus
 from tests.conftest import ROOT
 

@@ -67,7 +67,7 @@ def test_without_a_dispatcher_a_run_is_refused() -> None:
 
 def test_pause_needs_a_known_job_when_there_is_a_cron_file() -> None:
     op = operator()
-    with pytest.raises(EventError, match=r"no cron\.yaml job or runtime schedule nope: not in cron\.yaml"):
+    with pytest.raises(EventError, match=r"runtime schedule nope: not in cron\.yaml"):
         op.set_paused("nope", True, "jane.doe")
     assert op.set_paused("report", True, "jane.doe") == {
         "job": "report",

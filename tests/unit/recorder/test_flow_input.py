@@ -18,7 +18,7 @@ from mini_scheduler.claims.records import JobStart
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.dispatch.stepfunctions import ExecutionInputs
 from mini_scheduler.errors import EventError, StoreError
-from mini_scheduler.handlers.events import completion_from_event
+from mini_scheduler.handlers.events.recorder import completion_from_event
 from mini_scheduler.handlers.recorder import record_event
 from mini_scheduler.model import Firing, RunStatus, execution_name, payload
 from mini_scheduler.recorder import Recorder

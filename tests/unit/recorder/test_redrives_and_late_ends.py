@@ -14,7 +14,7 @@ from mini_scheduler.claims.records import EarlierEnd, JobStart
 from mini_scheduler.claims.transitions import TIMED_OUT_ERROR
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.errors import EventError
-from mini_scheduler.handlers.events import completion_from_event
+from mini_scheduler.handlers.events.recorder import completion_from_event
 from mini_scheduler.handlers.recorder import record_event
 from mini_scheduler.metrics import RecordingMetrics
 from mini_scheduler.model import Firing, RunStatus

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from mini_scheduler.errors import EventError
-from mini_scheduler.handlers.events import ticker_request
+from mini_scheduler.handlers.events.ticker import ticker_request
 from mini_scheduler.handlers.routing import route
 from mini_scheduler.model import RunStatus
 from mini_scheduler.recorder import Completion, Recorder

@@ -8,7 +8,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from mini_scheduler.tick.execute import _Work
+from mini_scheduler.tick.work import Work
 
 HANG = 10  # seconds: a bound on what should take a fraction of one (a hang fails, not blocks)
 
@@ -18,7 +18,7 @@ def test_settle_waits_for_the_tasks_a_running_task_adds() -> None:
     release = threading.Event()
 
     with ThreadPoolExecutor(max_workers=4) as pool:
-        work = _Work(pool)
+        work = Work(pool)
 
         def dispatch() -> None:
             release.wait(timeout=30)
@@ -43,7 +43,7 @@ def test_settle_gives_up_at_its_timeout() -> None:
         ended.set()
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        work = _Work(pool)
+        work = Work(pool)
         work.submit(never_ends)
         settled = threading.Thread(target=lambda: (work.settle(timeout=0.2), returned.set()))
         started = time.monotonic()

@@ -16,7 +16,7 @@ from mini_scheduler.handlers.ticker import route
 from mini_scheduler.jobs import load
 from mini_scheduler.model import Firing, RunStatus
 from mini_scheduler.recorder import Completion, Recorder
-from mini_scheduler.tick.plan import deferred_job
+from mini_scheduler.tick.deferred import deferred_job
 from tests.unit.tick.harness import at, rig
 
 CRON = """
@@ -341,5 +341,5 @@ def test_a_runtime_schedule_is_paused_and_resumed_like_a_job() -> None:
     ]
     for paused in ("s@2026-11-30T14:00:30Z", "s@2026-11-30T14:01:30Z"):
         assert r.claims.run(paused) is None  # nothing written for a paused firing
-    with pytest.raises(EventError, match=r"no cron\.yaml job or runtime schedule nope: not in cron\.yaml"):
+    with pytest.raises(EventError, match=r"runtime schedule nope: not in cron\.yaml"):
         route(r.ticker, {"pause": "nope", "operator": "jane.doe"})

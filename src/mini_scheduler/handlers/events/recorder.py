@@ -1,0 +1,208 @@
+"""The recorder's events, parsed into the run's end or redrive each reports (see
+:mod:`mini_scheduler.handlers.events`): a Lambda destination record, or a Step Functions
+"Execution Status Change" event."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from mini_scheduler.errors import EventError
+from mini_scheduler.jobs import name_problem
+from mini_scheduler.model import RunStatus, attempt_number, firing_from_id, job_of, parse_instant
+from mini_scheduler.recorder import Completion, Redriven
+
+ExecutionInput = Callable[[str], str]
+"""An execution's input, by its ARN (DescribeExecution; see dispatch/stepfunctions.py)."""
+
+_SFN_ENDS = {
+    "SUCCEEDED": RunStatus.SUCCEEDED,
+    "FAILED": RunStatus.FAILED,
+    "ABORTED": RunStatus.FAILED,
+    "TIMED_OUT": RunStatus.TIMED_OUT,
+}
+_LAMBDA_CONDITIONS = {"Success", "RetriesExhausted", "EventAgeExceeded"}
+_EXECUTION_NAME = re.compile(
+    r"(?P<job>.+)@(?:(?P<at>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\dZ)"
+    r"|manual-(?P<mat>\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}Z)-(?P<nonce>[0-9a-f]{8}))"
+    r"(?:-(?P<attempt>[1-9][0-9]?))?"  # a retry's run: ``#<attempt>`` with # replaced
+)
+_ERROR_LIMIT = 2000
+_REDRIVES_MAX = 1_000_000
+
+
+def completion_from_event(
+    event: Any, execution_input: ExecutionInput | None = None
+) -> Completion | Redriven | None:
+    """What an event reports: a run's end (Completion), a redrive (Redriven), or None for an
+    event that is neither (an execution's first RUNNING, PENDING_REDRIVE). EventError for
+    anything else, saying what is wrong. ``execution_input`` reads an execution's input when
+    the event left it out and the execution's name does not name the firing."""
+    if not isinstance(event, Mapping):
+        raise EventError(
+            "the recorder takes a Lambda destination record or a Step Functions "
+            "status event (a JSON object)"
+        )
+    if event.get("source") == "aws.states" or "Step Functions" in str(event.get("detail-type")):
+        return _from_step_functions(event, execution_input)
+    context = event.get("requestContext")
+    if isinstance(context, Mapping) and "condition" in context:
+        return _from_lambda_destination(event, context)
+    raise EventError(
+        "unknown event: expected a Lambda destination record (requestContext."
+        'condition) or a Step Functions "Execution Status Change" event'
+    )
+
+
+def _firing_id_from_execution_name(name: str) -> str | None:
+    found = _EXECUTION_NAME.fullmatch(name)
+    if not found:
+        return None
+    suffix = f"#{found['attempt']}" if found["attempt"] else ""
+    if found["at"]:
+        day, _, clock = found["at"].partition("T")
+        return f"{found['job']}@{day}T{clock.replace('-', ':')}{suffix}"
+    day, _, clock = found["mat"].partition("T")
+    return f"{found['job']}@manual-{day}T{clock.replace('-', ':')}-{found['nonce']}{suffix}"
+
+
+def _run_id(body: Mapping[str, Any], where: str) -> str:
+    """The run a payload names: its ``firingId``, and ``#<attempt>`` from attempt 2 on (a
+    payload without ``attempt``, from before retries, is a first attempt)."""
+    firing_id = _firing_id(body.get("firingId"), where)
+    raw = body.get("attempt", 1)
+    attempt = attempt_number(raw)
+    if attempt is None:
+        raise EventError(f"{where}: attempt {str(raw)[:40]!r} is not a whole number from 1 to 99")
+    if "#" in firing_id:
+        raise EventError(f"{where}: firingId {firing_id[:100]!r} names an attempt: it must not")
+    return firing_id if attempt == 1 else f"{firing_id}#{attempt}"
+
+
+def _firing_id(candidate: Any, where: str) -> str:
+    if not isinstance(candidate, str) or not candidate:
+        raise EventError(f"{where} has no firingId: not a firing dispatched by mini-scheduler")
+    job = job_of(candidate)
+    problem = "job name longer than 64 characters" if len(job) > 64 else name_problem(job)
+    if problem:
+        raise EventError(
+            f"{where}: firingId {candidate[:100]!r} does not name a job ({problem[:120]})"
+        )
+    try:
+        firing_from_id(candidate)
+    except ValueError as exc:
+        raise EventError(f"{where}: {str(exc)[:200]}") from None
+    return candidate
+
+
+def _lambda_error(response: Any, condition: str) -> str:
+    if isinstance(response, Mapping):
+        kind = response.get("errorType")
+        message = response.get("errorMessage")
+        if kind or message:
+            return f"{kind or 'Error'}: {message or ''}".strip()[:_ERROR_LIMIT]
+    if condition == "EventAgeExceeded":
+        return "EventAgeExceeded: the event expired before the function ran"
+    return f"{condition}: the function failed"
+
+
+def _from_lambda_destination(event: Mapping[str, Any], context: Mapping[str, Any]) -> Completion:
+    condition = str(context.get("condition"))
+    if condition not in _LAMBDA_CONDITIONS:
+        raise EventError(f"unknown Lambda destination condition {condition[:60]!r}")
+    request = event.get("requestPayload")
+    if not isinstance(request, Mapping):
+        raise EventError("Lambda destination record without requestPayload")
+    firing_id = _run_id(request, "requestPayload")
+    response = event.get("responsePayload")
+    response_context = event.get("responseContext")
+    failed = condition != "Success" or (
+        isinstance(response_context, Mapping) and bool(response_context.get("functionError"))
+    )
+    ended = _when(event.get("timestamp"))
+    if failed:
+        return Completion(
+            firing_id, RunStatus.FAILED, ended, _lambda_error(response, condition), "lambda"
+        )
+    return Completion(firing_id, RunStatus.SUCCEEDED, ended, None, "lambda")
+
+
+def _from_step_functions(
+    event: Mapping[str, Any], execution_input: ExecutionInput | None
+) -> Completion | Redriven | None:
+    detail = event.get("detail")
+    if not isinstance(detail, Mapping):
+        raise EventError("Step Functions event without detail")
+    status = str(detail.get("status", ""))
+    if status not in _SFN_ENDS and status not in ("RUNNING", "PENDING_REDRIVE"):
+        raise EventError(f"unknown Step Functions status {status[:40]!r}")
+    count = _redrive_count(detail.get("redriveCount"))
+    if status not in _SFN_ENDS and (status != "RUNNING" or count == 0):
+        return None
+    firing_id = _sfn_firing_id(detail, execution_input)
+    redriven_at = _from_millis(detail.get("redriveDate")) if count else None
+    if status == "RUNNING":
+        return Redriven(firing_id, count, redriven_at or _when(event.get("time")))
+    ended = _from_millis(detail.get("stopDate")) or _when(event.get("time"))
+    error = None
+    if _SFN_ENDS[status] is not RunStatus.SUCCEEDED:
+        parts = [str(p) for p in (detail.get("error"), detail.get("cause")) if p]
+        error = (": ".join(parts) or status)[:_ERROR_LIMIT]
+    return Completion(
+        firing_id, _SFN_ENDS[status], ended, error, "stepfunctions", count, redriven_at
+    )
+
+
+def _redrive_count(value: Any) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _REDRIVES_MAX:
+        raise EventError(f"Step Functions event: redriveCount {str(value)[:40]!r} is not a count")
+    return value
+
+
+def _sfn_firing_id(detail: Mapping[str, Any], execution_input: ExecutionInput | None) -> str:
+    """The firing an execution runs: from its input, else its name; when the event left the
+    input out and the name was cut (a long job name), from the input DescribeExecution reads."""
+    raw_input = detail.get("input")
+    included = isinstance(raw_input, str) and bool(raw_input)
+    body = _input_body(raw_input) if included else None
+    if body is not None:
+        return _run_id(body, "Step Functions execution")
+    firing_id = _firing_id_from_execution_name(str(detail.get("name", "")))
+    arn = detail.get("executionArn")
+    if not firing_id and not included and execution_input is not None and arn is not None:
+        where = f"Step Functions execution {str(arn)[:300]}"
+        read = _input_body(execution_input(str(arn))) or {}
+        return _run_id(read, f"{where} (its input, read with DescribeExecution)")
+    return _firing_id(firing_id, "Step Functions execution")
+
+
+def _input_body(text: Any) -> Mapping[str, Any] | None:
+    """An execution's input, when it is a JSON object with a firingId."""
+    try:
+        body = json.loads(text) if isinstance(text, str) and text else None
+    except ValueError:
+        return None
+    return body if isinstance(body, Mapping) and body.get("firingId") else None
+
+
+def _from_millis(value: Any) -> datetime | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return datetime.fromtimestamp(value / 1000, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def _when(value: Any) -> datetime | None:
+    if isinstance(value, str) and value:
+        try:
+            return parse_instant(value)
+        except ValueError:
+            return None
+    return None

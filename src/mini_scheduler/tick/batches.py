@@ -1,0 +1,250 @@
+"""The minute's writes: the firings are watched (the sweep will look at their runs), then claimed
+in batches of :data:`~.work.BATCH` (a batch goes as soon as it is full, or when the next firing's
+second is still to come), each firing won dispatched at once on its own worker, and the marks of
+the dispatched firings written in batches the same way. A firing whose claim failed is held.
+
+The skipped firings and ranges of the plan are recorded on the same workers."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
+from functools import partial
+
+from mini_scheduler import metrics as m
+from mini_scheduler.claims.base import ClaimOutcome, ClaimRequest, ClaimResult, ClaimStore
+from mini_scheduler.clock import Clock
+from mini_scheduler.config import Settings
+from mini_scheduler.errors import StoreError
+from mini_scheduler.jobs import Job
+from mini_scheduler.metrics import Metrics
+from mini_scheduler.model import Firing, SkipReason, floor_minute, iso_seconds, log_keys
+from mini_scheduler.tick.dispatch import Dispatching
+from mini_scheduler.tick.plan import Dispatch, TickPlan
+from mini_scheduler.tick.report import Tally
+from mini_scheduler.tick.skips import Skips
+from mini_scheduler.tick.work import BATCH, Marks, Work
+
+log = logging.getLogger("mini_scheduler.ticker")
+
+
+class MinuteWrites:
+    """Claims, dispatches and marks a plan's firings, and records its skips, on a pool of
+    ``settings.dispatch_workers``."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        claims: ClaimStore,
+        clock: Clock,
+        metrics: Metrics,
+        dispatching: Dispatching,
+        skips: Skips,
+    ) -> None:
+        self.settings = settings
+        self.claims = claims
+        self.clock = clock
+        self.metrics = metrics
+        self.dispatching = dispatching
+        self.skips = skips
+
+    def write(self, plan: TickPlan, tally: Tally, deadline: datetime | None) -> bool:
+        """Carry out the plan's claims and skips; False when no firing could be claimed (their
+        watch was not written): the deferred firings are then left as they are."""
+        jobs = len(plan.dispatches) + len(plan.misfire_runs) + len(plan.skips) + len(plan.ranges)
+        workers = max(1, min(self.settings.dispatch_workers, jobs))
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dispatch") as pool:
+            work = Work(pool)
+            for skip_range in plan.ranges:
+                work.submit(self.skips.skip_range, skip_range, tally)
+            for s in plan.skips:
+                work.submit(self.skips.skip, s.job, s.firing, s.reason, tally, s.deferred)
+            claims = [*plan.dispatches, *(d for group in plan.misfire_runs for d in group)]
+            if claims and not self._watch(claims, tally):
+                work.wait()
+                return False
+            marks = Marks(work, partial(self.dispatching.mark_all, tally=tally))
+            for group in plan.misfire_runs:
+                work.submit(self._fire_in_order, group, tally, deadline, marks)
+            try:
+                if any(group[0].job.overlap == "skip" for group in plan.misfire_runs):
+                    # The oldest firing of an ``overlap: skip`` job takes its slot, not whichever
+                    # claim a worker sends first: its missed firings before the minute's.
+                    work.wait()
+                self._claim_as_due(plan.dispatches, tally, deadline, work, marks)
+                work.wait()
+            finally:
+                # Whatever went wrong, the firings that were dispatched are marked.
+                marks.flush()
+                work.wait()
+        return True
+
+    def _watch(self, claims: Sequence[Dispatch], tally: Tally) -> bool:
+        """Have the sweep look at the runs of ``claims`` from the minute the first of their
+        deadlines can pass (a lease, or a job's timeout); when that cannot be written, none is
+        claimed (each is held)."""
+        try:
+            self.claims.watch(
+                [d.firing.id for d in claims], self.first_deadline([d.job for d in claims])
+            )
+        except StoreError as exc:
+            tally.add("errors")
+            self.metrics.add(m.CLAIM_ERRORS)
+            for d in claims:
+                _hold(d, tally)
+            log.error("No firing claimed this tick (%d held): %s", len(claims), exc)
+            return False
+        return True
+
+    def first_deadline(self, jobs: Sequence[Job]) -> datetime:
+        """The start of the minute in which a run claimed from now on can first pass its
+        deadline: the store looks at the runs from then on, each again at its own deadline."""
+        soonest = min([self.settings.claim_lease_seconds, *(job.timeout for job in jobs)])
+        return floor_minute(self.clock.now()) + timedelta(seconds=soonest)
+
+    def _claim_as_due(
+        self,
+        dispatches: Sequence[Dispatch],
+        tally: Tally,
+        deadline: datetime | None,
+        work: Work,
+        marks: Marks,
+    ) -> None:
+        """Claim the firings in batches as they fall due: a batch goes when it is full, or
+        before waiting for a later firing's second. Before a wait of a second or more, the
+        firings in flight are let finish and their marks go (not a second later)."""
+        batch: list[Dispatch] = []
+
+        def send() -> None:
+            if batch:
+                work.submit(self._fire_batch, list(batch), tally, deadline, marks)
+                batch.clear()
+
+        for d in dispatches:
+            if deadline is not None and d.due >= deadline:
+                send()
+                self._out_of_time(d, tally, deadline)  # no sleeping past the deadline
+                continue
+            wait = (d.due - self.clock.now()).total_seconds()
+            if wait > 0:
+                send()
+                if wait >= 1:
+                    work.settle(timeout=wait - 0.5)
+                    marks.flush()
+                    wait = (d.due - self.clock.now()).total_seconds()
+                if wait > 0:
+                    self.clock.sleep(wait)
+            batch.append(d)
+            if len(batch) == BATCH:
+                send()
+        send()
+
+    def _fire_in_order(
+        self, group: tuple[Dispatch, ...], tally: Tally, deadline: datetime | None, marks: Marks
+    ) -> None:
+        """A job's missed firings (``fire_all``), oldest first: each claimed, then dispatched,
+        before the next."""
+        for d in group:
+            self._fire_batch([d], tally, deadline, marks, at_once=True)
+
+    def _out_of_time(self, plan: Dispatch, tally: Tally, deadline: datetime) -> None:
+        _hold(plan, tally)
+        self.metrics.add(m.FIRINGS_HELD)
+        log.warning(
+            "Job %s not claimed this tick - firing %s: the tick is out of time (its deadline "
+            "was %s); the next tick handles it",
+            plan.job.name,
+            plan.firing.id,
+            iso_seconds(deadline),
+            extra=log_keys(plan.job.name, plan.firing.id),
+        )
+
+    def _fire_batch(
+        self,
+        batch: Sequence[Dispatch],
+        tally: Tally,
+        deadline: datetime | None,
+        marks: Marks,
+        *,
+        at_once: bool = False,
+    ) -> None:
+        """Claim ``batch`` in one request; dispatch each firing won on a worker of its own (or
+        here, ``at_once``), its mark added to ``marks``."""
+        now = self.clock.now()
+        if deadline is not None and now >= deadline:
+            for d in batch:
+                self._out_of_time(d, tally, deadline)
+            return
+        lease = now + timedelta(seconds=self.settings.claim_lease_seconds)
+        requests = [
+            ClaimRequest(d.firing, d.job.overlap == "skip", over_skipped=d.firing.backfill)
+            for d in batch
+        ]
+        try:
+            outcomes = self.claims.claim_many(
+                requests, now=now, lease_until=lease, origin=self.settings.origin
+            )
+        except StoreError as exc:
+            outcomes = [exc] * len(batch)
+        won = [
+            d
+            for d, outcome in zip(batch, outcomes, strict=True)
+            if self._claimed(d, outcome, tally)
+        ]
+        for d in won:
+            if at_once:
+                self._dispatch_and_mark(d.job, d.firing, tally, marks)
+            else:  # each on a worker of its own
+                marks.work.submit(self._dispatch_and_mark, d.job, d.firing, tally, marks)
+
+    def _claimed(self, d: Dispatch, outcome: ClaimOutcome, tally: Tally) -> bool:
+        """Whether the claim of ``d`` was won; a claim lost, refused or failed is counted and
+        said here. A deferred firing's claim that has an answer is noted, to forget it."""
+        if d.deferred is not None and not isinstance(outcome, StoreError):
+            tally.answer(d.deferred)
+        if isinstance(outcome, StoreError):
+            self._not_claimed(d, outcome, tally)
+        elif outcome is ClaimResult.LOST:
+            tally.skip("lost_claim")
+            self.metrics.add(m.skipped("lost_claim"))
+            log.debug(
+                "Job %s claimed by a peer - firing %s",
+                d.job.name,
+                d.firing.id,
+                extra=log_keys(d.job.name, d.firing.id),
+            )
+        elif outcome is ClaimResult.OVERLAP:
+            self.skips.skip(d.job, d.firing, SkipReason.OVERLAP, tally)
+        else:
+            tally.add("claimed")
+            self.metrics.add(m.FIRINGS_CLAIMED)
+            return True
+        return False
+
+    def _not_claimed(self, d: Dispatch, exc: StoreError, tally: Tally) -> None:
+        tally.add("errors")
+        _hold(d, tally)
+        self.metrics.add(m.CLAIM_ERRORS)
+        log.error(
+            "Job %s not claimed this tick - firing %s: %s",
+            d.job.name,
+            d.firing.id,
+            exc,
+            extra=log_keys(d.job.name, d.firing.id),
+        )
+
+    def _dispatch_and_mark(self, job: Job, firing: Firing, tally: Tally, marks: Marks) -> None:
+        mark = self.dispatching.dispatch(job, firing, tally)
+        if mark is not None:
+            marks.add(mark)
+
+
+def _hold(d: Dispatch, tally: Tally) -> None:
+    """Leave ``d`` to the next tick: a cron firing holds the watermark at its instant; a
+    deferred one stays stored, and the next tick reads it again (its instant, long past, must
+    not pull the watermark back)."""
+    if d.deferred is None:
+        tally.hold(d.firing.scheduled)

@@ -1,0 +1,140 @@
+"""What a tick does with the deferred firings it read (retries, runtime schedules, backfills):
+dispatch each at its due instant, record it SKIPPED when it is later than ``misfire.grace``, or
+forget it when no job can run it; one claim per firing id in a tick."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from mini_scheduler.claims.base import BACKFILL, SCHEDULE, Deferred, Pause
+from mini_scheduler.config import Settings
+from mini_scheduler.errors import EventError
+from mini_scheduler.jobs import CronFile, Job
+from mini_scheduler.model import Firing, SkipReason
+from mini_scheduler.schedule_entry import schedule_job
+from mini_scheduler.schedules import successor
+from mini_scheduler.tick.plan import Dispatch, LeftAlone, Skip, TickInputs
+from mini_scheduler.tick.window import window
+
+_SECOND = timedelta(seconds=1)
+
+
+@dataclass(slots=True)
+class DeferredPlan:
+    """What a tick does with the deferred firings it read (:func:`plan_deferred`)."""
+
+    dispatches: list[Dispatch] = field(default_factory=list)
+    late: list[Skip] = field(default_factory=list)  # past misfire.grace: recorded SKIPPED
+    dropped: list[tuple[Deferred, str]] = field(default_factory=list)  # no job runs them
+    paused: list[LeftAlone] = field(default_factory=list)  # a paused schedule's firings
+    moved: list[tuple[Deferred, Deferred]] = field(default_factory=list)  # ... and its next
+
+
+def plan_deferred(inputs: TickInputs, settings: Settings) -> DeferredPlan:
+    """The deferred firings the tick dispatches (each at its due instant, or at once when that
+    has passed), those it records SKIPPED because they are later than ``misfire.grace`` (a
+    backfill's never: its due instants only pace it), and those it forgets because no job can
+    run them. A runtime schedule's firing brings the schedule's other firings of the window (a
+    schedule may fire more than once a minute) and its next one after the window (``then``).
+    A paused job's retries and backfills wait, read again after its resume; a paused runtime
+    schedule moves on as a paused cron.yaml job does (:func:`_paused_schedule`)."""
+    cron_file = inputs.cron_file
+    start, end = window(inputs.minute.replace(second=0, microsecond=0), settings)
+    stale_before = start - timedelta(seconds=cron_file.misfire_grace)
+    held = DeferredPlan()
+    for item in inputs.deferred:
+        job, why = deferred_job(item, cron_file)
+        if job is None:
+            held.dropped.append((item, why))
+            continue
+        pause = inputs.control.paused.get(job.name)
+        if pause is not None:
+            if item.reason == SCHEDULE:
+                _paused_schedule(held, item, job, pause, inputs, settings)
+            continue
+        then = None
+        if item.reason == SCHEDULE:
+            then = successor(item, job, end - _SECOND, origin=settings.origin, now=inputs.now)
+            after = max(item.firing.scheduled + _SECOND, start)
+            held.dispatches.extend(  # forgotten with the item: it held them all
+                Dispatch(job, Firing(job.name, at), max(at, inputs.now), 0, item)
+                for at in job.firings(after, end)
+            )
+        if item.reason != BACKFILL and item.due < stale_before:
+            held.late.append(Skip(job, item.firing, SkipReason.MISFIRE_GRACE, item, then))
+        else:
+            held.dispatches.append(
+                Dispatch(job, item.firing, max(item.due, inputs.now), 0, item, then)
+            )
+    return held
+
+
+def _paused_schedule(
+    held: DeferredPlan,
+    item: Deferred,
+    job: Job,
+    pause: Pause,
+    inputs: TickInputs,
+    settings: Settings,
+) -> None:
+    """A paused runtime schedule's firings of the window are not run and nothing is written
+    for them, as for a paused cron.yaml job; the schedule moves on to its first firing after
+    the window, so that after its resume it fires at its next firing. A one-time schedule (or
+    one past its end) has none: its firing is recorded SKIPPED (``paused``), so that its
+    history says why it never ran."""
+    start, end = window(inputs.minute.replace(second=0, microsecond=0), settings)
+    after = max(item.firing.scheduled + _SECOND, start)
+    count = 1 + sum(1 for _ in job.firings(after, end))
+    held.paused.append(LeftAlone(job, count, pause))
+    then = successor(item, job, end - _SECOND, origin=settings.origin, now=inputs.now)
+    if then is None:
+        held.late.append(Skip(job, item.firing, SkipReason.PAUSED, item))
+    else:
+        held.moved.append((item, then))
+
+
+def claimed_once(
+    deferred: Sequence[Dispatch], taken: set[str]
+) -> tuple[list[Dispatch], list[tuple[Deferred, str]]]:
+    """One claim per firing id in a tick: the deferred firings' dispatches less those of a
+    firing ``taken`` already (the window's own, a misfire run) or met before (the same window
+    backfilled twice), and the deferred firings that only held such a firing, to forget: its
+    one claim answers for them all. A claim batch never holds the same key twice."""
+    kept: list[Dispatch] = []
+    twice: list[Dispatch] = []
+    for d in deferred:
+        (twice if d.firing.id in taken else kept).append(d)
+        taken.add(d.firing.id)
+    still_held = {d.deferred.key for d in kept if d.deferred is not None}
+    dropped = {
+        d.deferred.key: (
+            d.deferred,
+            f"firing {d.firing.id} is due twice in this tick (a backfill sent twice?): "
+            "it is claimed once",
+        )
+        for d in twice
+        if d.deferred is not None and d.deferred.key not in still_held
+    }
+    return kept, list(dropped.values())
+
+
+def deferred_job(item: Deferred, cron_file: CronFile) -> tuple[Job | None, str]:
+    """The job that runs a deferred firing: cron.yaml's job of its name, or the runtime
+    schedule its detail keeps (a retry of a schedule's run keeps it too); None and why not."""
+    name = item.firing.job
+    job = cron_file.job(name)
+    entry = item.detail.get("entry")
+    if isinstance(entry, Mapping):
+        if job is not None:
+            return None, f"runtime schedule {name} has the name of a job of {cron_file.source}"
+        try:
+            return schedule_job(entry), ""
+        except (EventError, ValueError) as exc:
+            return None, f"its schedule is refused today: {exc}"
+    if job is None:
+        return None, f"no job {name} in {cron_file.source}"
+    if not job.enabled:
+        return None, f"job {job.name} is disabled"
+    return job, ""

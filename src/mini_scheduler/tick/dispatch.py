@@ -1,0 +1,180 @@
+"""A claimed firing dispatched to its target and marked DISPATCHED; a run that failed here (its
+dispatch, or its timeout in the sweep) gets its retry deferred, or its final failure said.
+
+The mark is what keeps a takeover from dispatching a firing twice, so it gets attempts of its
+own on top of the SDK's retries (:data:`MARK_ATTEMPTS`)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+
+from mini_scheduler import metrics as m
+from mini_scheduler.claims.base import ClaimStore, MarkRequest
+from mini_scheduler.claims.records import JobStart, RunRecord
+from mini_scheduler.clock import Clock
+from mini_scheduler.config import Settings
+from mini_scheduler.dispatch.base import Dispatchers
+from mini_scheduler.errors import DispatchError, StoreError
+from mini_scheduler.failures import FinalFailures, dispatch_failed
+from mini_scheduler.jobs import Job
+from mini_scheduler.metrics import Metrics
+from mini_scheduler.model import Firing, job_of, log_keys, payload
+from mini_scheduler.retries import defer_retry
+from mini_scheduler.tick.lines import DISPATCHED
+from mini_scheduler.tick.report import Tally
+from mini_scheduler.wake import Wake
+
+log = logging.getLogger("mini_scheduler.ticker")
+
+MARK_ATTEMPTS = 3  # tries of a dispatched firing's mark, on top of the SDK's own retries
+
+
+class Dispatching:
+    """Dispatches claimed firings and marks them; defers the retry of a run that failed."""
+
+    def __init__(
+        self,
+        *,
+        settings: Settings,
+        claims: ClaimStore,
+        dispatchers: Dispatchers,
+        clock: Clock,
+        metrics: Metrics,
+        retry_sleep: Callable[[float], None] = time.sleep,
+        failures: FinalFailures | None = None,
+        wake: Wake | None = None,
+    ) -> None:
+        self.settings = settings
+        self.claims = claims
+        self.dispatchers = dispatchers
+        self.clock = clock
+        self.metrics = metrics
+        self.retry_sleep = retry_sleep  # worker threads back off on it, not on the clock
+        self.failures = failures  # a final failure's event and pause (None: neither)
+        self.wake = wake  # told of a retry deferred, in case it is due in this minute
+
+    def dispatch(self, job: Job, firing: Firing, tally: Tally) -> MarkRequest | None:
+        """Dispatch a claimed firing: the mark to write, or None when the dispatch failed (the
+        run is then recorded FAILED)."""
+        parameters = dict(firing.parameters) if firing.manual else dict(job.parameters)
+        body = payload(firing, parameters, self.settings.origin)
+        try:
+            reference = self.dispatchers.dispatch(job.target, firing.id, body)
+        except DispatchError as exc:
+            self._failed(job, firing, exc, tally)
+            return None
+        log.info(
+            DISPATCHED,
+            job.name,
+            job.service,
+            firing.id,
+            extra=log_keys(job.name, firing.id, reference=reference),
+        )
+        tally.add("dispatched")
+        self.metrics.add(m.FIRINGS_DISPATCHED)
+        start = JobStart(
+            job.service,
+            job.schedule,
+            {**parameters, "_origin": self.settings.origin},
+            job.policy_record,
+        )
+        now = self.clock.now()
+        return MarkRequest(firing, now + timedelta(seconds=job.timeout), start)
+
+    def _failed(self, job: Job, firing: Firing, exc: DispatchError, tally: Tally) -> None:
+        """A dispatch that failed: said, its run recorded FAILED, and its retry deferred."""
+        tally.add("errors")
+        self.metrics.add(m.DISPATCH_ERRORS)
+        log.error(
+            "Job %s dispatch to %s failed - firing %s: %s",
+            job.name,
+            job.service,
+            firing.id,
+            exc,
+            extra=log_keys(job.name, firing.id),
+        )
+        now = self.clock.now()
+        try:
+            self.claims.fail(firing, now=now, error=str(exc))
+        except StoreError as store_exc:
+            # Not recorded FAILED: the run stays CLAIMED and a later tick takes it over.
+            log.error(
+                "Job %s - firing %s could not be recorded FAILED: %s",
+                job.name,
+                firing.id,
+                store_exc,
+                extra=log_keys(job.name, firing.id),
+            )
+            return
+        failed = dispatch_failed(job, firing, str(exc), origin=self.settings.origin, at=now)
+        self.defer_retry(failed, "FAILED (dispatch)", tally, job.pause_after_failures)
+
+    def mark_all(self, marks: Sequence[MarkRequest], *, tally: Tally) -> None:
+        """Once dispatched, a run must say so, or a takeover would dispatch it again: the marks
+        get attempts of their own on top of the SDK's retries, each one that failed again."""
+        left: list[tuple[MarkRequest, StoreError | None]] = [(mark, None) for mark in marks]
+        for attempt in range(MARK_ATTEMPTS):
+            if attempt:
+                self.retry_sleep(0.2 * 2 ** (attempt - 1))
+            batch = [mark for mark, _ in left]
+            try:
+                errors = self.claims.mark_many(batch, now=self.clock.now())
+            except StoreError as exc:
+                errors = [exc] * len(batch)
+            left = [(mark, e) for mark, e in zip(batch, errors, strict=True) if e is not None]
+            if not left:
+                return
+        for mark, error in left:
+            tally.add("errors")
+            job = mark.firing.job
+            log.error(
+                "Job %s dispatched but not marked - firing %s may be dispatched again after "
+                "its lease: %s",
+                job,
+                mark.firing.id,
+                error,
+                extra=log_keys(job, mark.firing.id),
+            )
+
+    def dispatch_now(self, job: Job, firing: Firing, tally: Tally) -> None:
+        """Dispatch one claimed firing and mark it, outside a tick's batches."""
+        mark = self.dispatch(job, firing, tally)
+        if mark is not None:
+            self.mark_all([mark], tally=tally)
+
+    def defer_retry(
+        self, run: RunRecord, status: str, tally: Tally, pause_after: int | None
+    ) -> None:
+        """Defer the failed run's next attempt; a store that cannot write it loses that retry
+        (the run has ended: no later tick looks at it again), which is said, and counted. A
+        failure no attempt follows is final: its event, and its job's pause when due."""
+        run_id, now = run.firing_id, run.ended_at or self.clock.now()
+        try:
+            deferred = defer_retry(
+                self.claims,
+                run_id,
+                run.retry,
+                status,
+                failed_at=now,
+                origin=self.settings.origin,
+                now=now,
+                metrics=self.metrics,
+            )
+        except StoreError as exc:
+            tally.add("errors")
+            self.metrics.add(m.CLAIM_ERRORS)
+            log.error(
+                "Job %s - the retry of firing %s was not deferred, and will not run: %s",
+                job_of(run_id),
+                run_id,
+                exc,
+                extra=log_keys(job_of(run_id), run_id),
+            )
+            return
+        if deferred is None and self.failures is not None:
+            self.failures.failed(run, pause_after)
+        elif deferred is not None and self.wake is not None:
+            self.wake([deferred.due])
