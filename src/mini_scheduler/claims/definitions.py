@@ -21,9 +21,10 @@ A firing stored before definitions existed names no generation: its generation i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import Protocol
 
 from mini_scheduler.claims.base import Deferred
 from mini_scheduler.claims.records import Definition
@@ -83,3 +84,48 @@ def carried(
     if following is None:
         return replace(base, next_firing=None, deleted_at=done.firing.scheduled)
     return replace(base, next_firing=following.firing.scheduled)
+
+
+class Book(Protocol):
+    """Where a backend keeps the definitions (:mod:`.dynamodb_schedules`,
+    :mod:`.mongodb_schedules`)."""
+
+    def create(self, definition: Definition) -> bool: ...
+
+    def get(self, name: str) -> Definition | None: ...
+
+    def live(self) -> Sequence[Definition]: ...
+
+    def retire(
+        self, name: str, generation: str, *, operator: str, now: datetime
+    ) -> Definition | None: ...
+
+    def advance(self, done: Deferred, following: Deferred | None) -> bool: ...
+
+
+class KeptInABook:
+    """The claim store's runtime-schedule methods, each passed on to the store's book."""
+
+    _schedules: Book
+
+    def _ready(self) -> None:
+        """Before a write (a store that creates its indexes on first use does it here)."""
+
+    def advance_schedule(self, done: Deferred, following: Deferred | None) -> bool:
+        self._ready()
+        return self._schedules.advance(done, following)
+
+    def create_schedule(self, definition: Definition) -> bool:
+        self._ready()
+        return self._schedules.create(definition)
+
+    def schedule(self, name: str) -> Definition | None:
+        return self._schedules.get(name)
+
+    def schedules(self) -> Sequence[Definition]:
+        return self._schedules.live()
+
+    def delete_schedule(
+        self, name: str, generation: str, *, operator: str, now: datetime
+    ) -> Definition | None:
+        return self._schedules.retire(name, generation, operator=operator, now=now)

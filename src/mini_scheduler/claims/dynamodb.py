@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from mini_scheduler.claims.base import Deferred
+from mini_scheduler.claims.definitions import KeptInABook
 from mini_scheduler.claims.dynamodb_batch import BatchWriter
 from mini_scheduler.claims.dynamodb_claims import DynamoDBClaims
 from mini_scheduler.claims.dynamodb_deferred import DeferredFirings
@@ -45,7 +46,7 @@ from mini_scheduler.claims.dynamodb_slots import JobSlots
 from mini_scheduler.claims.dynamodb_table import code, named, run_from, run_item, write_retried
 from mini_scheduler.claims.dynamodb_watch import Watch, minute_after
 from mini_scheduler.claims.ends import RunEnds
-from mini_scheduler.claims.records import Definition, RunRecord
+from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.claims.transitions import Write
 from mini_scheduler.model import Firing
 
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
 _CONFLICT_ATTEMPTS = 5  # a change decided on a run read again when it changed meanwhile
 
 
-class DynamoDBClaimStore(RunEnds, DynamoDBClaims):
+class DynamoDBClaimStore(RunEnds, KeptInABook, DynamoDBClaims):
     """The claim store on the state table. ``client`` is a boto3 DynamoDB client (made by the
     caller, so tests and emulators choose the endpoint). ``batched=False`` writes claims and
     marks one request each (:mod:`.dynamodb_batch`: for moto, whose PartiQL ignores
@@ -141,23 +142,6 @@ class DynamoDBClaimStore(RunEnds, DynamoDBClaims):
 
     def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
         self._deferred.drop(deferred)
-
-    def advance_schedule(self, done: Deferred, following: Deferred | None) -> bool:
-        return self._schedules.advance(done, following)
-
-    def create_schedule(self, definition: Definition) -> bool:
-        return self._schedules.create(definition)
-
-    def schedule(self, name: str) -> Definition | None:
-        return self._schedules.get(name)
-
-    def schedules(self) -> Sequence[Definition]:
-        return self._schedules.live()
-
-    def delete_schedule(
-        self, name: str, generation: str, *, operator: str, now: datetime
-    ) -> Definition | None:
-        return self._schedules.retire(name, generation, operator=operator, now=now)
 
     def pending_deferred(self, reason: str) -> Sequence[Deferred]:
         return self._deferred.pending(reason)

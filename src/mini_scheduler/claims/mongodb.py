@@ -41,6 +41,7 @@ from pymongo.errors import DuplicateKeyError, PyMongoError
 
 from mini_scheduler.claims import transitions
 from mini_scheduler.claims.base import Deferred
+from mini_scheduler.claims.definitions import KeptInABook
 from mini_scheduler.claims.ends import RunEnds
 from mini_scheduler.claims.mongodb_claims import MongoDBClaims
 from mini_scheduler.claims.mongodb_deferred import DEFERRED, DeferredFirings
@@ -55,7 +56,7 @@ from mini_scheduler.claims.mongodb_documents import (
 )
 from mini_scheduler.claims.mongodb_schedules import SCHEDULES, ScheduleBook
 from mini_scheduler.claims.mongodb_slots import JobSlots
-from mini_scheduler.claims.records import Definition, RunRecord
+from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.claims.transitions import Write
 from mini_scheduler.errors import StoreError
 from mini_scheduler.model import Firing
@@ -69,7 +70,7 @@ log = logging.getLogger("mini_scheduler.claims")
 _CONFLICT_ATTEMPTS = 3  # a change decided on a run read again when it changed meanwhile
 
 
-class MongoDBClaimStore(RunEnds, MongoDBClaims):
+class MongoDBClaimStore(RunEnds, KeptInABook, MongoDBClaims):
     """The claim store on MongoDB. ``database`` is a pymongo Database (the container's, from
     :func:`mini_scheduler.mongo.database`; tests inject mongomock's). ``claim`` and
     ``mark_dispatched`` are batches of one (:class:`.base.OneByOne`)."""
@@ -171,24 +172,8 @@ class MongoDBClaimStore(RunEnds, MongoDBClaims):
     def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
         self._deferred.drop(deferred)
 
-    def advance_schedule(self, done: Deferred, following: Deferred | None) -> bool:
+    def _ready(self) -> None:
         self.ensure_indexes()
-        return self._schedules.advance(done, following)
-
-    def create_schedule(self, definition: Definition) -> bool:
-        self.ensure_indexes()
-        return self._schedules.create(definition)
-
-    def schedule(self, name: str) -> Definition | None:
-        return self._schedules.get(name)
-
-    def schedules(self) -> Sequence[Definition]:
-        return self._schedules.live()
-
-    def delete_schedule(
-        self, name: str, generation: str, *, operator: str, now: datetime
-    ) -> Definition | None:
-        return self._schedules.retire(name, generation, operator=operator, now=now)
 
     def pending_deferred(self, reason: str) -> Sequence[Deferred]:
         self.ensure_indexes()
