@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.claims.records import JobStart, RunRecord
+from mini_scheduler.jobs.model import FailurePolicy
 from mini_scheduler.model import Firing, RunStatus
 
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
@@ -21,7 +20,7 @@ def ended_run(
     status: RunStatus,
     attempt: int = 1,
     *,
-    policy: Mapping[str, Any] | None,
+    policy: FailurePolicy | None,
     job: str = "export",
 ) -> RunRecord:
     """The run of ``job``'s firing at T0 + ``minute`` (its ``attempt``), dispatched with

@@ -29,7 +29,7 @@ from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.clock import Clock
 from mini_scheduler.errors import AlertError, StoreError
-from mini_scheduler.jobs.model import Job, Retry
+from mini_scheduler.jobs.model import Job
 from mini_scheduler.metrics import Metrics
 from mini_scheduler.model import Firing, RunStatus, firing_from_id, log_keys
 from mini_scheduler.retries import attempt_left
@@ -80,7 +80,7 @@ class FinalFailures:
             log.error(NOT_COUNTED, run.job, exc, extra=log_keys(run.job, run.firing_id))
 
     def _pause_if_failing(self, run: RunRecord, pause_after: int) -> None:
-        retry = Retry.from_record(run.retry)
+        retry = run.policy.retry if run.policy is not None else None
         attempts = retry.retries + 1 if retry is not None else 1
         limit = min(MOST_READ, pause_after * (attempts + 1) + 10)
         failures = failures_in_a_row(self.claims.history(run.job, limit), run)
@@ -141,7 +141,7 @@ def failures_in_a_row(history: Sequence[RunRecord], latest: RunRecord) -> int:
             break
         if run.status not in _FAILED:
             continue
-        policy = run.retry if run.retry is not None else latest.retry
+        policy = run.policy if run.policy is not None else latest.policy
         if not attempt_left(run.firing_id, policy):
             count += 1
     return count
@@ -164,5 +164,5 @@ def dispatch_failed(
         manual=firing.manual,
         service=job.service,
         schedule=job.schedule,
-        retry=job.policy_record,
+        policy=job.failure_policy,
     )

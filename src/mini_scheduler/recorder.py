@@ -9,7 +9,6 @@ end of a redriven attempt) is the claim store's rule
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -22,7 +21,7 @@ from mini_scheduler.claims.records import Redrive, RunRecord
 from mini_scheduler.claims.transitions import after_end
 from mini_scheduler.clock import Clock
 from mini_scheduler.failures import FinalFailures
-from mini_scheduler.jobs.model import pause_after_failures
+from mini_scheduler.jobs.model import FailurePolicy
 from mini_scheduler.metrics import Metrics, RecordingMetrics
 from mini_scheduler.model import RunStatus, iso_seconds, job_of, log_keys
 from mini_scheduler.retries import defer_retry, next_attempt
@@ -111,7 +110,7 @@ class Recorder:
         if completion.status in _RETRIED and before.status.open:
             first = not before.earlier_ends  # a redriven run was counted at its first end
             last = self._retry(
-                completion.firing_id, before.retry, completion.status, ended, count=first
+                completion.firing_id, before.policy, completion.status, ended, count=first
             )
             final = first and last
         seen = before.redrives or 0
@@ -133,7 +132,7 @@ class Recorder:
             after = after_end(
                 before, completion.status, now=ended, error=completion.error, redrive=redrive
             )
-            self.failures.failed(after or before, pause_after_failures(before.retry))
+            self.failures.failed(after or before, before.pause_after)
         answer: dict[str, Any] = {
             "recorded": True,
             "firingId": completion.firing_id,
@@ -150,7 +149,7 @@ class Recorder:
     def _retry(
         self,
         run_id: str,
-        policy: Mapping[str, Any] | None,
+        policy: FailurePolicy | None,
         status: RunStatus,
         ended: datetime,
         *,
@@ -181,7 +180,7 @@ class Recorder:
             return
         run = self.claims.run(completion.firing_id)
         if run is not None and run.status is completion.status and run.ended_at is not None:
-            self._retry(run.firing_id, run.retry, run.status, run.ended_at)
+            self._retry(run.firing_id, run.policy, run.status, run.ended_at)
 
     def _cancel_retry(self, before: RunRecord) -> None:
         """A failed run redriven runs again: the retry its failure deferred is dropped (its key
@@ -190,7 +189,7 @@ class Recorder:
             return
         pending = next_attempt(
             before.firing_id,
-            before.retry,
+            before.policy,
             failed_at=before.ended_at,
             origin=self.origin,
             now=self.clock.now(),

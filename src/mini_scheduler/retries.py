@@ -15,14 +15,11 @@ A manual run is an operator's: it is not retried (they run it again if they want
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Any
 
 from mini_scheduler import metrics as m
 from mini_scheduler.claims.base import ClaimStore, Deferred
-from mini_scheduler.jobs import Retry
-from mini_scheduler.jobs.model import RUNTIME_SCHEDULE
+from mini_scheduler.jobs.model import FailurePolicy
 from mini_scheduler.metrics import Metrics
 from mini_scheduler.model import firing_from_id, iso_seconds, log_keys
 
@@ -34,7 +31,7 @@ NO_ATTEMPT_LEFT = "Job %s attempt %d ended %s - firing %s: no attempt left (retr
 
 def next_attempt(
     run_id: str,
-    policy: Retry | Mapping[str, Any] | None,
+    policy: FailurePolicy | None,
     *,
     failed_at: datetime,
     origin: str,
@@ -43,30 +40,30 @@ def next_attempt(
     """The deferred firing that retries the run ``run_id`` after it failed at ``failed_at``,
     or None: no policy, a manual run, or no attempt left."""
     firing = firing_from_id(run_id)
-    retry = policy if isinstance(policy, Retry) else Retry.from_record(policy)
+    retry = policy.retry if policy is not None else None
     if retry is None or firing.manual:
         return None
     delay = retry.delay(firing.attempt)
     if delay is None:
         return None
     due = failed_at + timedelta(seconds=delay)
-    runtime = policy.get(RUNTIME_SCHEDULE) if isinstance(policy, Mapping) else None
-    detail = {"entry": dict(runtime)} if isinstance(runtime, Mapping) else {}
+    runtime = policy.runtime if policy is not None else None
+    detail = {"entry": dict(runtime)} if runtime is not None else {}
     return Deferred(firing.retry(), due, "retry", origin, now, detail)
 
 
-def attempt_left(run_id: str, policy: Retry | Mapping[str, Any] | None) -> bool:
+def attempt_left(run_id: str, policy: FailurePolicy | None) -> bool:
     """Whether a failure of the run ``run_id`` is followed by another attempt under
     ``policy``: False when it is final (no policy, a manual run, or no attempt left)."""
     firing = firing_from_id(run_id)
-    retry = policy if isinstance(policy, Retry) else Retry.from_record(policy)
+    retry = policy.retry if policy is not None else None
     return retry is not None and not firing.manual and retry.delay(firing.attempt) is not None
 
 
 def defer_retry(
     claims: ClaimStore,
     run_id: str,
-    policy: Retry | Mapping[str, Any] | None,
+    policy: FailurePolicy | None,
     status: str,
     *,
     failed_at: datetime,
@@ -81,7 +78,7 @@ def defer_retry(
     it again). With ``metrics`` (the first time the failure is heard), count it:
     ``RetriesDeferred``, or ``RunsFailedFinal`` when no attempt follows (retries spent, no
     policy, a manual run), also by job (the runs-failed alarm's series)."""
-    retry = policy if isinstance(policy, Retry) else Retry.from_record(policy)
+    retry = policy.retry if policy is not None else None
     deferred = next_attempt(run_id, policy, failed_at=failed_at, origin=origin, now=now)
     firing = firing_from_id(run_id)
     if deferred is None:

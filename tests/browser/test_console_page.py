@@ -723,7 +723,7 @@ def test_a_backfill_started_and_followed_to_its_end(page: Page, console: Console
 def test_a_job_s_pending_retries_show_in_its_history(page: Page, console: Console) -> None:
     from mini_scheduler.retries import defer_retry
 
-    policy = console.scheduler.ticker.operator.job("morning-report").policy_record
+    policy = console.scheduler.ticker.operator.job("morning-report").failure_policy
     failed = "morning-report@2026-11-30T14:00:00Z"
     now = console.clock.now()
     defer_retry(console.claims, failed, policy, "FAILED", failed_at=now, origin="t", now=now)

@@ -16,14 +16,14 @@ from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.errors import StoreError
 from mini_scheduler.failures import FinalFailures, failures_in_a_row
-from mini_scheduler.jobs.model import Retry, failure_policy, pause_after_failures
+from mini_scheduler.jobs.model import FailurePolicy, Retry
 from mini_scheduler.metrics import RecordingMetrics
 from mini_scheduler.model import Firing, RunStatus
 from tests.failing_runs import ended_run
 
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
 ORIGIN = "us-east-1/prod"
-RETRY = failure_policy(Retry(1, 60), 3)  # one retry; paused after 3 final failures in a row
+RETRY = FailurePolicy(Retry(1, 60), 3)  # one retry; paused after 3 final failures in a row
 F, T, S, D, K = (
     RunStatus.FAILED,
     RunStatus.TIMED_OUT,
@@ -35,13 +35,13 @@ F, T, S, D, K = (
 
 def run(minute: int, status: RunStatus, attempt: int = 1, **more: object) -> RunRecord:
     firing = Firing("export", T0 + timedelta(minutes=minute), attempt=attempt)
-    fields: dict[str, object] = {"retry": RETRY, "origin": ORIGIN, **more}
+    fields: dict[str, object] = {"policy": RETRY, "origin": ORIGIN, **more}
     return RunRecord(firing.id, "export", firing.scheduled_time, status, **fields)  # type: ignore[arg-type]
 
 
 def manual(minute: int, status: RunStatus) -> RunRecord:
     firing = Firing.manual_run("export", T0 + timedelta(minutes=minute), "jane", {}, "0a1b2c3d")
-    return RunRecord(firing.id, "export", firing.scheduled_time, status, manual=True, retry=RETRY)
+    return RunRecord(firing.id, "export", firing.scheduled_time, status, manual=True, policy=RETRY)
 
 
 @pytest.mark.parametrize(
@@ -56,7 +56,9 @@ def manual(minute: int, status: RunStatus) -> RunRecord:
         pytest.param([run(2, D), run(1, K), run(0, F, 2)], 2, id="open-and-skipped-passed-over"),
         pytest.param([manual(2, F), run(1, F, 2)], 3, id="a-manual-run-counts"),
         pytest.param([manual(4, S), run(1, F, 2)], 0, id="a-manual-success-too"),
-        pytest.param([run(2, F, 2, retry=None)], 2, id="a-failed-dispatch-s-record-kept-no-policy"),
+        pytest.param(
+            [run(2, F, 2, policy=None)], 2, id="a-failed-dispatch-s-record-kept-no-policy"
+        ),
         pytest.param([run(0, F, 2), run(2, F, 2), run(1, F, 2)], 4, id="any-order-read"),
         pytest.param(
             [run(3, D, 2), run(2, F, 2)], 2, id="the-latest-read-a-moment-before-still-open"
@@ -84,7 +86,7 @@ def _record(store: MemoryClaimStore, *runs: RunRecord) -> None:
     """``runs`` written as the scheduler writes them (their status, attempt and policy)."""
     for record in runs:
         minute = int(record.scheduled_time[14:16])
-        ended_run(store, minute, record.status, record.attempt, policy=record.retry)
+        ended_run(store, minute, record.status, record.attempt, policy=record.policy)
 
 
 def test_the_third_final_failure_in_a_row_pauses_the_job_once(
@@ -198,11 +200,15 @@ def test_a_history_that_cannot_be_read_leaves_the_job_and_raises_nothing(
 def test_pause_after_failures_is_read_back_from_a_run_s_policy(
     record: object, expected: int | None
 ) -> None:
-    assert pause_after_failures(record) == expected
+    policy = FailurePolicy.from_record(record)
+    assert (policy.pause_after if policy is not None else None) == expected
 
 
 def test_a_run_s_policy_keeps_the_retry_and_the_pause_and_the_retry_reads_it_back() -> None:
-    assert failure_policy(None, None) is None
-    assert failure_policy(None, 2) == {"pause_after_failures": 2}
-    assert Retry.from_record(failure_policy(None, 2)) is None
-    assert Retry.from_record(failure_policy(Retry(2, 30), 2)) == Retry(2, 30)
+    assert FailurePolicy.of(None, None, None) is None
+    pause_only = FailurePolicy.of(None, 2, None)
+    assert pause_only is not None and pause_only.as_record() == {"pause_after_failures": 2}
+    assert FailurePolicy.from_record(pause_only.as_record()) == FailurePolicy(None, 2)
+    both = FailurePolicy.of(Retry(2, 30), 2, {"name": "s"})
+    assert both is not None and FailurePolicy.from_record(both.as_record()) == both
+    assert FailurePolicy.of(None, 2, {"name": "s"}) == FailurePolicy(None, 2)  # no retry to read it

@@ -23,7 +23,6 @@ from typing import Any, ClassVar, Final
 
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.instants import iso_seconds
-from mini_scheduler.jobs.model import Retry
 from mini_scheduler.model import RunStatus
 
 PAUSED_BY: Final = "mini-scheduler"
@@ -60,7 +59,7 @@ class JobRunFailed:
         none. Raises ValueError for a run that did not fail."""
         if run.status not in FAILED_STATUSES:
             raise ValueError(f"run {run.firing_id} ended {run.status}: not a failure")
-        retry = None if run.manual else Retry.from_record(run.retry)
+        retry = run.policy.retry if run.policy is not None and not run.manual else None
         return cls(
             job=run.job,
             firing_id=run.firing_id,

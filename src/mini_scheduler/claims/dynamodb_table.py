@@ -24,6 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from mini_scheduler.claims.records import RUN_FIELDS, RunRecord, run_record_from, stored_ends
 from mini_scheduler.claims.transitions import Expect, Write
 from mini_scheduler.errors import StoreError, describe_aws_error
+from mini_scheduler.jobs.model import FailurePolicy
 from mini_scheduler.model import Firing, RunStatus, attempt_number, iso_millis, parse_instant
 
 if TYPE_CHECKING:
@@ -66,6 +67,8 @@ def encode(field: str, value: Any) -> dict[str, Any]:
         return {"BOOL": value}
     if isinstance(value, tuple):  # earlier ends
         return value_of(stored_ends(value, iso_millis))
+    if isinstance(value, FailurePolicy):
+        return value_of(value.as_record())
     return value_of(value)
 
 

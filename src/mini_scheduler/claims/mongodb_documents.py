@@ -43,6 +43,7 @@ from mini_scheduler.claims.records import (
     stored_ends,
 )
 from mini_scheduler.claims.transitions import Expect, Write
+from mini_scheduler.jobs.model import FailurePolicy
 from mini_scheduler.model import Firing, RunStatus
 from mini_scheduler.mongo import Document
 
@@ -104,6 +105,8 @@ def stored(value: Any) -> Any:
         return str(value)
     if isinstance(value, tuple):
         return stored_ends(value, ms)
+    if isinstance(value, FailurePolicy):
+        return value.as_record()
     return value
 
 

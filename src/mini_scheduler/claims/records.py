@@ -21,6 +21,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Final
 
+from mini_scheduler.jobs.model import FailurePolicy
 from mini_scheduler.model import RunStatus, firing_from_id, iso_millis
 
 # -- the types ----------------------------------------------------------------------------------
@@ -83,10 +84,15 @@ class RunRecord:
     earlier_ends: tuple[EarlierEnd, ...] = ()  # its ends before a redrive, oldest first
     service: str | None = None  # where it was dispatched (the job's service), from its mark
     schedule: str | None = None  # "<statement> @<zone>" when it was dispatched
-    retry: Mapping[str, Any] | None = None  # the job's retry policy when it was dispatched
+    policy: FailurePolicy | None = None  # the job's failure policy when it was dispatched
     backfill: bool = False  # a past firing an operator's backfill ran (:attr:`.Firing.backfill`)
     replaced_skip: Mapping[str, Any] | None = None  # the skip a backfill's claim replaced
     reruns: str | None = None  # a rerun's: the firing id it repeats (:attr:`.Firing.reruns`)
+
+    @property
+    def pause_after(self) -> int | None:
+        """``pause_after_failures`` as the run was dispatched with it (None: no pause)."""
+        return self.policy.pause_after if self.policy is not None else None
 
     @property
     def attempt(self) -> int:
@@ -146,8 +152,8 @@ class RunRecord:
             out["replacedSkip"] = dict(self.replaced_skip)
         if self.attempt > 1:
             out["attempt"] = self.attempt
-        if self.retry is not None:
-            out["retry"] = dict(self.retry)
+        if self.policy is not None:
+            out["retry"] = self.policy.as_record()
         if self.parameters is not None:
             out["parameters"] = dict(self.parameters)
         return out
@@ -160,7 +166,7 @@ class JobStart:
     service: str
     schedule: str  # "<statement> @<zone>"
     parameters: Mapping[str, Any]  # the job's parameters plus "_origin"
-    retry: Mapping[str, Any] | None = None  # the job's retry policy (Retry.as_record), if any
+    policy: FailurePolicy | None = None  # the job's failure policy, if it has one
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +211,7 @@ RUN_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "earlier_ends": "earlierEnds",  # a list of END_FIELDS maps
         "service": "service",
         "schedule": "schedule",
-        "retry": "retry",
+        "policy": "retry",  # FailurePolicy.as_record
         "backfill": "backfill",
         "replaced_skip": "replacedSkip",  # {reason, until, count}: :func:`.transitions.replaced`
         "reruns": "reruns",
@@ -275,7 +281,7 @@ def run_record_from(
         timed_out_at=instant(get("timed_out_at")),
         service=get("service"),
         schedule=get("schedule"),
-        retry=get("retry"),
+        policy=FailurePolicy.from_record(get("policy")),
         backfill=bool(get("backfill", False)),
         replaced_skip=get("replaced_skip"),
         reruns=get("reruns"),

@@ -228,9 +228,13 @@ def _started(start: JobStart) -> dict[str, Any]:
     """What a run records of its dispatch: the service, schedule and parameters it went with
     (its origin is a field of its own, not the ``_origin`` parameter of the job's state)."""
     parameters = {k: v for k, v in start.parameters.items() if k != ORIGIN_PARAMETER}
-    started = {"service": start.service, "schedule": start.schedule, "parameters": parameters}
-    if start.retry is not None:  # what its failure will be retried by (the recorder reads it)
-        started["retry"] = dict(start.retry)
+    started: dict[str, Any] = {
+        "service": start.service,
+        "schedule": start.schedule,
+        "parameters": parameters,
+    }
+    if start.policy is not None:  # what its failure is retried by (the recorder reads it)
+        started["policy"] = start.policy
     return started
 
 

@@ -46,7 +46,7 @@ def job(regions: Regions, name: str) -> dict[str, Any]:
         "misfire": job.misfire,
         "overlap": job.overlap,
         "timeout": job.timeout,
-        "retry": job.policy_record,
+        "retry": job.failure_policy.as_record() if job.failure_policy else None,
         "start": iso_seconds(job.start) if job.start else None,
         "end": iso_seconds(job.end) if job.end else None,
     }

@@ -36,6 +36,7 @@ __all__ = [
     "RETRY_BOUNDS",
     "RUNTIME_SCHEDULE",
     "CronFile",
+    "FailurePolicy",
     "Job",
     "Level",
     "LogSink",
@@ -44,9 +45,7 @@ __all__ = [
     "Problem",
     "Retry",
     "Target",
-    "failure_policy",
     "in_retry_bounds",
-    "pause_after_failures",
     "scheduled_line",
 ]
 
@@ -160,34 +159,59 @@ class Retry:
         return cls(retries, backoff, float(factor), max_backoff)
 
 
-def failure_policy(
-    retry: Retry | None,
-    pause_after: int | None,
-    runtime: Mapping[str, Any] | None = None,
-) -> dict[str, Any] | None:
-    """What a run record keeps of its job's failure policy when it is dispatched (its
-    ``retry``): the :class:`Retry`'s keys (:meth:`Retry.as_record`) and ``pause_after_failures``;
-    None when the job has neither. The recorder, the sweep and a failed dispatch read the
-    failure's policy from there, so all of them decide as the run was dispatched. A runtime
-    schedule's run with a retry keeps the schedule's entry too (``runtimeSchedule``): its next
-    attempt is run from it, as no cron file holds the job."""
-    policy: dict[str, Any] = retry.as_record() if retry is not None else {}
-    if pause_after is not None:
-        policy[PAUSE_AFTER_FAILURES] = pause_after
-    if retry is not None and runtime is not None:
-        policy[RUNTIME_SCHEDULE] = dict(runtime)
-    return policy or None
+@dataclass(frozen=True, slots=True)
+class FailurePolicy:
+    """What a run keeps of its job's failure policy when it is dispatched: its ``retry``, its
+    ``pause_after_failures``, and for a runtime schedule's run with a retry the schedule's entry
+    (``runtime``: its next attempt is run from it, as no cron file holds the job). The
+    recorder, the sweep and a failed dispatch read a failure's policy from the run, so all of
+    them decide as the run was dispatched. A store keeps it as :meth:`as_record`'s map."""
 
+    retry: Retry | None = None
+    pause_after: int | None = None
+    runtime: Mapping[str, Any] | None = None
 
-def pause_after_failures(record: object) -> int | None:
-    """``pause_after_failures`` of a policy :func:`failure_policy` wrote; None when missing or
-    out of bounds (1 to :data:`MAX_PAUSE_AFTER_FAILURES`). Never raises."""
-    if not isinstance(record, Mapping):
-        return None
-    value = record.get(PAUSE_AFTER_FAILURES)
-    if isinstance(value, bool) or not isinstance(value, int):
-        return None
-    return value if 1 <= value <= MAX_PAUSE_AFTER_FAILURES else None
+    def as_record(self) -> dict[str, Any]:
+        """The map a store keeps (the :class:`Retry`'s keys, ``pause_after_failures``,
+        ``runtimeSchedule``)."""
+        record: dict[str, Any] = self.retry.as_record() if self.retry is not None else {}
+        if self.pause_after is not None:
+            record[PAUSE_AFTER_FAILURES] = self.pause_after
+        if self.runtime is not None:
+            record[RUNTIME_SCHEDULE] = dict(self.runtime)
+        return record
+
+    @classmethod
+    def from_record(cls, record: object) -> FailurePolicy | None:
+        """The policy :meth:`as_record` wrote; None when ``record`` holds none. A part out of
+        bounds reads as missing (a stored map is never trusted more than cron.yaml). Never
+        raises."""
+        if not isinstance(record, Mapping):
+            return None
+        pause_after = record.get(PAUSE_AFTER_FAILURES)
+        if (
+            isinstance(pause_after, bool)
+            or not isinstance(pause_after, int)
+            or not 1 <= pause_after <= MAX_PAUSE_AFTER_FAILURES
+        ):
+            pause_after = None
+        runtime = record.get(RUNTIME_SCHEDULE)
+        policy = cls(
+            Retry.from_record(record),
+            pause_after,
+            dict(runtime) if isinstance(runtime, Mapping) else None,
+        )
+        return policy if policy != cls() else None
+
+    @classmethod
+    def of(
+        cls, retry: Retry | None, pause_after: int | None, runtime: Mapping[str, Any] | None
+    ) -> FailurePolicy | None:
+        """A job's policy; None when it has neither a retry nor a pause after failures (a
+        runtime schedule's entry is kept only with a retry: only a next attempt reads it)."""
+        if retry is None and pause_after is None:
+            return None
+        return cls(retry, pause_after, dict(runtime) if retry and runtime else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,9 +274,9 @@ class Job:
         return f"{self.statement} @{self.zone}"
 
     @property
-    def policy_record(self) -> dict[str, Any] | None:
-        """What its runs keep of ``retry`` and ``pause_after_failures`` (:func:`failure_policy`)."""
-        return failure_policy(self.retry, self.pause_after_failures, self.runtime)
+    def failure_policy(self) -> FailurePolicy | None:
+        """What its runs keep of ``retry`` and ``pause_after_failures``."""
+        return FailurePolicy.of(self.retry, self.pause_after_failures, self.runtime)
 
 
 @dataclass(frozen=True, slots=True)

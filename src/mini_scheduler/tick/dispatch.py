@@ -79,7 +79,7 @@ class Dispatching:
             job.service,
             job.schedule,
             {**parameters, "_origin": self.settings.origin},
-            job.policy_record,
+            job.failure_policy,
         )
         now = self.clock.now()
         return MarkRequest(firing, now + timedelta(seconds=job.timeout), start)
@@ -156,7 +156,7 @@ class Dispatching:
             deferred = defer_retry(
                 self.claims,
                 run_id,
-                run.retry,
+                run.policy,
                 status,
                 failed_at=now,
                 origin=self.settings.origin,

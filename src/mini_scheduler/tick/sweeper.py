@@ -17,7 +17,6 @@ from mini_scheduler.clock import Clock
 from mini_scheduler.config import Settings
 from mini_scheduler.errors import StoreError
 from mini_scheduler.jobs import Job
-from mini_scheduler.jobs.model import pause_after_failures
 from mini_scheduler.metrics import Metrics
 from mini_scheduler.model import Firing, RunStatus, firing_from_id, log_keys
 from mini_scheduler.tick.dispatch import Dispatching
@@ -88,9 +87,7 @@ class Sweeper:
             extra=log_keys(run.job, run.firing_id),
         )
         timed_out = replace(run, status=RunStatus.TIMED_OUT, ended_at=now, timed_out_at=now)
-        self.dispatching.defer_retry(
-            timed_out, str(RunStatus.TIMED_OUT), tally, pause_after_failures(run.retry)
-        )
+        self.dispatching.defer_retry(timed_out, str(RunStatus.TIMED_OUT), tally, run.pause_after)
 
     def _take_over(self, run: RunRecord, job: Job, now: datetime, tally: Tally) -> None:
         base = firing_from_id(run.firing_id)

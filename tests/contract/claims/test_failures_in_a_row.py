@@ -10,20 +10,20 @@ from mini_scheduler.alerts import RecordingAlerts
 from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.failures import FinalFailures, failures_in_a_row
-from mini_scheduler.jobs.model import Retry, failure_policy, pause_after_failures
+from mini_scheduler.jobs.model import FailurePolicy, Retry
 from mini_scheduler.metrics import RecordingMetrics
 from mini_scheduler.model import Firing, RunStatus
 from tests.failing_runs import ORIGIN, T0, ended_run
 
-POLICY = failure_policy(Retry(1, 30), 3)
+POLICY = FailurePolicy(Retry(1, 30), 3)
 F, S, D = RunStatus.FAILED, RunStatus.SUCCEEDED, RunStatus.DISPATCHED
 
 
 def test_a_run_keeps_the_policy_it_was_dispatched_with(claim_store: ClaimStore) -> None:
     run = ended_run(claim_store, 0, F, policy=POLICY)
-    assert run.retry == POLICY
-    assert pause_after_failures(run.retry) == 3
-    assert Retry.from_record(run.retry) == Retry(1, 30)
+    assert run.policy == POLICY
+    assert run.pause_after == 3
+    assert run.policy is not None and run.policy.retry == Retry(1, 30)
 
 
 def test_the_job_s_failures_in_a_row_are_read_from_its_history(claim_store: ClaimStore) -> None:
@@ -49,7 +49,7 @@ def test_the_third_failure_in_a_row_pauses_the_job_in_the_store(claim_store: Cla
     for minute in (0, 1):
         ended_run(claim_store, minute, F, 2, policy=POLICY)
     latest = ended_run(claim_store, 2, F, 2, policy=POLICY)
-    failures.failed(latest, pause_after_failures(latest.retry))
+    failures.failed(latest, latest.pause_after)
     pause = claim_store.control(ORIGIN).paused["export"]
     assert (pause.operator, pause.at) == ("mini-scheduler", T0 + timedelta(hours=1))
     assert [d["failures"] for d in alerts.of("Job Paused")] == [3]

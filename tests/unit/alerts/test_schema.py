@@ -17,7 +17,7 @@ from mini_scheduler.claims.memory import MemoryClaimStore
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.failures import FinalFailures
-from mini_scheduler.jobs.model import Retry, failure_policy
+from mini_scheduler.jobs.model import FailurePolicy, Retry
 from mini_scheduler.metrics import RecordingMetrics
 from mini_scheduler.model import Firing, RunStatus
 from tests.published import (
@@ -33,7 +33,7 @@ from tests.published import (
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
 ORIGIN = "us-east-1/prod"
 ENTRY = {"name": "export", "cron": "0 * * * * ?", "service": "export-fn", "retry": {"retries": 3}}
-POLICY = failure_policy(Retry(3, 60), 2, ENTRY)  # retries, pause_after_failures, runtime entry
+POLICY = FailurePolicy.of(Retry(3, 60), 2, ENTRY)  # retries, pause_after_failures, runtime entry
 INTERNAL = (
     "retry",
     "runtimeSchedule",
@@ -66,7 +66,7 @@ def _last_attempt(**more: Any) -> RunRecord:
         "exclusive": True,
         "service": "export-fn",
         "schedule": "0 * * * * ? @UTC",
-        "retry": POLICY,
+        "policy": POLICY,
         "replaced_skip": {"reason": "OVERLAP", "until": "x", "count": 1},
         **more,
     }
@@ -128,7 +128,7 @@ def test_a_final_failure_is_published_as_its_schema_says_and_nothing_internal_le
             id="timed-out",
         ),
         pytest.param(
-            _last_attempt(started_at=None, claimed_at=None, retry=None, error="Lambda Invoke"),
+            _last_attempt(started_at=None, claimed_at=None, policy=None, error="Lambda Invoke"),
             {"retries": 0, "error": "Lambda Invoke"},
             id="a-failed-dispatch-with-no-policy",
         ),
@@ -151,9 +151,7 @@ def test_a_final_failure_is_published_as_its_schema_says_and_nothing_internal_le
         ),
         pytest.param(_last_attempt(backfill=True), {"backfill": True}, id="a-backfill"),
         pytest.param(_last_attempt(origin=None), {"origin": ORIGIN}, id="no-origin-kept"),
-        pytest.param(
-            _last_attempt(retry={"pause_after_failures": 2}), {"retries": 0}, id="pause-only"
-        ),
+        pytest.param(_last_attempt(policy=FailurePolicy(None, 2)), {"retries": 0}, id="pause-only"),
     ],
 )
 def test_every_kind_of_final_failure_keeps_the_schema(
@@ -168,7 +166,11 @@ def test_every_kind_of_final_failure_keeps_the_schema(
 def test_a_leaked_field_breaks_the_schema() -> None:
     """What the detail was before issue 26: the run record, its policy and parameters."""
     (detail,) = _published(_last_attempt()).of("Job Run Failed")
-    for leak in ({"retry": POLICY}, {"parameters": {"size": 1}}, {"claimedAt": "2026-11-30"}):
+    for leak in (
+        {"retry": POLICY.as_record() if POLICY else {}},
+        {"parameters": {"size": 1}},
+        {"claimedAt": "2026-11-30"},
+    ):
         assert problems({**detail, **leak}, schema("Job Run Failed")) != []
     without_version = {k: v for k, v in detail.items() if k != "schemaVersion"}
     assert problems(without_version, schema("Job Run Failed")) == [

@@ -18,6 +18,7 @@ from mini_scheduler.console.service import ConsoleService
 from mini_scheduler.console.sites import Site
 from mini_scheduler.errors import EventError
 from mini_scheduler.handlers.routing import route
+from mini_scheduler.jobs.model import FailurePolicy, Retry
 from mini_scheduler.model import RunStatus
 from mini_scheduler.retries import defer_retry
 from tests.unit.tick.harness import Rig, at, rig
@@ -353,7 +354,7 @@ def test_runtime_schedules_and_backfills_in_the_active_region(
 def test_a_job_s_pending_retries_in_every_region_soonest_first(
     regions: Regions, client: TestClient
 ) -> None:
-    policy = {"retries": 2, "backoff": 60, "factor": 1, "max_backoff": 3600}
+    policy = FailurePolicy(Retry(2, 60, 1, 3600))
     now = at("2026-11-30T14:00:00Z")
     for r, run_id, failed in [
         (regions.west, "tick@2026-11-30T13:58:00Z", "2026-11-30T13:59:30Z"),

@@ -22,19 +22,21 @@ def test_valid(value: int) -> None:
     assert cron_file.ok and cron_file.problems == ()
     job = cron_file.jobs[0]
     assert job.pause_after_failures == value
-    assert job.policy_record == {"pause_after_failures": value}
+    assert job.failure_policy is not None
+    assert job.failure_policy.as_record() == {"pause_after_failures": value}
 
 
 def test_with_a_retry_the_run_keeps_both() -> None:
     job = one(pause_after_failures=3, retry={"retries": 2}).jobs[0]
-    assert job.policy_record == {
+    assert job.failure_policy is not None
+    assert job.failure_policy.as_record() == {
         "retries": 2,
         "backoff": 60,
         "factor": 2.0,
         "max_backoff": 3600,
         "pause_after_failures": 3,
     }
-    assert one().jobs[0].policy_record is None
+    assert one().jobs[0].failure_policy is None
 
 
 def test_in_yaml() -> None:

@@ -76,7 +76,8 @@ def test_a_completion_that_failed_defers_the_next_attempt_and_a_duplicate_defers
     r = rig(RETRIED)
     r.tick("2026-11-30T14:00:00Z")
     run = r.claims.run(FIRST)
-    assert run is not None and run.retry == {
+    assert run is not None and run.policy is not None
+    assert run.policy.as_record() == {
         "retries": 2,
         "backoff": 90,
         "factor": 2.0,

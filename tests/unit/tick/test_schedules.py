@@ -294,8 +294,8 @@ def test_a_runtime_schedule_s_run_failed_at_its_target_is_retried_by_the_recorde
     )
     r.tick("2026-11-30T14:05:00Z")
     run = r.claims.run("s@2026-11-30T14:05:00Z")
-    assert run is not None and run.retry is not None
-    assert run.retry["runtimeSchedule"]["parameters"] == {"x": 1.5}
+    assert run is not None and run.policy is not None and run.policy.runtime is not None
+    assert run.policy.runtime["parameters"] == {"x": 1.5}
     recorder = Recorder(r.claims, r.clock, r.metrics, origin="us-east-1/prod")
     recorder.record(
         Completion(
