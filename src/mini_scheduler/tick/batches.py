@@ -14,14 +14,12 @@ from datetime import datetime, timedelta
 from functools import partial
 
 from mini_scheduler import metrics as m
-from mini_scheduler.claims.base import ClaimOutcome, ClaimRequest, ClaimResult, ClaimStore
-from mini_scheduler.clock import Clock
-from mini_scheduler.config import Settings
+from mini_scheduler.claims.base import ClaimOutcome, ClaimRequest, ClaimResult
 from mini_scheduler.errors import StoreError
 from mini_scheduler.jobs import Job
-from mini_scheduler.metrics import Metrics
 from mini_scheduler.model import Firing, SkipReason, floor_minute, iso_seconds, log_keys
 from mini_scheduler.tick.dispatch import Dispatching
+from mini_scheduler.tick.means import Means, Part
 from mini_scheduler.tick.plan import Dispatch, TickPlan
 from mini_scheduler.tick.report import Tally
 from mini_scheduler.tick.skips import Skips
@@ -30,24 +28,12 @@ from mini_scheduler.tick.work import BATCH, Marks, Work
 log = logging.getLogger("mini_scheduler.ticker")
 
 
-class MinuteWrites:
+class MinuteWrites(Part):
     """Claims, dispatches and marks a plan's firings, and records its skips, on a pool of
     ``settings.dispatch_workers``."""
 
-    def __init__(
-        self,
-        *,
-        settings: Settings,
-        claims: ClaimStore,
-        clock: Clock,
-        metrics: Metrics,
-        dispatching: Dispatching,
-        skips: Skips,
-    ) -> None:
-        self.settings = settings
-        self.claims = claims
-        self.clock = clock
-        self.metrics = metrics
+    def __init__(self, means: Means, *, dispatching: Dispatching, skips: Skips) -> None:
+        super().__init__(means)
         self.dispatching = dispatching
         self.skips = skips
 

@@ -12,18 +12,16 @@ from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 from mini_scheduler import metrics as m
-from mini_scheduler.claims.base import ClaimStore, MarkRequest
+from mini_scheduler.claims.base import MarkRequest
 from mini_scheduler.claims.records import JobStart, RunRecord
-from mini_scheduler.clock import Clock
-from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers
 from mini_scheduler.errors import DispatchError, StoreError
 from mini_scheduler.failures import FinalFailures, dispatch_failed
 from mini_scheduler.jobs import Job
-from mini_scheduler.metrics import Metrics
 from mini_scheduler.model import Firing, job_of, log_keys, payload
 from mini_scheduler.retries import defer_retry
 from mini_scheduler.tick.lines import DISPATCHED
+from mini_scheduler.tick.means import Means, Part
 from mini_scheduler.tick.report import Tally
 from mini_scheduler.wake import Wake
 
@@ -32,26 +30,20 @@ log = logging.getLogger("mini_scheduler.ticker")
 MARK_ATTEMPTS = 3  # tries of a dispatched firing's mark, on top of the SDK's own retries
 
 
-class Dispatching:
+class Dispatching(Part):
     """Dispatches claimed firings and marks them; defers the retry of a run that failed."""
 
     def __init__(
         self,
+        means: Means,
         *,
-        settings: Settings,
-        claims: ClaimStore,
         dispatchers: Dispatchers,
-        clock: Clock,
-        metrics: Metrics,
         retry_sleep: Callable[[float], None] = time.sleep,
         failures: FinalFailures | None = None,
         wake: Wake | None = None,
     ) -> None:
-        self.settings = settings
-        self.claims = claims
+        super().__init__(means)
         self.dispatchers = dispatchers
-        self.clock = clock
-        self.metrics = metrics
         self.retry_sleep = retry_sleep  # worker threads back off on it, not on the clock
         self.failures = failures  # a final failure's event and pause (None: neither)
         self.wake = wake  # told of a retry deferred, in case it is due in this minute

@@ -30,6 +30,7 @@ from mini_scheduler.model import Firing, iso_seconds, log_keys
 from mini_scheduler.tick.batches import MinuteWrites
 from mini_scheduler.tick.dispatch import Dispatching
 from mini_scheduler.tick.lines import log_decisions
+from mini_scheduler.tick.means import Means
 from mini_scheduler.tick.plan import TickPlan
 from mini_scheduler.tick.report import Tally
 from mini_scheduler.tick.skips import Skips
@@ -60,31 +61,12 @@ class Executor:
         self.clock = clock
         self.metrics = metrics
         self.fanout = fanout
+        means = Means(settings, claims, clock, metrics)
         self.dispatching = Dispatching(
-            settings=settings,
-            claims=claims,
-            dispatchers=dispatchers,
-            clock=clock,
-            metrics=metrics,
-            retry_sleep=retry_sleep,
-            failures=failures,
-            wake=wake,
+            means, dispatchers=dispatchers, retry_sleep=retry_sleep, failures=failures, wake=wake
         )
-        self.sweeper = Sweeper(
-            settings=settings,
-            claims=claims,
-            clock=clock,
-            metrics=metrics,
-            dispatching=self.dispatching,
-        )
-        self.writes = MinuteWrites(
-            settings=settings,
-            claims=claims,
-            clock=clock,
-            metrics=metrics,
-            dispatching=self.dispatching,
-            skips=Skips(settings=settings, claims=claims, clock=clock, metrics=metrics),
-        )
+        self.sweeper = Sweeper(means, dispatching=self.dispatching)
+        self.writes = MinuteWrites(means, dispatching=self.dispatching, skips=Skips(means))
 
     def execute(self, plan: TickPlan, *, deadline: datetime | None = None) -> Tally:
         """Carry ``plan`` out. Past ``deadline`` no firing is claimed: each one left is held, so

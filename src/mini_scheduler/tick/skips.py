@@ -8,30 +8,20 @@ from __future__ import annotations
 import logging
 
 from mini_scheduler import metrics as m
-from mini_scheduler.claims.base import ClaimStore, Deferred
-from mini_scheduler.clock import Clock
-from mini_scheduler.config import Settings
+from mini_scheduler.claims.base import Deferred
 from mini_scheduler.errors import StoreError
 from mini_scheduler.jobs import Job
-from mini_scheduler.metrics import Metrics
 from mini_scheduler.model import Firing, SkipReason, iso_seconds, log_keys
 from mini_scheduler.tick.lines import SKIPPED, SKIPPED_OVERLAP, SKIPPED_RANGE
+from mini_scheduler.tick.means import Part
 from mini_scheduler.tick.plan import SkipRange
 from mini_scheduler.tick.report import Tally
 
 log = logging.getLogger("mini_scheduler.ticker")
 
 
-class Skips:
+class Skips(Part):
     """Writes SKIPPED records and says each one written."""
-
-    def __init__(
-        self, *, settings: Settings, claims: ClaimStore, clock: Clock, metrics: Metrics
-    ) -> None:
-        self.settings = settings
-        self.claims = claims
-        self.clock = clock
-        self.metrics = metrics
 
     def skip(
         self,

@@ -11,38 +11,24 @@ from datetime import datetime, timedelta
 from functools import partial
 
 from mini_scheduler import metrics as m
-from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.claims.records import RunRecord
-from mini_scheduler.clock import Clock
-from mini_scheduler.config import Settings
 from mini_scheduler.errors import StoreError
 from mini_scheduler.jobs import Job
-from mini_scheduler.metrics import Metrics
 from mini_scheduler.model import Firing, RunStatus, firing_from_id, log_keys
 from mini_scheduler.tick.dispatch import Dispatching
 from mini_scheduler.tick.lines import NOT_DISPATCHED, TAKEN_OVER
+from mini_scheduler.tick.means import Means, Part
 from mini_scheduler.tick.report import Tally
 from mini_scheduler.tick.sweep import Sweep
 
 log = logging.getLogger("mini_scheduler.ticker")
 
 
-class Sweeper:
+class Sweeper(Part):
     """Times out, takes over or fails the open runs a :class:`~.sweep.Sweep` names."""
 
-    def __init__(
-        self,
-        *,
-        settings: Settings,
-        claims: ClaimStore,
-        clock: Clock,
-        metrics: Metrics,
-        dispatching: Dispatching,
-    ) -> None:
-        self.settings = settings
-        self.claims = claims
-        self.clock = clock
-        self.metrics = metrics
+    def __init__(self, means: Means, *, dispatching: Dispatching) -> None:
+        super().__init__(means)
         self.dispatching = dispatching
 
     def sweep(self, sweep: Sweep, tally: Tally) -> None:
