@@ -367,8 +367,19 @@ class ClaimStore(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A batch of claims' common terms: made at ``now`` by ``origin``, held until ``until``."""
+
+    now: datetime
+    until: datetime
+    origin: str
+
+
 class OneByOne:
-    """``claim`` and ``mark_dispatched`` as batches of one, for a store that writes batches."""
+    """``claim`` and ``mark_dispatched`` as batches of one, for a store that writes batches;
+    ``claim_many`` hands the batch's common terms on as one :class:`Lease`
+    (:meth:`_claim_batch`)."""
 
     def claim_many(
         self,
@@ -378,6 +389,9 @@ class OneByOne:
         lease_until: datetime,
         origin: str,
     ) -> list[ClaimOutcome]:
+        return self._claim_batch(claims, Lease(now, lease_until, origin))
+
+    def _claim_batch(self, claims: Sequence[ClaimRequest], lease: Lease) -> list[ClaimOutcome]:
         raise NotImplementedError
 
     def mark_many(self, marks: Sequence[MarkRequest], *, now: datetime) -> list[StoreError | None]:

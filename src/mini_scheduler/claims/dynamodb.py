@@ -89,9 +89,6 @@ class DynamoDBClaimStore(RunEnds, KeptInABook, DynamoDBClaims):
     def _expiry(self, now: datetime) -> datetime:
         return now + self._ttl
 
-    def _read_run(self, firing: Firing) -> RunRecord | None:
-        return self.run(firing.id)
-
     def _end_run(self, firing: Firing, write: Write) -> RunRecord | None:
         request = {**self._run_update(firing, write), "ReturnValues": "ALL_OLD"}
         answer = self._update(request, "UpdateItem (close run)", tolerate_condition=True)

@@ -17,6 +17,7 @@ from mini_scheduler.claims.base import (
     ClaimOutcome,
     ClaimRequest,
     ClaimResult,
+    Lease,
     MarkRequest,
     OneByOne,
 )
@@ -61,15 +62,8 @@ class DynamoDBClaims(DynamoDBReads, OneByOne):
     _writer: BatchWriter
     _slots: JobSlots
 
-    def claim_many(
-        self,
-        claims: Sequence[ClaimRequest],
-        *,
-        now: datetime,
-        lease_until: datetime,
-        origin: str,
-    ) -> list[ClaimOutcome]:
-        batch = _Batch(claims, now, lease_until, origin, uuid.uuid4().hex)
+    def _claim_batch(self, claims: Sequence[ClaimRequest], lease: Lease) -> list[ClaimOutcome]:
+        batch = _Batch(claims, lease.now, lease.until, lease.origin, uuid.uuid4().hex)
         outcomes: Outcomes = [None] * len(claims)
         inserts = self._take_slots(batch, outcomes)
         items = [Insert(run_item(claims[i].firing, self._claimed(batch, i))) for i in inserts]

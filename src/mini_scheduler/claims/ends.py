@@ -87,13 +87,15 @@ class RunEnds(Skips):
         """What surrounds each operation: nothing, unless the store says otherwise."""
         return contextlib.nullcontext()
 
+    run: Callable[[str], RunRecord | None]  # the store's read of one run (ClaimStore.run)
+
     def _expiry(self, now: datetime) -> datetime | None:
         """When a record written at ``now`` expires (None: it is kept)."""
         return None
 
     def _read_run(self, firing: Firing) -> RunRecord | None:
-        """The firing's run as stored now (a consistent read), or None."""
-        raise NotImplementedError
+        """The firing's run as stored now (a consistent read), or None: the store's ``run``."""
+        return self.run(firing.id)
 
     def _end_run(self, firing: Firing, write: Write) -> RunRecord | None:
         """``write`` (an open run's end) in one conditional update: the run as it was before,

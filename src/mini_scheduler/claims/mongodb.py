@@ -104,9 +104,6 @@ class MongoDBClaimStore(RunEnds, KeptInABook, MongoDBClaims):
     def _expiry(self, now: datetime) -> datetime:
         return now + self._ttl
 
-    def _read_run(self, firing: Firing) -> RunRecord | None:
-        return self.run(firing.id)
-
     def _end_run(self, firing: Firing, write: Write) -> RunRecord | None:
         self.ensure_indexes()
         try:

@@ -22,6 +22,7 @@ from mini_scheduler.claims.base import (
     ClaimOutcome,
     ClaimRequest,
     ClaimResult,
+    Lease,
     MarkRequest,
     OneByOne,
 )
@@ -92,19 +93,13 @@ class MongoDBClaims(MongoDBReads, OneByOne):
 
     # -- claims and marks --------------------------------------------------------------------
 
-    def claim_many(
-        self,
-        claims: Sequence[ClaimRequest],
-        *,
-        now: datetime,
-        lease_until: datetime,
-        origin: str,
-    ) -> list[ClaimOutcome]:
+    def _claim_batch(self, claims: Sequence[ClaimRequest], lease: Lease) -> list[ClaimOutcome]:
         """The batch's claims in one unordered ``insert_many``, each exclusive claim's slot
         taken before it (OVERLAP, nothing inserted, when another firing holds it). Raises
         StoreError when the store cannot be reached or a majority did not acknowledge the
         batch (the caller holds every firing of it)."""
         self.ensure_indexes()
+        now, lease_until, origin = lease.now, lease.until, lease.origin
         answers: dict[int, ClaimOutcome] = {}
         inserts: dict[int, Document] = {}
         for index, request in enumerate(claims):
