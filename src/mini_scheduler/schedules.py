@@ -37,6 +37,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from mini_scheduler.claims.base import RETRY, SCHEDULE, ClaimStore, Deferred
+from mini_scheduler.claims.definitions import definition_of
 from mini_scheduler.claims.records import Definition, new_generation
 from mini_scheduler.clock import Clock
 from mini_scheduler.errors import EventError, StoreError
@@ -47,7 +48,6 @@ from mini_scheduler.model import (
     iso_millis,
     iso_seconds,
     log_keys,
-    parse_instant,
 )
 from mini_scheduler.schedule_entry import read_schedule, schedule_job
 
@@ -122,18 +122,9 @@ def successor(
 
 def stored(item: Deferred) -> RuntimeSchedule:
     """The runtime schedule a deferred firing keeps (EventError when its entry is refused)."""
-    detail = item.detail
-    entry = detail.get("entry")
-    if not isinstance(entry, Mapping):
+    if not isinstance(item.detail.get("entry"), Mapping):
         raise EventError(f"deferred firing {item.firing.id} keeps no schedule entry")
-    created = detail.get("createdAt")
-    return RuntimeSchedule(
-        job=schedule_job(entry),
-        entry=entry,
-        operator=str(detail.get("operator", "")),
-        created_at=parse_instant(created) if isinstance(created, str) else item.written_at,
-        next_firing=item.firing.scheduled,
-    )
+    return defined(definition_of(item, item.firing.scheduled))
 
 
 def defined(definition: Definition) -> RuntimeSchedule:
@@ -311,21 +302,34 @@ class Schedules:
         so that its claim is LOST. ``lead_seconds`` is the tickers' TICK_LEAD_SECONDS."""
         definition = self._claims.schedule(name)
         if definition is None or not definition.live:
-            return self._delete_stored(name, operator=operator, clock=clock, lead=lead_seconds)
+            schedule, items = self._drop_stored(name)
+        else:
+            schedule, items = self._retire(definition, operator=operator, now=clock.now())
+        if schedule is not None:
+            self._skip_in_hand(schedule.job, items, clock.now(), lead_seconds)
+        log.info("Operator %s deleted runtime schedule %s", operator, name, extra=log_keys(name))
+        return schedule
+
+    def _retire(
+        self, definition: Definition, *, operator: str, now: datetime
+    ) -> tuple[RuntimeSchedule | None, list[Deferred]]:
+        """Tombstone ``definition`` as read, then drop its next firing (as the tombstone's
+        answer names it) and its runs' retries: the schedule (None when its entry is refused
+        today) and the firings dropped."""
+        name = definition.name
         before = self._claims.delete_schedule(
-            name, definition.generation, operator=operator, now=clock.now()
+            name, definition.generation, operator=operator, now=now
         )
         if before is None:
             raise EventError(
                 f"runtime schedule {name[:100]!r} was deleted or made again meanwhile: "
                 "`schedule show` says what it is now"
             )
-        retries = [item for item in self._claims.pending_deferred(RETRY) if _of(item, name)]
+        items = [item for item in self._claims.pending_deferred(RETRY) if _of(item, name)]
         try:
             schedule: RuntimeSchedule | None = defined(before)
         except EventError:
             schedule = None
-        items = retries
         if schedule is not None and before.next_firing is not None:
             following = deferred_of(
                 schedule.job,
@@ -334,19 +338,14 @@ class Schedules:
                 origin=self._origin,
                 now=before.created_at,
             )
-            items = [following, *retries]
+            items = [following, *items]
         self._claims.drop_deferred(items)
-        if schedule is not None:
-            self._skip_in_hand(schedule.job, items, clock.now(), lead_seconds)
-        log.info("Operator %s deleted runtime schedule %s", operator, name, extra=log_keys(name))
-        return schedule
+        return schedule, items
 
-    def _delete_stored(
-        self, name: str, *, operator: str, clock: Clock, lead: int
-    ) -> RuntimeSchedule | None:
-        """Delete a schedule stored before definitions existed (its firings only): they are
-        dropped until none is left, a tick moving it on meanwhile doing so only from a firing
-        still stored."""
+    def _drop_stored(self, name: str) -> tuple[RuntimeSchedule | None, list[Deferred]]:
+        """Drop a schedule stored before definitions existed (its firings only) until none is
+        left, a tick moving it on meanwhile doing so only from a firing still stored: the
+        schedule (None when its entry is refused today) and every firing seen."""
         items = self._of(name)
         if not items:
             raise EventError(f"no runtime schedule {name[:100]!r}: `schedule list` shows them")
@@ -362,11 +361,8 @@ class Schedules:
                 f"runtime schedule {name}: {len(items)} firings still stored after "
                 f"{_DELETE_ROUNDS} deletes - delete it again"
             )
-        schedule = next(iter(self._readable(list(seen.values()))), None)
-        if schedule is not None:
-            self._skip_in_hand(schedule.job, list(seen.values()), clock.now(), lead)
-        log.info("Operator %s deleted runtime schedule %s", operator, name, extra=log_keys(name))
-        return schedule
+        dropped = list(seen.values())
+        return next(iter(self._readable(dropped)), None), dropped
 
     def _of(self, name: str) -> list[Deferred]:
         """The stored firings of schedule ``name``: its next one, and its runs' retries."""
