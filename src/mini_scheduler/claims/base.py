@@ -156,11 +156,14 @@ class Pause:
 @dataclass(frozen=True, slots=True)
 class Control:
     """What a tick reads once: its watermark, every watermark of the table (scope -> end of
-    the last window handled; shards and regions), and the paused jobs."""
+    the last window handled; shards and regions), the paused jobs, and the jobs resumed (who
+    resumed each, and when: a resume is kept, so that it can be told from a pause another
+    region's store has not heard of, :mod:`mini_scheduler.carry`)."""
 
     watermark: datetime | None
     paused: Mapping[str, Pause]
     watermarks: Mapping[str, datetime] = field(default_factory=dict)
+    resumed: Mapping[str, Pause] = field(default_factory=dict)
 
 
 class ClaimStore(Protocol):
@@ -310,7 +313,10 @@ class ClaimStore(Protocol):
         """Move the watermark of ``scope`` to ``to``, never backwards."""
         ...
 
-    def set_paused(self, job: str, paused: bool, *, operator: str, now: datetime) -> None: ...
+    def set_paused(self, job: str, paused: bool, *, operator: str, now: datetime) -> None:
+        """Pause ``job``, or resume it, as ``operator`` at ``now``: one write of the job's mark,
+        whichever it was (a resume too is kept, dated)."""
+        ...
 
     def defer(self, deferred: Sequence[Deferred]) -> None:
         """Store each deferred firing under its due instant (batched where the store batches);
@@ -356,6 +362,17 @@ class ClaimStore(Protocol):
 
     def schedules(self) -> Sequence[Definition]:
         """Every live definition, by name, read consistently with one query."""
+        ...
+
+    def definitions(self) -> Sequence[Definition]:
+        """Every definition, tombstones too, by name, read consistently with one query: what
+        another region's store is brought in step with (:mod:`mini_scheduler.carry`)."""
+        ...
+
+    def carry_schedule(self, definition: Definition, over: Definition | None) -> bool:
+        """Store ``definition`` (as another region's store holds it) on the condition that the
+        one stored under its name is still ``over`` (None: that none is); False, nothing
+        written, when it is not (a tick or an operator changed it since it was read)."""
         ...
 
     def delete_schedule(

@@ -96,6 +96,10 @@ class Book(Protocol):
 
     def live(self) -> Sequence[Definition]: ...
 
+    def every(self) -> Sequence[Definition]: ...
+
+    def put(self, definition: Definition, over: Definition | None) -> bool: ...
+
     def retire(
         self, name: str, generation: str, *, operator: str, now: datetime
     ) -> Definition | None: ...
@@ -124,6 +128,13 @@ class KeptInABook:
 
     def schedules(self) -> Sequence[Definition]:
         return self._schedules.live()
+
+    def definitions(self) -> Sequence[Definition]:
+        return self._schedules.every()
+
+    def carry_schedule(self, definition: Definition, over: Definition | None) -> bool:
+        self._ready()
+        return self._schedules.put(definition, over)
 
     def delete_schedule(
         self, name: str, generation: str, *, operator: str, now: datetime

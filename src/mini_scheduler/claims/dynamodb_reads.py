@@ -166,6 +166,7 @@ class DynamoDBReads:
     def control(self, scope: str) -> Control:
         watermarks: dict[str, datetime] = {}
         paused: dict[str, Pause] = {}
+        resumed: dict[str, Pause] = {}
         for raw in self._query(
             "Query (control)",
             KeyConditionExpression="#pk = :pk",
@@ -180,10 +181,11 @@ class DynamoDBReads:
                     watermarks[key.removeprefix("WATERMARK#")] = mark
             elif key.startswith("PAUSE#"):
                 job = key.removeprefix("PAUSE#")
-                paused[job] = Pause(
+                pause = Pause(
                     job, str(item.get("operator", "")), instant(item.get("at")) or datetime.min
                 )
-        return Control(watermarks.get(scope), paused, watermarks)
+                (resumed if item.get("resumed") else paused)[job] = pause
+        return Control(watermarks.get(scope), paused, watermarks, resumed)
 
     def advance_watermark(self, scope: str, to: datetime) -> None:
         self._update(
@@ -202,16 +204,8 @@ class DynamoDBReads:
 
     def set_paused(self, job: str, paused: bool, *, operator: str, now: datetime) -> None:
         key = {"pk": {"S": _CONTROL}, "sk": {"S": f"PAUSE#{job}"}}
-        with self._failing_as("PutItem (pause)" if paused else "DeleteItem (resume)"):
-            if paused:
-                write_retried(
-                    self._client,
-                    "put_item",
-                    self._sleep,
-                    TableName=self.table,
-                    Item={**key, "operator": {"S": operator}, "at": {"S": iso_millis(now)}},
-                )
-            else:
-                write_retried(
-                    self._client, "delete_item", self._sleep, TableName=self.table, Key=key
-                )
+        item: dict[str, Any] = {**key, "operator": {"S": operator}, "at": {"S": iso_millis(now)}}
+        if not paused:
+            item["resumed"] = {"BOOL": True}
+        with self._failing_as("PutItem (pause)" if paused else "PutItem (resume)"):
+            write_retried(self._client, "put_item", self._sleep, TableName=self.table, Item=item)

@@ -7,8 +7,10 @@
 
 ``create`` is one ``PutItem`` on the condition that no live definition has the name, ``get``
 one consistent ``GetItem``, ``live`` one consistent ``Query`` of the partition (tombstones
-filtered out), ``retire`` one ``UpdateItem`` on the condition that the definition is live with
-the generation the caller read, answering it as it was. ``advance`` moves a schedule's firing
+filtered out; ``every`` keeps them), ``put`` (a definition another region's store holds, carried
+here) one ``PutItem`` on the condition that the stored one is still the one read, ``retire``
+one ``UpdateItem`` on the condition that the definition is live with the generation the caller
+read, answering it as it was. ``advance`` moves a schedule's firing
 on in one ``TransactWriteItems``: the answered firing deleted on condition that it is still
 stored, its next one put, and the definition written on the condition of
 :func:`.definitions.moves` (a tombstone or another generation refuses it). Its token makes a
@@ -90,13 +92,37 @@ class ScheduleBook:
         return definition_from(item) if item else None
 
     def live(self) -> list[Definition]:
+        return self._query({"FilterExpression": "attribute_not_exists(#deletedAt)"})
+
+    def every(self) -> list[Definition]:
+        return self._query({})
+
+    def put(self, definition: Definition, over: Definition | None) -> bool:
+        request = named(
+            {
+                "TableName": self._table,
+                "Item": definition_item(definition, self._ttl),
+                **_unchanged(over),
+            }
+        )
+        try:
+            write_retried(self._client, "put_item", self._sleep, **request)
+        except ClientError as exc:
+            if code(exc) == "ConditionalCheckFailedException":
+                return False
+            raise failed(self._table, "PutItem (carry schedule)", exc) from exc
+        except BotoCoreError as exc:
+            raise failed(self._table, "PutItem (carry schedule)", exc) from exc
+        return True
+
+    def _query(self, more: Mapping[str, Any]) -> list[Definition]:
         request = named(
             {
                 "TableName": self._table,
                 "KeyConditionExpression": "#pk = :schedule",
-                "FilterExpression": "attribute_not_exists(#deletedAt)",
                 "ExpressionAttributeValues": {":schedule": {"S": SCHEDULE}},
                 "ConsistentRead": True,
+                **more,
             }
         )
         try:
@@ -186,6 +212,21 @@ class ScheduleBook:
                 raise failed(self._table, "TransactWriteItems (advance schedule)", exc) from exc
             self._sleep(0.05 * 2**attempt)
         raise AssertionError("unreachable")
+
+
+def _unchanged(over: Definition | None) -> dict[str, Any]:
+    """The condition that the stored definition is still ``over`` (None: that none is)."""
+    if over is None:
+        return {"ConditionExpression": "attribute_not_exists(#pk)"}
+    stored = definition_item(over, timedelta(0))
+    terms, values = ["#generation = :generation"], {":generation": stored["generation"]}
+    for name in ("nextFiring", "deletedAt"):
+        if name in stored:
+            terms.append(f"#{name} = :{name}")
+            values[f":{name}"] = stored[name]
+        else:
+            terms.append(f"attribute_not_exists(#{name})")
+    return {"ConditionExpression": " AND ".join(terms), "ExpressionAttributeValues": values}
 
 
 def definition_key(name: str) -> dict[str, Any]:

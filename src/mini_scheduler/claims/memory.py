@@ -54,6 +54,7 @@ class MemoryClaimStore(RunEnds):
         self._jobs: dict[str, JobState] = {}
         self._watermarks: dict[str, datetime] = {}
         self._paused: dict[str, Pause] = {}
+        self._resumed: dict[str, Pause] = {}
         self._deferred: dict[str, Deferred] = {}
         self._schedules: dict[str, Definition] = {}
         self.calls = 0
@@ -251,7 +252,12 @@ class MemoryClaimStore(RunEnds):
 
     def control(self, scope: str) -> Control:
         with self._operation():
-            return Control(self._watermarks.get(scope), dict(self._paused), dict(self._watermarks))
+            return Control(
+                self._watermarks.get(scope),
+                dict(self._paused),
+                dict(self._watermarks),
+                dict(self._resumed),
+            )
 
     def advance_watermark(self, scope: str, to: datetime) -> None:
         with self._operation():
@@ -261,10 +267,8 @@ class MemoryClaimStore(RunEnds):
 
     def set_paused(self, job: str, paused: bool, *, operator: str, now: datetime) -> None:
         with self._operation():
-            if paused:
-                self._paused[job] = Pause(job, operator, now)
-            else:
-                self._paused.pop(job, None)
+            (self._paused if paused else self._resumed)[job] = Pause(job, operator, now)
+            (self._resumed if paused else self._paused).pop(job, None)
 
     def defer(self, deferred: Sequence[Deferred]) -> None:
         with self._operation():
@@ -306,6 +310,17 @@ class MemoryClaimStore(RunEnds):
     def schedules(self) -> Sequence[Definition]:
         with self._operation():
             return [found for _, found in sorted(self._schedules.items()) if found.live]
+
+    def definitions(self) -> Sequence[Definition]:
+        with self._operation():
+            return [found for _, found in sorted(self._schedules.items())]
+
+    def carry_schedule(self, definition: Definition, over: Definition | None) -> bool:
+        with self._operation():
+            if self._schedules.get(definition.name) != over:
+                return False
+            self._schedules[definition.name] = definition
+            return True
 
     def delete_schedule(
         self, name: str, generation: str, *, operator: str, now: datetime

@@ -161,6 +161,7 @@ class MongoDBReads:
         Both ``_id`` prefixes are anchored, so the ``_id`` index serves it."""
         watermarks: dict[str, datetime] = {}
         paused: dict[str, Pause] = {}
+        resumed: dict[str, Pause] = {}
         wanted = [{"_id": {"$regex": f"^{prefix}"}} for prefix in (_WATERMARK, _PAUSE)]
         try:
             docs = list(self.controls.find({"$or": wanted}))
@@ -175,8 +176,9 @@ class MongoDBReads:
             else:
                 job = key.removeprefix(_PAUSE)
                 at = utc(doc.get("at")) or datetime.min.replace(tzinfo=UTC)
-                paused[job] = Pause(job, str(doc.get("operator", "")), at)
-        return Control(watermarks.get(scope), paused, watermarks)
+                pause = Pause(job, str(doc.get("operator", "")), at)
+                (resumed if doc.get("resumed") else paused)[job] = pause
+        return Control(watermarks.get(scope), paused, watermarks, resumed)
 
     def advance_watermark(self, scope: str, to: datetime) -> None:
         to = ms(to)
@@ -200,14 +202,12 @@ class MongoDBReads:
 
     def set_paused(self, job: str, paused: bool, *, operator: str, now: datetime) -> None:
         key = f"pause#{job}"
+        mark: Document = {"job": job, "operator": operator, "at": ms(now)}
+        if not paused:
+            mark["resumed"] = True
         try:
-            if paused:
-                self.controls.replace_one(
-                    {"_id": key}, {"job": job, "operator": operator, "at": ms(now)}, upsert=True
-                )
-            else:
-                self.controls.delete_one({"_id": key})
+            self.controls.replace_one({"_id": key}, mark, upsert=True)
         except PyMongoError as exc:
             raise self._fail(
-                "replace (pause)" if paused else "delete (resume)", CONTROL, exc
+                "replace (pause)" if paused else "replace (resume)", CONTROL, exc
             ) from exc

@@ -9,7 +9,9 @@ primary).
 
 ``create`` is one ``replace_one`` (upsert) on the filter "this name, a tombstone", so that a
 live definition refuses it with a duplicate key (the name unique by the ``_id`` index, never by
-a read); ``get`` one ``find_one``, ``live`` one find, ``retire`` one ``find_one_and_update`` on
+a read); ``get`` one ``find_one``, ``live`` one find (``every`` the tombstones too), ``put`` (a
+definition carried from another region's store) an insert where none is stored, else a
+``replace_one`` on the filter "still the definition read", ``retire`` one ``find_one_and_update`` on
 the filter "live, with the generation read". ``advance`` writes the definition first, on the
 filter of :func:`.definitions.moves` (an upsert that a tombstone or another generation refuses
 with a duplicate key), then puts the next firing and deletes the answered one; when that one
@@ -84,11 +86,33 @@ class ScheduleBook:
         return definition_from(found) if found is not None else None
 
     def live(self) -> list[Definition]:
+        return self._find({"deletedAt": {"$exists": False}})
+
+    def every(self) -> list[Definition]:
+        return self._find({})
+
+    def _find(self, wanted: Document) -> list[Definition]:
         try:
-            found = self._collection.find({"deletedAt": {"$exists": False}})
+            found = self._collection.find(wanted)
             return [definition_from(doc) for doc in found.sort([("_id", ASCENDING)])]
         except PyMongoError as exc:
             raise self._fail("find (schedules)", SCHEDULES, exc) from exc
+
+    def put(self, definition: Definition, over: Definition | None) -> bool:
+        doc = definition_doc(definition, self._ttl)
+        try:
+            if over is None:
+                self._collection.insert_one(doc)
+                return True
+            stored = definition_doc(over, self._ttl)
+            unchanged: Document = {"_id": over.name, "generation": over.generation}
+            for name in ("nextFiring", "deletedAt"):
+                unchanged[name] = stored.get(name, {"$exists": False})
+            return self._collection.replace_one(unchanged, doc).matched_count == 1
+        except DuplicateKeyError:
+            return False
+        except PyMongoError as exc:
+            raise self._fail("replace (carry schedule)", SCHEDULES, exc) from exc
 
     def retire(
         self, name: str, generation: str, *, operator: str, now: datetime

@@ -167,6 +167,14 @@ class PredictingClaimStore(OneByOne, Skips):
                     self._memory.restore(schedules=[definition])
             return self._memory.schedules()
 
+    def definitions(self) -> Sequence[Definition]:
+        with self._lock:
+            for definition in self._real.definitions():
+                if definition.name not in self._names:
+                    self._names.add(definition.name)
+                    self._memory.restore(schedules=[definition])
+            return self._memory.definitions()
+
     def pending_deferred(self, reason: str) -> Sequence[Deferred]:
         with self._lock:
             self._deferred(self._real.pending_deferred(reason))
@@ -324,6 +332,13 @@ class PredictingClaimStore(OneByOne, Skips):
             made = self._memory.create_schedule(definition)
             self._note("create_schedule", definition.name, made, definition=definition)
             return made
+
+    def carry_schedule(self, definition: Definition, over: Definition | None) -> bool:
+        with self._lock:
+            self._schedule(definition.name)
+            carried = self._memory.carry_schedule(definition, over)
+            self._note("carry_schedule", definition.name, carried, definition=definition)
+            return carried
 
     def delete_schedule(
         self, name: str, generation: str, *, operator: str, now: datetime

@@ -18,6 +18,7 @@ from mini_scheduler.claims.base import (
     ClaimStore,
     Deferred,
     MarkRequest,
+    Pause,
 )
 from mini_scheduler.claims.records import EarlierEnd, JobStart, Redrive
 from mini_scheduler.claims.transitions import EARLIER_ENDS_KEPT, TIMED_OUT_ERROR
@@ -337,8 +338,14 @@ def test_pauses_are_listed_by_control_until_resumed(claim_store: ClaimStore) -> 
     claim_store.set_paused("report", True, operator="jane.doe", now=T0)
     paused = claim_store.control("us-east-1/prod").paused
     assert list(paused) == ["report"] and paused["report"].operator == "jane.doe"
-    claim_store.set_paused("report", False, operator="jane.doe", now=T0)
-    assert claim_store.control("us-east-1/prod").paused == {}
+    claim_store.set_paused("report", False, operator="joe", now=T0 + timedelta(minutes=1))
+    control = claim_store.control("us-east-1/prod")
+    assert control.paused == {}
+    # A resume is kept, dated: another region's pause can be told from it (carry.py)
+    assert control.resumed == {"report": Pause("report", "joe", T0 + timedelta(minutes=1))}
+    claim_store.set_paused("report", True, operator="jane.doe", now=T0 + timedelta(minutes=2))
+    control = claim_store.control("us-east-1/prod")
+    assert list(control.paused) == ["report"] and control.resumed == {}
 
 
 def test_a_lost_exclusive_claim_leaves_the_winners_slot(claim_store: ClaimStore) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from mini_scheduler.claims.base import ClaimStore, Deferred
@@ -166,3 +167,37 @@ def test_racing_creators_of_one_name_have_exactly_one_winner(
         with ThreadPoolExecutor(max_workers=8) as pool:
             results = list(pool.map(one, range(8)))
         assert results.count(True) == 1, results
+
+
+def test_definitions_lists_the_tombstones_too(claim_store: ClaimStore) -> None:
+    kept, gone = _definition("kept"), _definition("gone")
+    claim_store.create_schedule(kept)
+    claim_store.create_schedule(gone)
+    claim_store.delete_schedule("gone", gone.generation, operator="joe", now=T0)
+    listed = claim_store.definitions()
+    assert [(d.name, d.live) for d in listed] == [("gone", False), ("kept", True)]
+
+
+def test_a_carried_definition_is_written_only_over_the_one_read(claim_store: ClaimStore) -> None:
+    """Another region's definition is carried in on the condition that the stored one is
+    still the one read (none, or the same generation, next firing and deletion)."""
+    theirs = _definition()
+    assert claim_store.carry_schedule(theirs, None) is True
+    assert claim_store.schedule("every") == theirs
+    assert claim_store.carry_schedule(theirs, None) is False  # one is stored now
+
+    moved = replace(theirs, next_firing=T0 + timedelta(minutes=2))
+    assert claim_store.carry_schedule(moved, theirs) is True
+    assert claim_store.schedule("every") == moved
+    stale = replace(theirs, next_firing=T0 + timedelta(minutes=9))
+    assert claim_store.carry_schedule(stale, theirs) is False  # read before the move
+    assert claim_store.schedule("every") == moved
+
+    gone = moved.retired(operator="joe", now=T0 + timedelta(minutes=3))
+    assert claim_store.carry_schedule(gone, moved) is True
+    assert claim_store.schedules() == []
+    assert claim_store.carry_schedule(moved, moved) is False  # a tombstone is not `moved`
+    other = _definition(at=T0 + timedelta(minutes=4))
+    assert claim_store.carry_schedule(other, theirs) is False  # another generation read
+    assert claim_store.carry_schedule(other, gone) is True  # made again, over the tombstone
+    assert [d.generation for d in claim_store.schedules()] == [other.generation]
