@@ -67,6 +67,11 @@ class Settings:
     # Where a final failure's "Job Run Failed" and a pause's "Job Paused" events go: a bus name
     # or ARN (EVENT_BUS_NAME; the template's FailureEventBus).
     event_bus: str = "default"
+    # The peer regions whose stores follow this one's when it is active (PEER_STATE_TABLES:
+    # ``us-west-2=TABLE``, or ``us-west-2`` alone for the table of the stack named STACK_NAME
+    # there): the runtime schedules, pauses and waiting firings carried (mini_scheduler.carry).
+    peers: tuple[tuple[str, str | None], ...] = ()
+    stack_name: str | None = None
 
     @property
     def origin(self) -> str:
@@ -113,7 +118,32 @@ class Settings:
             dispatch_workers=_int(env, "DISPATCH_WORKERS", 16, 1, 512),
             batch_writes=flag(env, "STATE_TABLE_BATCH_WRITES", default=True),
             event_bus=_event_bus(env),
+            peers=peer_tables(env.get("PEER_STATE_TABLES", ""), region),
+            stack_name=env.get("STACK_NAME", "").strip() or None,
         )
+
+
+_PEER_REGION = re.compile(r"[a-z]{2}(?:-[a-z]+)+-\d{1,2}")
+_TABLE = re.compile(r"[A-Za-z0-9_.-]{3,255}")
+
+
+def peer_tables(text: str, region: str) -> tuple[tuple[str, str | None], ...]:
+    """``PEER_STATE_TABLES``: ``REGION[=TABLE]`` comma-separated, this region left out;
+    ConfigurationError naming the bad entry."""
+    peers: dict[str, str | None] = {}
+    for part in text.split(","):
+        entry = part.strip()
+        if not entry:
+            continue
+        name, _, table = (p.strip() for p in entry.partition("="))
+        if not _PEER_REGION.fullmatch(name) or (table and not _TABLE.fullmatch(table)):
+            raise ConfigurationError(
+                f"PEER_STATE_TABLES: {entry[:300]!r} is not REGION or REGION=TABLE "
+                "(e.g. us-west-2, or us-west-2=mini-scheduler-StateTable-ABC)"
+            )
+        if name != region:
+            peers[name] = table or None
+    return tuple(peers.items())
 
 
 _BUS = re.compile(r"(arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus/)?[A-Za-z0-9._/-]{1,256}")

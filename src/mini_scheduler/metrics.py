@@ -69,6 +69,7 @@ ALERTS_UNPUBLISHED = "AlertsUnpublished"  # a Job Run Failed or Job Paused event
 ACTIVE_ENVIRONMENT_UNKNOWN = "ActiveEnvironmentUnknown"
 TICK_LAG = "TickLagSeconds"
 TICKS = "Ticks"
+REGIONS_NOT_IN_STEP = "RegionsNotInStep"  # each active tick with peers: those not brought in step
 CRON_ENTRIES_SKIPPED = "CronEntriesSkipped"  # each tick: the cron file's entries that did not load
 
 

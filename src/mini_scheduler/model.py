@@ -40,6 +40,7 @@ class SkipReason(StrEnum):
     MISFIRE_GRACE = "misfire_grace"
     OVERLAP = "overlap"
     PAUSED = "paused"  # a paused one-time schedule's firing: it has no later one
+    ELSEWHERE = "elsewhere"  # a waiting firing another region ran, or may have run
 
 
 def floor_minute(moment: datetime) -> datetime:

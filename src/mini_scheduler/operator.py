@@ -160,6 +160,7 @@ class Operator:
         default_zone: str = "UTC",
         wake: Wake | None = None,
         lead_seconds: int = MAX_LEAD,
+        in_step: Callable[[], Mapping[str, Any]] | None = None,
     ) -> None:
         self._cron = cron
         self.claims = claims
@@ -170,6 +171,16 @@ class Operator:
         self._default_zone = default_zone  # a runtime schedule's zone when it names none
         self._wake = wake  # told of firings deferred, in case one is due in this minute
         self._lead = lead_seconds  # the tickers' TICK_LEAD_SECONDS (unknown: the most)
+        # After a write that follows the active region (a schedule, a pause, a backfill): the
+        # peer regions brought in step, and which were not (mini_scheduler.carry).
+        self._in_step = in_step
+
+    def _carried(self, answer: dict[str, Any]) -> dict[str, Any]:
+        """``answer``, with the regions brought in step after the write (when there are
+        peers): the one written is in its own store whatever they say."""
+        if self._in_step is not None:
+            answer["regions"] = dict(self._in_step())
+        return answer
 
     def job(self, name: Any) -> Job:
         """The cron file's job ``name``; EventError naming it when there is none."""
@@ -302,7 +313,7 @@ class Operator:
             operator,
             extra=log_keys(name),
         )
-        return {"job": name, "paused": paused, "operator": operator}
+        return self._carried({"job": name, "paused": paused, "operator": operator})
 
     def _pausable(self, job_name: Any) -> str:
         """A job of cron.yaml, else a runtime schedule's name (read only when the cron file has
@@ -385,7 +396,7 @@ class Operator:
             raise EventError("schedules must be a list of schedule entries (or one entry)")
         made = self._schedules().create(entries, operator=operator, now=self.clock.now())
         self._woken([s.next_firing for s in made if s.next_firing is not None])
-        return {"created": [s.to_json() for s in made], "operator": operator}
+        return self._carried({"created": [s.to_json() for s in made], "operator": operator})
 
     def _woken(self, dues: list[datetime]) -> None:
         if self._wake is not None and dues:
@@ -406,7 +417,9 @@ class Operator:
             name, operator=operator, clock=self.clock, lead_seconds=self._lead
         )
         self._claims().set_paused(name, False, operator=operator, now=self.clock.now())
-        return {"deleted": gone.to_json() if gone else {"name": name}, "operator": operator}
+        return self._carried(
+            {"deleted": gone.to_json() if gone else {"name": name}, "operator": operator}
+        )
 
     def backfill(
         self, job_name: Any, start: Any, end: Any, rate: Any, operator: Any
@@ -423,7 +436,7 @@ class Operator:
         )
         started = start_backfill(self._claims(), items)
         self._woken([item.due for item in items[:1]])  # the first firings are due now
-        return started.to_json()
+        return self._carried(started.to_json())
 
     def backfill_status(self, job_name: Any = None) -> dict[str, Any]:
         """The backfills with firings left to dispatch (of one job, or all)."""

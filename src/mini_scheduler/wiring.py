@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -28,6 +29,7 @@ from mini_scheduler.metrics import Metrics
 from mini_scheduler.wake import Wake, waker
 
 if TYPE_CHECKING:
+    from mini_scheduler.carry.carrier import Peers
     from mini_scheduler.jobs import CronFile
     from mini_scheduler.recorder import Recorder
     from mini_scheduler.tick import Ticker
@@ -143,6 +145,44 @@ def alert_publisher(settings: Settings, clients: Clients) -> Alerts:
     return EventBridgeAlerts(settings.event_bus, lambda: clients("events"))
 
 
+def peers(settings: Settings, clients: Clients) -> Peers | None:
+    """The peer regions' stores (:mod:`mini_scheduler.carry`), each made on first use; None
+    without peers. A peer named without its table has the table of this stack's namesake
+    there (its ``StateTableName`` output)."""
+    if not settings.peers:
+        return None
+    from mini_scheduler.carry.carrier import Peers
+
+    def factory(region: str, table: str | None) -> Callable[[], ClaimStore]:
+        def make() -> ClaimStore:
+            there = Clients(region, session=clients.session, pool=4)
+            named = table or _stack_table(settings.stack_name, region, there)
+            return claim_store(replace(settings, state_table=named, region=region), there)
+
+        return make
+
+    return Peers(settings.region, {r: factory(r, t) for r, t in settings.peers})
+
+
+def _stack_table(stack: str | None, region: str, clients: Clients) -> str:
+    if not stack:
+        raise ConfigurationError(
+            f"PEER_STATE_TABLES names {region} without its table, and STACK_NAME is not set: "
+            f"give {region}=TABLE"
+        )
+    try:
+        answer = clients("cloudformation").describe_stacks(StackName=stack)
+    except (BotoCoreError, ClientError) as exc:
+        raise ConfigurationError(
+            f"the state table of stack {stack} in {region} is unknown: CloudFormation "
+            f"DescribeStacks failed - {describe_aws_error(exc)}"
+        ) from exc
+    for output in answer["Stacks"][0].get("Outputs") or []:
+        if output.get("OutputKey") == "StateTableName":
+            return str(output["OutputValue"])
+    raise ConfigurationError(f"stack {stack} in {region} has no output StateTableName")
+
+
 def build_ticker(
     settings: Settings,
     *,
@@ -173,6 +213,7 @@ def build_ticker(
         fanout=fanout(settings, clients),
         alerts=alerts if alerts is not None else alert_publisher(settings, clients),
         wake=wake,
+        peers=peers(settings, clients),
     )
 
 

@@ -47,7 +47,7 @@ class MinuteWrites(Part):
             for skip_range in plan.ranges:
                 work.submit(self.skips.skip_range, skip_range, tally)
             for s in plan.skips:
-                work.submit(self.skips.skip, s.job, s.firing, s.reason, tally, s.deferred)
+                work.submit(self.skips.skip, s.job, s.firing, s.reason, tally, s.deferred, s.detail)
             claims = [*plan.dispatches, *(d for group in plan.misfire_runs for d in group)]
             if claims and not self._watch(claims, tally):
                 work.wait()

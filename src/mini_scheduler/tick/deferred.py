@@ -62,7 +62,10 @@ def plan_deferred(inputs: TickInputs, settings: Settings) -> DeferredPlan:
                 Dispatch(job, Firing(job.name, at), max(at, inputs.now), 0, item)
                 for at in job.firings(after, end)
             )
-        if item.reason != BACKFILL and item.due < stale_before:
+        elsewhere = inputs.elsewhere.get(item.key)
+        if elsewhere is not None:  # another region ran it, or may have
+            held.late.append(Skip(job, item.firing, SkipReason.ELSEWHERE, item, then, elsewhere))
+        elif item.reason != BACKFILL and item.due < stale_before:
             held.late.append(Skip(job, item.firing, SkipReason.MISFIRE_GRACE, item, then))
         else:
             held.dispatches.append(

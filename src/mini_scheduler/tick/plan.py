@@ -11,7 +11,7 @@ out to, and how far the watermark may move.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -59,6 +59,7 @@ class Skip:
     reason: str
     deferred: Deferred | None = None  # a deferred firing too late to run: forgotten once recorded
     then: Deferred | None = None  # a runtime schedule's next firing
+    detail: str | None = None  # what the record says, when more than the reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +104,9 @@ class TickInputs:
     shard: Shard | None = None
     can_fan_out: bool = False
     deferred: Sequence[Deferred] = ()  # due before the window's end; a shard reads none
+    # Deferred firings that another region ran or may have run (key -> why), not run here
+    # (mini_scheduler.carry.takeover).
+    elsewhere: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,12 +30,17 @@ class Skips(Part):
         reason: str,
         tally: Tally,
         deferred: Deferred | None = None,
+        detail: str | None = None,
     ) -> None:
-        """Record ``firing`` SKIPPED; a deferred firing's is forgotten once recorded (or found
-        recorded), and read again when the write fails (it holds no watermark)."""
+        """Record ``firing`` SKIPPED (its record says ``detail`` when given, else the
+        reason); a deferred firing's is forgotten once recorded (or found recorded), and read
+        again when the write fails (it holds no watermark)."""
         try:
             written = self.claims.record_skipped(
-                firing, now=self.clock.now(), reason=str(reason), origin=self.settings.origin
+                firing,
+                now=self.clock.now(),
+                reason=detail or str(reason),
+                origin=self.settings.origin,
             )
         except StoreError as exc:
             tally.add("errors")
@@ -67,7 +72,7 @@ class Skips(Part):
                 SKIPPED,
                 job.name,
                 firing.id,
-                reason,
+                detail or reason,
                 extra=log_keys(job.name, firing.id),
             )
 

@@ -18,7 +18,9 @@ from typing import Any
 
 from mini_scheduler import metrics as m
 from mini_scheduler.alerts import Alerts, RecordingAlerts
-from mini_scheduler.claims.base import ClaimStore, Deferred
+from mini_scheduler.carry.carrier import Carrier, Peers
+from mini_scheduler.carry.takeover import Takeover, standby_scope
+from mini_scheduler.claims.base import ClaimStore, Control, Deferred
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.clock import Clock
 from mini_scheduler.config import Settings
@@ -75,6 +77,7 @@ class Ticker:
         retry_sleep: Callable[[float], None] = time.sleep,
         alerts: Alerts | None = None,
         wake: Wake | None = None,
+        peers: Peers | None = None,
     ) -> None:
         self.settings = settings
         if wake is None and fanout is not None:  # in Lambda: this function, invoked anew
@@ -105,6 +108,9 @@ class Ticker:
                 origin=settings.origin,
             ),
         )
+        self.peers = peers
+        self.carrier = Carrier(claims, peers) if peers is not None else None
+        self.takeover = Takeover(peers, settings.origin) if peers is not None else None
         self.operator = Operator(
             cron=self.cron_file,
             claims=claims,
@@ -115,6 +121,7 @@ class Ticker:
             default_zone=settings.default_timezone,
             wake=wake,
             lead_seconds=settings.tick_lead_seconds,
+            in_step=self._operator_carry if self.carrier is not None else None,
         )
 
     def cron_file(self) -> CronFile:
@@ -174,6 +181,7 @@ class Ticker:
             shard=shard,
             can_fan_out=self.executor.fanout is not None,
             deferred=deferred,
+            elsewhere=self._elsewhere(deferred, control, now),
         )
         return plan_tick(inputs, self.settings, self._rng), errors
 
@@ -185,6 +193,35 @@ class Ticker:
         except StoreError as exc:
             log.error("Deferred firings unread this tick: %s", exc)
             return (), 1
+
+    def _elsewhere(
+        self, deferred: Sequence[Deferred], control: Control, now: datetime
+    ) -> dict[str, str]:
+        """Of the deferred firings, those another region wrote that must not run here, each
+        with why (:mod:`mini_scheduler.carry.takeover`)."""
+        if self.takeover is None or not deferred:
+            return {}
+        return self.takeover.fence(deferred, control, now)
+
+    def _in_step(self, plan: TickPlan, shard: Shard | None) -> None:
+        """After an unsharded tick with peers: an active region brings them in step with its
+        store; a standby one keeps its minute, which tells when it became active."""
+        if self.carrier is None or shard is not None:
+            return
+        if plan.mode == "standby":
+            try:
+                self.claims.advance_watermark(standby_scope(self.settings.origin), plan.minute)
+            except StoreError as exc:
+                log.error("Standby minute not kept: %s", exc)
+        elif plan.mode == "active":
+            report = self.carrier.carry(self.clock.now())
+            self.metrics.add(m.REGIONS_NOT_IN_STEP, len(report.failed))
+
+    def _operator_carry(self) -> dict[str, Any]:
+        """After an operator's write: every peer brought in step with it."""
+        if self.carrier is None:  # pragma: no cover - only handed on with a carrier
+            return {}
+        return self.carrier.carry(self.clock.now(), active=False).to_json()
 
     def _due_runs(self, now: datetime) -> tuple[Sequence[RunRecord], int]:
         try:
@@ -214,6 +251,7 @@ class Ticker:
         plan, errors = self.plan(minute, shard)
         tally = self.executor.execute(plan, deadline=deadline)
         tally.errors += errors
+        self._in_step(plan, shard)
         return _summary(plan, tally)
 
     def catch_up(self, scheduled: datetime, *, deadline: datetime | None = None) -> TickSummary:
@@ -232,7 +270,15 @@ class Ticker:
         deferred, errors = (
             self._due_deferred(window(minute, self.settings)[1]) if active else ((), 0)
         )
-        inputs = TickInputs(minute, cron_file, control, reading, now, deferred=deferred)
+        inputs = TickInputs(
+            minute,
+            cron_file,
+            control,
+            reading,
+            now,
+            deferred=deferred,
+            elsewhere=self._elsewhere(deferred, control, now),
+        )
         plan = plan_catch_up(inputs, self.settings)
         tally = self.executor.execute(plan, deadline=deadline)
         tally.errors += errors

@@ -1,0 +1,151 @@
+"""Bring this region's store and each peer region's in step (:func:`.merge.in_step` decides
+what to write). The active region's ticker does it after each tick, and an operator action
+after its own write, so that a failover finds in the region taking over the schedules, the
+pauses and the waiting firings the other held a minute ago, at most.
+
+A peer that cannot be read or written is named in the report and left for the next time; it
+never fails the tick or the action. Each peer's store is built on first use (a region whose
+stack is not deployed yet costs nothing until then).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from mini_scheduler.carry.merge import Mark, Snapshot, Writes, heartbeat, in_step, marks_of
+from mini_scheduler.claims.base import DEFERRED_REASONS, ClaimStore
+from mini_scheduler.errors import SchedulerError, describe_aws_error
+
+log = logging.getLogger("mini_scheduler.carry")
+
+NOT_CARRIED = "Region %s not brought in step with %s: %s - the next tick tries again"
+
+
+class Peers:
+    """The peer regions' claim stores, each made by its factory on first use."""
+
+    def __init__(self, region: str, factories: Mapping[str, Callable[[], ClaimStore]]) -> None:
+        self.region = region
+        self._factories = {r: f for r, f in factories.items() if r != region}
+        self._stores: dict[str, ClaimStore] = {}
+
+    @property
+    def regions(self) -> list[str]:
+        return list(self._factories)
+
+    def store(self, region: str) -> ClaimStore | None:
+        """``region``'s store, or None when it is no peer of this one."""
+        if region not in self._factories:
+            return None
+        found = self._stores.get(region)
+        if found is None:
+            found = self._stores[region] = self._factories[region]()
+        return found
+
+
+@dataclass(slots=True)
+class CarryReport:
+    """Each peer brought in step (what was written in each store), and each that was not."""
+
+    written: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"inStep": sorted(self.written)}
+        if self.failed:
+            out["notInStep"] = dict(self.failed)
+        return out
+
+
+def snapshot(store: ClaimStore, region: str) -> Snapshot:
+    """What ``store`` holds of the state that follows the active region (a query per kind)."""
+    control = store.control("")
+    waiting = {
+        item.key: item for reason in DEFERRED_REASONS for item in store.pending_deferred(reason)
+    }
+    return Snapshot(
+        region,
+        {d.name: d for d in store.definitions()},
+        marks_of(control.paused, control.resumed),
+        waiting,
+    )
+
+
+def write(store: ClaimStore, writes: Writes) -> None:
+    """``writes`` in ``store``. A definition changed meanwhile is left (the next carry reads
+    it again)."""
+    for definition, over in writes.definitions:
+        store.carry_schedule(definition, over)
+    for mark in writes.marks:
+        _mark(store, mark)
+    if writes.defer:
+        store.defer(writes.defer)
+    if writes.drop:
+        store.drop_deferred(writes.drop)
+
+
+def _mark(store: ClaimStore, mark: Mark) -> None:
+    pause = mark.pause
+    store.set_paused(pause.job, mark.paused, operator=pause.operator, now=pause.at)
+
+
+class Carrier:
+    """Brings ``home`` (this region's store) and every peer's in step."""
+
+    def __init__(self, home: ClaimStore, peers: Peers) -> None:
+        self.home = home
+        self.peers = peers
+
+    def carry(self, now: datetime, *, active: bool = True) -> CarryReport:
+        """Bring every peer in step (:func:`.merge.in_step`; ``active``: this region is the
+        active one, and a tick of it does this)."""
+        report = CarryReport()
+        if not self.peers.regions:
+            return report
+        try:
+            mine = snapshot(self.home, self.peers.region)
+        except SchedulerError as exc:
+            for region in self.peers.regions:
+                report.failed[region] = f"this region's store unread: {exc}"
+            return report
+        for region in self.peers.regions:
+            try:
+                report.written[region] = self._with(region, mine, now, active)
+            except (SchedulerError, BotoCoreError, ClientError) as exc:
+                report.failed[region] = _described(exc)
+                log.warning(NOT_CARRIED, region, self.peers.region, report.failed[region])
+            else:
+                mine = snapshot(self.home, self.peers.region) if report.written[region] else mine
+        return report
+
+    def _with(
+        self, region: str, mine: Snapshot, now: datetime, active: bool
+    ) -> dict[str, dict[str, int]]:
+        peer = self.peers.store(region)
+        if peer is None:  # pragma: no cover - regions come from the peers
+            return {}
+        to_home, to_peer = in_step(mine, snapshot(peer, region), active=active)
+        write(peer, to_peer)
+        write(self.home, to_home)
+        if active:
+            peer.advance_watermark(heartbeat(self.peers.region), now)
+        if to_home or to_peer:
+            log.info(
+                "Region %s brought in step - written there %s, here %s",
+                region,
+                to_peer.counts(),
+                to_home.counts(),
+            )
+        return {"there": to_peer.counts(), "here": to_home.counts()} if to_home or to_peer else {}
+
+
+def _described(exc: SchedulerError | BotoCoreError | ClientError) -> str:
+    if isinstance(exc, SchedulerError):
+        return str(exc)
+    return describe_aws_error(exc)

@@ -1,0 +1,223 @@
+"""A failover carries everything, on AWS's own DynamoDB Local, two regions each with its own
+state table: the runtime schedules (recurring and one-time), a pause, a retry and a backfill
+waiting at the moment of the failover run in the region that takes over, each firing once
+across the two, none lost; and when the old region cannot be reached, a firing it may have run
+is recorded SKIPPED with the reason, never run twice (docs/fail-over.md, "What a failover
+carries")."""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from mini_scheduler.carry.carrier import Peers
+from mini_scheduler.claims.base import RETRY, ClaimStore, Deferred
+from mini_scheduler.claims.dynamodb import DynamoDBClaimStore, create_state_table
+from mini_scheduler.clock import FixedClock
+from mini_scheduler.config import Settings
+from mini_scheduler.dispatch.base import Dispatchers
+from mini_scheduler.environment.active import ActiveEnvironment
+from mini_scheduler.environment.memory import MemoryEnvironmentStore
+from mini_scheduler.errors import StoreError
+from mini_scheduler.jobs import load
+from mini_scheduler.model import Firing, RunStatus
+from mini_scheduler.tick import Ticker
+from tests.emulators.dynamodb_local import make_client
+from tests.unit.tick.harness import FakeDispatcher
+
+pytestmark = pytest.mark.dynamodb_local
+
+T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
+FAILOVER = T0 + timedelta(minutes=3)
+CRON = """\
+jobs:
+  - name: "minutely"
+    cron: "0 * * * * ?"
+    service: "minutely-fn"
+  - name: "quiet"
+    cron: "15 * * * * ?"
+    service: "quiet-fn"
+  - name: "flaky"
+    cron: "0 0 3 * * ?"
+    service: "flaky-fn"
+    retry: {retries: 3}
+"""
+
+
+class Reachable:
+    """A region's store as another region reaches it: every call fails while ``down``."""
+
+    def __init__(self, store: ClaimStore) -> None:
+        self._store = store
+        self.down = False
+
+    def __getattr__(self, name: str) -> Any:
+        if self.down:
+            raise StoreError(f"{name}: could not connect to the endpoint URL")
+        return getattr(self._store, name)
+
+
+@dataclass
+class Region:
+    name: str
+    environment: str
+    claims: DynamoDBClaimStore
+    store: MemoryEnvironmentStore = field(default_factory=MemoryEnvironmentStore)
+    dispatcher: FakeDispatcher = field(default_factory=FakeDispatcher)
+    seen_by_peer: Reachable | None = None
+    peers: Peers | None = None
+
+    def ticker(self, at: datetime, *, carrying: bool = True) -> Ticker:
+        parsed = load(CRON, source="cron.yaml")
+        return Ticker(
+            settings=Settings(state_table="t", environment_name=self.environment, region=self.name),
+            cron=lambda: parsed,
+            claims=self.claims,
+            environment=ActiveEnvironment(self.store, self.environment),
+            dispatchers=Dispatchers({"lambda": self.dispatcher, "flow": self.dispatcher}),
+            clock=FixedClock(at),
+            peers=self.peers if carrying else None,
+        )
+
+
+@pytest.fixture
+def regions(dynamodb_local_endpoint: str) -> Iterator[tuple[Region, Region]]:
+    client = make_client(dynamodb_local_endpoint)
+    made = []
+    for name, environment in (("us-east-1", "prod"), ("us-west-2", "DR")):
+        table = f"carry-{name}-{uuid.uuid4().hex[:8]}"
+        create_state_table(client, table)
+        region = Region(name, environment, DynamoDBClaimStore(table, client))
+        region.seen_by_peer = Reachable(region.claims)
+        made.append(region)
+    east, west = made
+
+    def reach(region: Region) -> Callable[[], ClaimStore]:
+        return lambda: region.seen_by_peer  # type: ignore[return-value]
+
+    east.peers = Peers("us-east-1", {"us-west-2": reach(west)})
+    west.peers = Peers("us-west-2", {"us-east-1": reach(east)})
+    yield east, west
+
+
+def _fail_over(east: Region, west: Region) -> None:
+    for region in (east, west):  # the region giving up first, as docs/fail-over.md says
+        region.store.value = "DR"
+
+
+def _tick_both(east: Region, west: Region, at: datetime) -> None:
+    east.ticker(at).tick(at)
+    west.ticker(at).tick(at)
+
+
+def _seed(east: Region) -> None:
+    """What the operator did in us-east-1 at 13:59: two runtime schedules, a one-time one
+    due after the failover, a pause, a backfill of 30 firings at 5 a minute, and a retry of
+    flaky's failed run due after the failover."""
+    operator = east.ticker(T0 - timedelta(minutes=1)).operator
+    answer = operator.create_schedules(
+        [
+            {"name": "every", "cron": "30 * * * * ?", "service": "every-fn"},
+            {"name": "once-before", "at": "2026-11-30T14:01:10Z", "service": "once-fn"},
+            {"name": "once-after", "at": "2026-11-30T14:05:10Z", "service": "once-fn"},
+        ],
+        "jane.doe",
+    )
+    assert answer["regions"] == {"inStep": ["us-west-2"]}  # after the answer, in both
+    operator.set_paused("quiet", True, "jane.doe")
+    operator.backfill("minutely", "2026-11-30T13:00:00Z", "2026-11-30T13:30:00Z", 5, "jane.doe")
+    failed = Firing("flaky", datetime(2026, 11, 30, 3, 0, tzinfo=UTC))
+    east.claims.defer(
+        [Deferred(failed.retry(), FAILOVER + timedelta(seconds=20), RETRY, "us-east-1/prod", T0)]
+    )
+
+
+def _expected() -> Counter[str]:
+    stamp = "%Y-%m-%dT%H:%M:%SZ"
+    minutes = [T0 - timedelta(minutes=1) + timedelta(minutes=k) for k in range(11)]
+    expected = Counter(f"minutely@{m.strftime(stamp)}" for m in minutes)
+    expected.update(["minutely@2026-11-30T13:58:00Z", "quiet@2026-11-30T13:58:15Z"])  # unpaused
+    expected.update(f"every@{(m + timedelta(seconds=30)).strftime(stamp)}" for m in minutes)
+    expected.update(["once-before@2026-11-30T14:01:10Z", "once-after@2026-11-30T14:05:10Z"])
+    expected.update(
+        f"minutely@{(T0 - timedelta(minutes=60 - k)).strftime(stamp)}" for k in range(30)
+    )
+    expected.update(["flaky@2026-11-30T03:00:00Z#2"])
+    return expected
+
+
+def test_a_failover_runs_every_waiting_firing_once_in_the_region_taking_over(
+    regions: tuple[Region, Region],
+) -> None:
+    east, west = regions
+    _tick_both(east, west, T0 - timedelta(minutes=2))  # the regions' first ticks
+    _seed(east)
+    assert {d.name for d in west.claims.schedules()} == {"every", "once-before", "once-after"}
+    assert set(west.claims.control("").paused) == {"quiet"}
+    for minute in range(-1, 3):
+        _tick_both(east, west, T0 + timedelta(minutes=minute))
+    _fail_over(east, west)
+    for minute in range(3, 10):
+        _tick_both(east, west, T0 + timedelta(minutes=minute))
+
+    ran = east.dispatcher.counts() + west.dispatcher.counts()
+    assert ran == _expected()  # each firing exactly once across the regions, none lost
+    assert all(_at(f) < FAILOVER for f in east.dispatcher.firing_ids if "@2026-11-30T14" in f)
+    assert {f for f in west.dispatcher.firing_ids if not f.startswith("minutely@")} >= {
+        "once-after@2026-11-30T14:05:10Z",
+        "flaky@2026-11-30T03:00:00Z#2",
+    }
+    assert [f for f in ran if f.startswith("quiet@")] == ["quiet@2026-11-30T13:58:15Z"]
+    taken = east.claims.run("flaky@2026-11-30T03:00:00Z#2")  # east's history says where
+    assert taken is not None and taken.status is RunStatus.SKIPPED
+    assert taken.reason == "taken over by us-west-2: it runs there"
+    backfilled_west = [c for c in west.dispatcher.calls if c[2].get("backfill")]
+    assert backfilled_west  # the backfill went on in us-west-2
+    assert east.claims.pending_deferred("backfill") == []
+    assert west.claims.pending_deferred("backfill") == []
+
+
+def test_an_unreachable_region_s_firings_that_may_have_run_there_are_skipped_not_run_twice(
+    regions: tuple[Region, Region],
+) -> None:
+    """us-east-1 runs its 14:02 tick and is gone before it brings us-west-2 in step: its
+    firings of 14:02 may have run, so us-west-2 records them SKIPPED, naming us-east-1; what
+    falls due after us-west-2 became active runs there (docs/fail-over.md, the window)."""
+    east, west = regions
+    _tick_both(east, west, T0 - timedelta(minutes=2))
+    _seed(east)
+    for minute in range(-1, 2):
+        _tick_both(east, west, T0 + timedelta(minutes=minute))
+    last = T0 + timedelta(minutes=2)
+    east.ticker(last, carrying=False).tick(last)  # its last tick: gone before the carry
+    west.ticker(last).tick(last)
+    assert east.seen_by_peer is not None
+    east.seen_by_peer.down = True
+    west.store.value = "DR"  # east's parameter cannot be written: it is gone
+    for minute in range(3, 10):
+        at = T0 + timedelta(minutes=minute)
+        west.ticker(at).tick(at)
+
+    ran = east.dispatcher.counts() + west.dispatcher.counts()
+    assert max(ran.values()) == 1  # nothing ran twice
+    skipped = west.claims.run("every@2026-11-30T14:02:30Z")
+    assert skipped is not None and skipped.status is RunStatus.SKIPPED
+    assert skipped.reason is not None and skipped.reason.startswith("us-east-1 cannot be reached")
+    assert "every@2026-11-30T14:02:30Z" in east.dispatcher.firing_ids
+    for after in ("every@2026-11-30T14:03:30Z", "once-after@2026-11-30T14:05:10Z"):
+        assert after in west.dispatcher.firing_ids  # due after the takeover: run
+    assert "flaky@2026-11-30T03:00:00Z#2" in west.dispatcher.firing_ids
+    lost = _expected() - ran
+    assert all(
+        T0 + timedelta(minutes=2) <= _at(f) < FAILOVER for f in lost if "@2026-11-30T14" in f
+    )
+
+
+def _at(firing_id: str) -> datetime:
+    return datetime.fromisoformat(firing_id.partition("@")[2].split("#")[0].replace("Z", "+00:00"))
