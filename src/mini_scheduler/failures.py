@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from mini_scheduler import metrics as m
 from mini_scheduler.alerts.base import JOB_PAUSED, RUN_FAILED, Alerts
@@ -28,16 +28,20 @@ from mini_scheduler.alerts.schema import PAUSED_BY, JobPaused, JobRunFailed
 from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.clock import Clock
-from mini_scheduler.errors import AlertError, StoreError
+from mini_scheduler.errors import AlertError, SchedulerError, StoreError
 from mini_scheduler.jobs.model import Job
 from mini_scheduler.metrics import Metrics
 from mini_scheduler.model import Firing, RunStatus, firing_from_id, log_keys
 from mini_scheduler.retries import attempt_left
 
+if TYPE_CHECKING:
+    from mini_scheduler.carry.carrier import Peers
+
 log = logging.getLogger("mini_scheduler.failures")
 
 PAUSED = "Job %s paused after %d failures in a row - resume it with: mini-scheduler resume %s"
 NOT_PUBLISHED = "Job %s - event %s of firing %s not published: %s"
+NOT_COUNTED_THERE = "Job %s - its failures in a row in %s not counted (unread): %s"
 NOT_COUNTED = "Job %s - its failures in a row were not counted, the job is not paused: %s"
 MOST_READ: Final = 2000
 """The most run records read to count a job's failures in a row."""
@@ -56,8 +60,10 @@ class FinalFailures:
         metrics: Metrics,
         *,
         origin: str,
+        peers: Peers | None = None,
     ) -> None:
         self.claims = claims
+        self.peers = peers  # their histories count too: a failover carries the count
         self.alerts = alerts
         self.clock = clock
         self.metrics = metrics
@@ -83,7 +89,7 @@ class FinalFailures:
         retry = run.policy.retry if run.policy is not None else None
         attempts = retry.retries + 1 if retry is not None else 1
         limit = min(MOST_READ, pause_after * (attempts + 1) + 10)
-        failures = failures_in_a_row(self.claims.history(run.job, limit), run)
+        failures = failures_in_a_row(self._history(run.job, limit), run)
         if failures < pause_after or run.job in self.claims.control(self.origin).paused:
             return
         now = self.clock.now()
@@ -99,6 +105,20 @@ class FinalFailures:
         firing_id = firing_from_id(run.firing_id).firing_id
         paused = JobPaused(run.job, failures, firing_id, self.origin, now)
         self._publish(JOB_PAUSED, run, lambda: self.alerts.job_paused(paused))
+
+    def _history(self, job: str, limit: int) -> list[RunRecord]:
+        """The job's latest runs here, and in each peer region that answers (a failover
+        carries the count: the firings that failed there before it count here); a run both
+        hold is this region's."""
+        runs: list[RunRecord] = []
+        peers = self.peers
+        for region in peers.regions if peers is not None else ():
+            try:
+                there = peers.store(region) if peers is not None else None
+                runs.extend(there.history(job, limit) if there is not None else ())
+            except SchedulerError as exc:
+                log.warning(NOT_COUNTED_THERE, job, region, exc, extra=log_keys(job))
+        return [*runs, *self.claims.history(job, limit)]
 
     def _publish(self, detail_type: str, run: RunRecord, publish: Callable[[], None]) -> None:
         """Publish, or say and count why not: whatever went wrong, the run stays recorded."""

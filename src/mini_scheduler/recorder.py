@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mini_scheduler import metrics as m
 from mini_scheduler.alerts.base import Alerts
@@ -26,6 +26,9 @@ from mini_scheduler.metrics import Metrics, RecordingMetrics
 from mini_scheduler.model import RunStatus, iso_seconds, job_of, log_keys
 from mini_scheduler.retries import defer_retry, next_attempt
 from mini_scheduler.wake import Wake
+
+if TYPE_CHECKING:
+    from mini_scheduler.carry.carrier import Peers
 
 log = logging.getLogger("mini_scheduler.recorder")
 
@@ -69,6 +72,7 @@ class Recorder:
         origin: str = "recorder",
         alerts: Alerts | None = None,
         wake: Wake | None = None,
+        peers: Peers | None = None,
     ) -> None:
         self.claims = claims
         self.wake = wake  # told of a retry deferred, in case it is due in this minute
@@ -81,6 +85,7 @@ class Recorder:
             clock,
             self.metrics,
             origin=origin,
+            peers=peers,
         )
 
     def record(self, found: Completion | Redriven | None) -> dict[str, Any]:

@@ -239,4 +239,5 @@ def build_recorder(
         origin=settings.origin,
         alerts=alerts if alerts is not None else alert_publisher(settings, made),
         wake=wake,
+        peers=peers(settings, made),
     )

@@ -212,3 +212,34 @@ def test_a_run_s_policy_keeps_the_retry_and_the_pause_and_the_retry_reads_it_bac
     both = FailurePolicy.of(Retry(2, 30), 2, {"name": "s"})
     assert both is not None and FailurePolicy.from_record(both.as_record()) == both
     assert FailurePolicy.of(None, 2, {"name": "s"}) == FailurePolicy(None, 2)  # no retry to read it
+
+
+def test_the_failures_in_a_row_of_the_region_before_a_failover_count() -> None:
+    """Two final failures ran in us-west-2 before the failover, the third here: the job is
+    paused (the count follows the active region, read from each peer's history); a region that
+    cannot be read is said, and this region's count stands alone."""
+    from mini_scheduler.carry.carrier import Peers
+
+    here, there = MemoryClaimStore(), MemoryClaimStore()
+    _record(there, run(0, S, 2), run(1, F, 2), run(2, F, 2))
+    published = alerts.RecordingAlerts()
+    peers = Peers("us-east-1", {"us-west-2": lambda: there})
+    failures = FinalFailures(
+        here, published, FixedClock(T0), RecordingMetrics(), origin=ORIGIN, peers=peers
+    )
+    failures.failed(run(3, F, 2), pause_after=3)
+    assert "export" in here.control(ORIGIN).paused
+
+    def unreachable() -> MemoryClaimStore:
+        raise StoreError("us-west-2: could not connect")
+
+    alone = FinalFailures(
+        MemoryClaimStore(),
+        published,
+        FixedClock(T0),
+        RecordingMetrics(),
+        origin=ORIGIN,
+        peers=Peers("us-east-1", {"us-west-2": unreachable}),
+    )
+    alone.failed(run(3, F, 2), pause_after=3)
+    assert alone.claims.control(ORIGIN).paused == {}

@@ -106,6 +106,7 @@ class Ticker:
                 clock,
                 self.metrics,
                 origin=settings.origin,
+                peers=peers,
             ),
         )
         self.peers = peers
