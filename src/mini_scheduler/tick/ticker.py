@@ -19,13 +19,13 @@ from typing import Any
 from mini_scheduler import metrics as m
 from mini_scheduler.alerts import Alerts, RecordingAlerts
 from mini_scheduler.carry.carrier import Carrier, Peers
-from mini_scheduler.carry.takeover import Takeover, standby_scope
+from mini_scheduler.carry.takeover import Takeover, active_since, standby_scope
 from mini_scheduler.claims.base import ClaimStore, Control, Deferred
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.clock import Clock
 from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers
-from mini_scheduler.environment.active import ActiveEnvironment, same_environment
+from mini_scheduler.environment.active import ActiveEnvironment, Reading, same_environment
 from mini_scheduler.errors import CronFileUnreadableError, EventError, StoreError
 from mini_scheduler.failures import FinalFailures
 from mini_scheduler.jobs import CronFile
@@ -166,6 +166,8 @@ class Ticker:
         if reading.active is not None:  # 1: a name no stack has, so no region is active
             known = self.environment.knows(reading.active)
             self.metrics.add(m.ACTIVE_ENVIRONMENT_UNKNOWN, 0 if known else 1)
+        if shard is None and self._taking_over(minute, control, reading):
+            control = self.claims.control(scope)  # with what the carry brought in
         sweeping = sweeps(minute, control, reading, shard, self.settings)
         due, errors = self._due_runs(now) if sweeping else ((), 0)
         deferred: Sequence[Deferred] = ()
@@ -203,6 +205,19 @@ class Ticker:
         if self.takeover is None or not deferred:
             return {}
         return self.takeover.fence(deferred, control, now)
+
+    def _taking_over(self, minute: datetime, control: Control, reading: Reading) -> bool:
+        """At a region's first active tick after standing by, its peers and it are brought in
+        step before it plans (what the region giving up wrote in its last minute is here
+        then, instead of a tick later); True when that was done."""
+        if self.carrier is None or reading.active is None:
+            return False
+        if not same_environment(reading.active, self.settings.environment_name):
+            return False
+        if active_since(control, self.settings.origin) != minute:
+            return False
+        self.metrics.add(m.REGIONS_NOT_IN_STEP, len(self.carrier.carry(self.clock.now()).failed))
+        return True
 
     def _in_step(self, plan: TickPlan, shard: Shard | None) -> None:
         """After an unsharded tick with peers: an active region brings them in step with its
