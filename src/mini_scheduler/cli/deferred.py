@@ -23,7 +23,7 @@ from mini_scheduler.cli.context import (
     Context,
     ask_ticker,
 )
-from mini_scheduler.cli.render import columns, plural
+from mini_scheduler.cli.render import columns, level_tag, plural
 from mini_scheduler.cli.where import (
     add_operator,
     add_parameters,
@@ -150,7 +150,23 @@ def schedule(args: argparse.Namespace, context: Context) -> int:
     else:
         gone = answer.get("deleted", {})
         context.print(f"Runtime schedule {gone.get('name')} deleted by {answer.get('operator')}.")
+    say_regions(context, answer)
     return EXIT_OK
+
+
+def say_regions(context: Context, answer: Mapping[str, Any]) -> None:
+    """The peer regions brought in step after an operator's write (mini_scheduler.carry), and
+    on stderr each that was not: the next active tick catches it up."""
+    regions = answer.get("regions")
+    if not isinstance(regions, Mapping):
+        return
+    if regions.get("inStep"):
+        context.print(f"In step: {', '.join(map(str, regions['inStep']))}.")
+    for region, why in dict(regions.get("notInStep") or {}).items():
+        context.warn(
+            f"{level_tag('warning')} {region} not in step yet ({why}): the active region's "
+            "next tick catches it up"
+        )
 
 
 def _print_schedules(context: Context, schedules: Sequence[Mapping[str, Any]]) -> None:
@@ -333,6 +349,7 @@ def backfill(args: argparse.Namespace, context: Context) -> int:
             f"from {started['from']} to {started['to']}, {started['rate']} a minute, by "
             f"{started['operator']}."
         )
+        say_regions(context, started)
     if args.no_wait:
         return EXIT_OK
     return _follow(args, context, started)
