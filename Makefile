@@ -158,17 +158,17 @@ lower = $(shell printf '%s' '$(1)' | tr '[:upper:]' '[:lower:]')
 deploy_guard = $(strip \
   $(foreach flag,--parameter-overrides --region --config-env --stack-name,$(if $(filter $(flag) $(flag)=%,$(DEPLOY_ARGS)),\
     $(error DEPLOY_ARGS may not hold $(flag): make deploy sets each region's. Give template parameters as PARAMETERS='Key=Value ...', the regions as PRIMARY_REGION and DR_REGION))) \
-  $(foreach name,EnvironmentName KnownEnvironments TargetFunctionPrefix TargetStateMachinePrefix CronFile,$(if $(filter $(name)=%,$(PARAMETERS)),\
-    $(error PARAMETERS may not set $(name): make deploy sets it for each region (PRIMARY_ENVIRONMENT, DR_ENVIRONMENT, TARGET_FUNCTION_PREFIX, TARGET_STATE_MACHINE_PREFIX, PRIMARY_CRON_FILE, DR_CRON_FILE)))) \
+  $(foreach name,EnvironmentName KnownEnvironments PeerRegions TargetFunctionPrefix TargetStateMachinePrefix CronFile,$(if $(filter $(name)=%,$(PARAMETERS)),\
+    $(error PARAMETERS may not set $(name): make deploy sets it for each region (PRIMARY_ENVIRONMENT, DR_ENVIRONMENT, PRIMARY_REGION and DR_REGION, TARGET_FUNCTION_PREFIX, TARGET_STATE_MACHINE_PREFIX, PRIMARY_CRON_FILE, DR_CRON_FILE)))) \
   $(if $(filter $(call lower,$(PRIMARY_ENVIRONMENT)),$(call lower,$(DR_ENVIRONMENT))),\
     $(error DR_ENVIRONMENT=$(DR_ENVIRONMENT) is the primary's name ($(PRIMARY_ENVIRONMENT)): both regions would be active. Give the DR stack its own name)) \
   $(if $(filter $(PRIMARY_REGION),$(DR_REGION)),\
     $(error DR_REGION=$(DR_REGION) is the primary's region: give each stack its own)))
 
 # sam deploy of the last build to one region: $(1) samconfig.toml's config-env, $(2) the region,
-# $(3) its environment name, $(4) its CronFile.
+# $(3) its environment name, $(4) its CronFile, $(5) the other region (PeerRegions).
 deploy_to = $(SAM) deploy --config-env $(1) --region $(2) $(DEPLOY_ARGS) --parameter-overrides \
-  EnvironmentName=$(3) KnownEnvironments=$(PRIMARY_ENVIRONMENT),$(DR_ENVIRONMENT) \
+  EnvironmentName=$(3) KnownEnvironments=$(PRIMARY_ENVIRONMENT),$(DR_ENVIRONMENT) PeerRegions=$(5) \
   TargetFunctionPrefix=$(TARGET_FUNCTION_PREFIX) \
   TargetStateMachinePrefix=$(TARGET_STATE_MACHINE_PREFIX) $(if $(4),CronFile=$(4)) $(PARAMETERS)
 
@@ -177,14 +177,14 @@ deploy-guard:
 
 # One build, both regions: the DR stack first (it stands by), then the primary.
 deploy: deploy-guard build
-	$(call deploy_to,dr,$(DR_REGION),$(DR_ENVIRONMENT),$(DR_CRON_FILE))
-	$(call deploy_to,prod,$(PRIMARY_REGION),$(PRIMARY_ENVIRONMENT),$(PRIMARY_CRON_FILE))
+	$(call deploy_to,dr,$(DR_REGION),$(DR_ENVIRONMENT),$(DR_CRON_FILE),$(PRIMARY_REGION))
+	$(call deploy_to,prod,$(PRIMARY_REGION),$(PRIMARY_ENVIRONMENT),$(PRIMARY_CRON_FILE),$(DR_REGION))
 
 deploy-prod: deploy-guard build
-	$(call deploy_to,prod,$(PRIMARY_REGION),$(PRIMARY_ENVIRONMENT),$(PRIMARY_CRON_FILE))
+	$(call deploy_to,prod,$(PRIMARY_REGION),$(PRIMARY_ENVIRONMENT),$(PRIMARY_CRON_FILE),$(DR_REGION))
 
 deploy-dr: deploy-guard build
-	$(call deploy_to,dr,$(DR_REGION),$(DR_ENVIRONMENT),$(DR_CRON_FILE))
+	$(call deploy_to,dr,$(DR_REGION),$(DR_ENVIRONMENT),$(DR_CRON_FILE),$(PRIMARY_REGION))
 
 # checkov, bandit and pip-audit live in their own virtual environment too: checkov pins many
 # packages (boto3 among them) that .venv must not get. `make test` installs them and runs checkov

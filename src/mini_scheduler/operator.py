@@ -171,9 +171,7 @@ class Operator:
         self._default_zone = default_zone  # a runtime schedule's zone when it names none
         self._wake = wake  # told of firings deferred, in case one is due in this minute
         self._lead = lead_seconds  # the tickers' TICK_LEAD_SECONDS (unknown: the most)
-        # After a write that follows the active region (a schedule, a pause, a backfill): the
-        # peer regions brought in step, and which were not (mini_scheduler.carry).
-        self._in_step = in_step
+        self._in_step = in_step  # after a write: the peers brought in step (carry/)
 
     def _carried(self, answer: dict[str, Any]) -> dict[str, Any]:
         """``answer``, with the regions brought in step after the write (when there are

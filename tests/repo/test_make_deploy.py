@@ -146,10 +146,12 @@ def test_make_deploy_deploys_one_build_to_both_regions_with_their_names() -> Non
     ]
     dr, prod = deploys
     assert "EnvironmentName=DR" in dr and "EnvironmentName=prod" in prod
+    assert "PeerRegions=us-east-1" in dr and "PeerRegions=us-west-2" in prod  # each the other
     for one in deploys:
         assert one[one.index("--parameter-overrides") + 1 :] == [
             one[one.index("--parameter-overrides") + 1],
             "KnownEnvironments=prod,DR",  # each region knows both names, as they are here
+            one[one.index("--parameter-overrides") + 3],
             "TargetFunctionPrefix=mini-scheduler-",
             "TargetStateMachinePrefix=mini-scheduler-",
             "AlarmEmail=ops@example.com",
@@ -223,7 +225,10 @@ def test_the_makefile_s_regions_are_samconfig_s() -> None:
     ):
         deploy_parameters = config[env]["deploy"]["parameters"]
         region = deploy_parameters["region"]
-        name = deploy_parameters["parameter_overrides"].removeprefix("EnvironmentName=")
+        overrides = dict(o.split("=", 1) for o in deploy_parameters["parameter_overrides"].split())
+        name = overrides["EnvironmentName"]
+        other = config["dr" if env == "prod" else "prod"]["deploy"]["parameters"]["region"]
+        assert overrides["PeerRegions"] == other  # each stack names the other's region
         assert f"{region_var} " in makefile and f"?= {region}\n" in makefile
         assert any(line.split() == [name_var, "?=", name] for line in makefile.splitlines()), (
             name_var

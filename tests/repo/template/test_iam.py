@@ -13,10 +13,17 @@ from tests.repo.template import cfn
 
 Template = dict[str, Any]
 
-# A wildcard in a resource is allowed only where the name is a prefix by design (the targets), or
-# as the qualifier (version or alias) of one named function.
+# A wildcard in a resource is allowed only where the name is a prefix by design (the targets), as
+# the qualifier (version or alias) of one named function, or for the peer regions' state tables
+# and stacks (PeerRegions): any region, but only this stack's namesake there and the table it
+# made (CloudFormation names it <stack>-StateTable-<random>).
+_PEER_TABLES = (
+    "arn:${AWS::Partition}:dynamodb:*:${AWS::AccountId}:table/${AWS::StackName}-StateTable-*"
+)
+_PEER_STACKS = "arn:${AWS::Partition}:cloudformation:*:${AWS::AccountId}:stack/${AWS::StackName}/*"
 _ALLOWED_WILDCARD = re.compile(
     r"(\$\{TargetFunctionPrefix\}|\$\{TargetStateMachinePrefix\})\*$|^<[A-Za-z]+\.Arn>:\*$"
+    f"|^{re.escape(_PEER_TABLES)}$|^{re.escape(_PEER_STACKS)}$"
 )
 
 
@@ -211,6 +218,21 @@ def test_the_ticker_role_is_exactly_what_the_ticker_calls(template: Template) ->
             ],
         ),
         "MongoUri": (["secretsmanager:GetSecretValue"], ["<Ref MongoUriSecretArn>"]),
+        "PeerStateTables": (
+            [
+                "dynamodb:BatchGetItem",
+                "dynamodb:BatchWriteItem",
+                "dynamodb:DeleteItem",
+                "dynamodb:GetItem",
+                "dynamodb:PartiQLInsert",
+                "dynamodb:PartiQLUpdate",
+                "dynamodb:PutItem",
+                "dynamodb:Query",
+                "dynamodb:UpdateItem",
+            ],
+            [_PEER_TABLES],
+        ),
+        "PeerStacks": (["cloudformation:DescribeStacks"], [_PEER_STACKS]),
     }
 
 
@@ -256,6 +278,8 @@ def test_the_recorder_role_only_closes_runs(template: Template) -> None:
                 ":function:${AWS::StackName}-ticker"
             ],
         ),
+        "PeerStateTables": (["dynamodb:Query"], [_PEER_TABLES]),  # the failures in a row there
+        "PeerStacks": (["cloudformation:DescribeStacks"], [_PEER_STACKS]),
     }
 
 
@@ -266,6 +290,8 @@ def test_the_recorder_role_only_closes_runs(template: Template) -> None:
         ("CronFile", "HasS3CronFile"),
         ("CronFileBucket", "HasS3CronFile"),
         ("MongoUri", "HasMongoSecret"),
+        ("PeerStateTables", "HasPeers"),
+        ("PeerStacks", "HasPeers"),
     ],
 )
 def test_optional_grants_exist_only_when_needed(

@@ -218,6 +218,7 @@ def test_the_functions_point_at_the_stack_s_resources(aws: None, moto_template: 
         "FANOUT_THRESHOLD": "250",
         "FANOUT_SHARDS": "40",
         "EVENT_BUS_NAME": "default",
+        "STACK_NAME": "mini-scheduler",  # PEER_STATE_TABLES: none without PeerRegions
         "POWERTOOLS_SERVICE_NAME": "mini-scheduler",
         "POWERTOOLS_METRICS_NAMESPACE": "MiniScheduler",
         "LOG_LEVEL": "INFO",
@@ -418,6 +419,9 @@ def _granted(stack: Stack, role: str) -> set[str]:
     }
 
 
+SAMPLE_REPORT = "mini-scheduler-sample-report"
+
+
 def test_the_handlers_run_on_the_stack(
     aws: None, moto_template: Template, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -476,7 +480,11 @@ def test_the_handlers_run_on_the_stack(
         parameter = stack.client("ssm").get_parameter(Name="/mini-scheduler/active-environment")
         assert parameter["Parameter"]["Value"] == "prod"
         tick(load_event("pause.json"))
-        tick(load_event("resume.json"))
+        tick(load_event("resume.json"))  # a resume is kept, dated: a PutItem
+        # A one-time runtime schedule due before the 14:18 tick, which ends it (a transaction
+        # that deletes its firing and writes its tombstone).
+        soon = {"name": "soon", "at": "2026-11-30T14:16:30Z", "service": SAMPLE_REPORT}
+        tick({"schedule": "create", "operator": "jane.doe", "schedules": [soon]})
         assert tick(load_event("manual-run.json"))["status"] == "DISPATCHED"
 
         flow = stack.resources["SampleCleanupFlow"]

@@ -114,6 +114,10 @@ def test_the_ticker_is_configured_by_reference(template: Template) -> None:
         "MONGODB_URI_SECRET_ARN": {
             "Fn::If": ["HasMongoSecret", {"Ref": "MongoUriSecretArn"}, {"Ref": "AWS::NoValue"}]
         },
+        "PEER_STATE_TABLES": {
+            "Fn::If": ["HasPeers", {"Ref": "PeerRegions"}, {"Ref": "AWS::NoValue"}]
+        },
+        "STACK_NAME": {"Ref": "AWS::StackName"},
         "POWERTOOLS_SERVICE_NAME": "mini-scheduler",
         "POWERTOOLS_METRICS_NAMESPACE": _runtime.NAMESPACE,
         "LOG_LEVEL": {"Ref": "LogLevel"},
@@ -334,6 +338,7 @@ def _code_metrics() -> set[str]:
         m.RUNS_FAILED_FINAL,
         m.JOBS_PAUSED,
         m.ALERTS_UNPUBLISHED,
+        m.REGIONS_NOT_IN_STEP,
         m.CRON_ENTRIES_SKIPPED,
         m.TICK_LAG,
         m.TICKS,
@@ -577,8 +582,8 @@ def test_the_report_sample_has_its_idempotency_table(template: Template) -> None
 def test_samconfig_deploys_prod_and_dr_to_two_regions() -> None:
     config = tomllib.loads((ROOT / "samconfig.toml").read_text(encoding="utf-8"))
     expected = {
-        "prod": ("us-east-1", "EnvironmentName=prod"),
-        "dr": ("us-west-2", "EnvironmentName=DR"),
+        "prod": ("us-east-1", "EnvironmentName=prod PeerRegions=us-west-2"),
+        "dr": ("us-west-2", "EnvironmentName=DR PeerRegions=us-east-1"),
     }
     for env, (region, overrides) in expected.items():
         deploy = config[env]["deploy"]["parameters"]
