@@ -112,11 +112,16 @@ class Ticker:
         self.peers = peers
         self.carrier = Carrier(claims, peers) if peers is not None else None
         self.takeover = Takeover(peers, settings.origin) if peers is not None else None
-        self.operator = Operator(
+        self.operator = self._operator(wake)
+
+    def _operator(self, wake: Wake | None) -> Operator:
+        """The operator path, over this ticker's stores and executor."""
+        settings = self.settings
+        return Operator(
             cron=self.cron_file,
-            claims=claims,
-            environment=environment,
-            clock=clock,
+            claims=self.claims,
+            environment=self.environment,
+            clock=self.clock,
             run=self.executor.run_now,
             origin=settings.origin,
             default_zone=settings.default_timezone,
