@@ -56,6 +56,11 @@ NOT_RUN = {
         "docs/fail-over.md",
         "mini-scheduler failover --to DR --regions us-east-1,us-west-2 --stack mini-scheduler",
     ),
+    (
+        "docs/fail-over.md",
+        "mini-scheduler failover --drill --to DR --yes --regions us-east-1,us-west-2 --stack "
+        "mini-scheduler",
+    ),
     ("docs/cli.md", "mini-scheduler tick --at 2026-11-30T14:00:00Z --stack mini-scheduler"),
     (
         "docs/schedules-and-backfill.md",

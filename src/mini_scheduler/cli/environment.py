@@ -99,7 +99,9 @@ def add_status(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_where(parser, many_regions=True, table=True, parameter=True, environment_name=True)
 
 
-def _read_active(context: Context, where: Where, known: tuple[str, ...]) -> dict[str, Any]:
+def read_active(context: Context, where: Where, known: tuple[str, ...]) -> dict[str, Any]:
+    """What ``where``'s store holds (``active``, prod when it holds nothing), whether the name
+    is known, and this region's mode when its own name is known (status, and a drill's check)."""
     store = environment_for(context, where)
     stored = store.get()
     active = "prod" if stored is None else stored.strip()
@@ -142,7 +144,7 @@ def status(args: argparse.Namespace, context: Context) -> int:
     wheres, unresolved = resolve_each(args, context, regions)
     known = known_names(args, context, list(wheres.values()))
     read = {o.region: o for o in unresolved}
-    for o in each_region(list(wheres), lambda r: _read_active(context, wheres[r].where, known)):
+    for o in each_region(list(wheres), lambda r: read_active(context, wheres[r].where, known)):
         read[o.region] = o
     outcomes = [read[r] for r in regions]
     failed = [o for o in outcomes if not o.ok]
@@ -198,7 +200,9 @@ def add_failover(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
             "the ticker reads), in the order given, and report each. The name must be a known "
             "environment (a stack's EnvironmentName output, or --known) unless forced. Until "
             "every region is written the regions disagree: exit 1 when any failed, and run it "
-            "again for those; exit 1 too when, written, no region or more than one is active."
+            "again for those; exit 1 too when, written, no region or more than one is active. "
+            "With --drill (and --stack): check that ENV's region is ready, and with --yes "
+            "switch, time the first firing there and switch back (docs/fail-over.md, Drill)."
         ),
     )
     parser.add_argument(
@@ -214,7 +218,32 @@ def add_failover(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     parser.add_argument(
         "--reason", metavar="TEXT", help="why it is forced (required with --force; logged)"
     )
+    drill = parser.add_argument_group("a drill (docs/fail-over.md, Drill)")
+    drill.add_argument(
+        "--drill",
+        action="store_true",
+        help="check that ENV's region is ready (with --stack); with --yes, switch, time the "
+        "first firing there, and switch back",
+    )
+    drill.add_argument("--yes", action="store_true", help="switch (a drill only checks without)")
+    drill.add_argument("--stay", action="store_true", help="stay on ENV after the drill")
+    drill.add_argument(
+        "--timeout",
+        type=_seconds,
+        metavar="SECONDS",
+        help="how long the drill waits for the first firing (default 180)",
+    )
     add_where(parser, many_regions=True, table=True, parameter=True)
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds <= 3600:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 1 to 3600")
+    return seconds
 
 
 def _retry_hint(args: argparse.Namespace, target: str) -> str:
@@ -295,43 +324,67 @@ class _Write:
         return fields
 
 
-def failover(args: argparse.Namespace, context: Context) -> int:
+@dataclass(frozen=True, slots=True)
+class Switched:
+    """A failover done: the name written, by whom, each region's outcome (written and read back,
+    or why not), the names known, and what is wrong with who is active now (None: nothing)."""
+
+    target: str
+    operator: str
+    outcomes: list[Outcome]
+    known: tuple[str, ...]
+    problem: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None and all(o.ok for o in self.outcomes)
+
+    def to_json(self, args: argparse.Namespace) -> dict[str, Any]:
+        report: dict[str, Any] = {
+            "active": self.target,
+            "operator": self.operator,
+            "regions": [o.to_json() for o in self.outcomes],
+            "known": list(self.known),
+        }
+        if args.force:
+            report |= {"forced": True, "reason": args.reason}
+        if self.problem:
+            report["problem"] = self.problem
+        return report
+
+
+def switch(args: argparse.Namespace, context: Context) -> Switched:
+    """Write ``args.to`` in every region of ``args.regions``, in turn, and read each back: the
+    failover, and a drill's switch and switch back. CommandError (exit 2) when it is refused
+    before anything is written."""
     refused = _refused_flags(args)
     if refused:
-        return context.fail("failover", refused)
+        raise CommandError(refused, EXIT_USAGE)
     regions: list[str] = args.regions
     wheres, unresolved = resolve_each(args, context, regions)
     known = known_names(args, context, list(wheres.values()))
     stacks = tuple(r.where.environment_name for r in wheres.values() if r.where.environment_name)
     target = fleet.spelled(args.to, stacks)
-    refused = _refused_target(args, target, known, regions, wheres)
+    refused = refused_target(args, target, known, regions, wheres)
     if refused:
-        return context.fail("failover", refused)
+        raise CommandError(refused, EXIT_USAGE)
     operator = operator_name(args, context, regions[0])
     write = _Write(target, operator, args.force, args.reason, known)
     done = {o.region: o for o in unresolved}
     for o in each_region(list(wheres), lambda region: write.to(context, wheres[region].where)):
         done[o.region] = o
     outcomes = [done[r] for r in regions]
-    failed = [o for o in outcomes if not o.ok]
     problem = fleet.judge(outcomes, _environments(wheres), known).problem
-    code = EXIT_FAILED if failed or problem else EXIT_OK
+    return Switched(target, operator, outcomes, known, problem)
+
+
+def failover(args: argparse.Namespace, context: Context) -> int:
+    switched = switch(args, context)
+    code = EXIT_OK if switched.ok else EXIT_FAILED
     if args.json:
-        report: dict[str, Any] = {
-            "active": target,
-            "operator": operator,
-            "regions": [o.to_json() for o in outcomes],
-            "known": list(known),
-        }
-        if args.force:
-            report |= {"forced": True, "reason": args.reason}
-        if problem:
-            report["problem"] = problem
-        context.print(json.dumps(report, indent=2))
-        return code
-    _print_failover(context, args, target, operator, outcomes)
-    if problem:
-        context.print(problem + ".")
+        context.print(json.dumps(switched.to_json(args), indent=2))
+    else:
+        print_failover(context, args, switched)
     return code
 
 
@@ -344,10 +397,12 @@ def _refused_flags(args: argparse.Namespace) -> str | None:
             "--force needs --reason TEXT (why the name is not a known one), and --reason goes "
             "with --force"
         )
+    if not args.drill and (args.yes or args.stay or args.timeout is not None):
+        return "--yes, --stay and --timeout go with --drill"
     return None
 
 
-def _refused_target(
+def refused_target(
     args: argparse.Namespace,
     target: str,
     known: tuple[str, ...],
@@ -355,16 +410,17 @@ def _refused_target(
     wheres: dict[str, StackRegion],
 ) -> str | None:
     """Why writing ``target`` in ``regions`` is refused before anything is written: a name no
-    stack has (unless forced), or a stack's region left out (:func:`fleet.left_out`)."""
+    stack has (unless forced), or a stack's region left out (:func:`fleet.left_out`). A
+    drill's check asks it too."""
     if not is_known(target, known) and not args.force:
         return _unknown_name(target, known)
     gap = fleet.left_out(regions, _environments(wheres), known, target)
     return _left_out(gap) + " Nothing was written." if gap else None
 
 
-def _print_failover(
-    context: Context, args: argparse.Namespace, target: str, operator: str, outcomes: list[Outcome]
-) -> None:
+def print_failover(context: Context, args: argparse.Namespace, switched: Switched) -> None:
+    """Each region's write, and the verdict: what a failover prints, and a drill's switches."""
+    target, outcomes = switched.target, switched.outcomes
     failed = [o for o in outcomes if not o.ok]
     rows = []
     for o in outcomes:
@@ -385,5 +441,7 @@ def _print_failover(
         forced = f", forced: {args.reason}" if args.force else ""
         context.print(
             f"Active environment {target} in {plural(len(outcomes), 'region')}, set by "
-            f"{operator}{forced}."
+            f"{switched.operator}{forced}."
         )
+    if switched.problem:
+        context.print(switched.problem + ".")

@@ -4,9 +4,9 @@ One function per subcommand, each ``(args, context) -> exit code``, registered i
 :data:`COMMANDS` with the function that declares its arguments. Commands for developers:
 ``validate``, ``next`` (files.py), ``local`` (local.py). Commands for operators, against a
 deployed stack (where.py says where they act): ``jobs``, ``history`` (jobs.py), ``run``
-(run.py), ``pause``, ``resume`` (pause.py), ``status``, ``failover`` (environment.py),
-``schedule``, ``backfill``, ``rerun`` (deferred.py), ``tick`` (tick.py), ``doctor`` (doctor/)
-and ``console`` (console.py: the web page, an optional extra).
+(run.py), ``pause``, ``resume`` (pause.py), ``status``, ``failover`` (environment.py; with
+``--drill``, drill/), ``schedule``, ``backfill``, ``rerun`` (deferred.py), ``tick`` (tick.py),
+``doctor`` (doctor/) and ``console`` (console.py: the web page, an optional extra).
 
 Every command prints for people by default and JSON with ``--json``; an error is one line on
 stderr (exit codes in context.py). Only :func:`main` picks the real clock, environment, AWS
@@ -47,7 +47,8 @@ from mini_scheduler.cli.deferred import (
     schedule,
 )
 from mini_scheduler.cli.doctor import add_doctor, doctor
-from mini_scheduler.cli.environment import add_failover, add_status, failover, status
+from mini_scheduler.cli.drill import failover_or_drill
+from mini_scheduler.cli.environment import add_failover, add_status, status
 from mini_scheduler.cli.files import add_next, add_validate, next_firings, validate
 from mini_scheduler.cli.jobs import add_history, add_jobs, history, jobs
 from mini_scheduler.cli.local import add_local, local
@@ -70,7 +71,7 @@ COMMANDS: Final[dict[str, tuple[Register, Handler]]] = {
     "pause": (add_pause, pause),
     "resume": (add_resume, resume),
     "status": (add_status, status),
-    "failover": (add_failover, failover),
+    "failover": (add_failover, failover_or_drill),
     "schedule": (add_schedule, schedule),
     "backfill": (add_backfill, backfill),
     "tick": (add_tick, tick),

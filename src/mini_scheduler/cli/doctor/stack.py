@@ -68,7 +68,8 @@ def describe_stack(context: Context, name: str, region: str) -> dict[str, Any]:
     return {"finding": finding, "outputs": outputs, "parameters": parameters}
 
 
-def _table(context: Context, seen: Region, where: Where) -> Finding:
+def check_table(context: Context, seen: Region, where: Where) -> Finding:
+    """The stack's state table exists and is ACTIVE (doctor, and a drill's stack check)."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     region, table = seen.region, where.table
@@ -178,7 +179,7 @@ def across_regions(stack: str, regions: Sequence[Region]) -> Iterator[Finding]:
 
 
 CHECKS: Final[tuple[Callable[[Context, Region, Where], Finding], ...]] = (
-    _table,
+    check_table,
     _environment,
     _schedule,
 )
