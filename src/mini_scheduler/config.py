@@ -99,6 +99,12 @@ class Settings:
         if claims not in ("dynamodb", "mongodb"):
             raise ConfigurationError(f"CLAIM_STORE {claims!r}: use dynamodb or mongodb")
         region = (env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1").strip()
+        peers = peer_tables(env.get("PEER_STATE_TABLES", ""), region)
+        if any(named == table for _, named in peers):
+            raise ConfigurationError(
+                f"PEER_STATE_TABLES names this region's own table {table} for a peer: regions "
+                "that share a table (a global table) need no peers"
+            )
         return cls(
             state_table=table,
             environment_name=name,
@@ -118,7 +124,7 @@ class Settings:
             dispatch_workers=_int(env, "DISPATCH_WORKERS", 16, 1, 512),
             batch_writes=flag(env, "STATE_TABLE_BATCH_WRITES", default=True),
             event_bus=_event_bus(env),
-            peers=peer_tables(env.get("PEER_STATE_TABLES", ""), region),
+            peers=peers,
             stack_name=env.get("STACK_NAME", "").strip() or None,
         )
 

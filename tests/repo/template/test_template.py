@@ -96,12 +96,24 @@ def test_the_state_table_is_the_one_create_state_table_makes(template: Template)
 # -- the ticker ------------------------------------------------------------------------------------
 
 
+STATE_TABLE = {
+    "Fn::If": [
+        "GlobalStateHome",
+        {"Ref": "GlobalStateTable"},
+        {"Fn::If": ["GlobalState", {"Ref": "GlobalTableName"}, {"Ref": "StateTable"}]},
+    ]
+}
+"""STATE_TABLE: the global table where the stack creates it (so the functions wait for it),
+its name where another stack did, else the stack's own table (tests/repo/template/
+test_global_table.py resolves it for each mode)."""
+
+
 def test_the_ticker_is_configured_by_reference(template: Template) -> None:
     ticker = template["Resources"]["TickerFunction"]["Properties"]
     assert ticker["Handler"] == "mini_scheduler.handlers.ticker.handler"
     variables = ticker["Environment"]["Variables"]
     assert variables == {
-        "STATE_TABLE": {"Ref": "StateTable"},
+        "STATE_TABLE": STATE_TABLE,
         "ENVIRONMENT_NAME": {"Ref": "EnvironmentName"},
         "KNOWN_ENVIRONMENTS": {"Ref": "KnownEnvironments"},
         "ACTIVE_ENVIRONMENT_STORE": {"Ref": "ActiveEnvironmentStore"},
