@@ -64,6 +64,9 @@ class Settings:
     # Claims and marks 25 to a request (PartiQL BatchExecuteStatement); False: one request each,
     # for an endpoint whose PartiQL ignores conditions (moto: the local run and its tests).
     batch_writes: bool = True
+    # A runtime schedule moves on in one TransactWriteItems; False: in conditional steps, for a
+    # table that takes no transaction (a global table in multi-Region strong consistency mode).
+    transactions: bool = True
     # Where a final failure's "Job Run Failed" and a pause's "Job Paused" events go: a bus name
     # or ARN (EVENT_BUS_NAME; the template's FailureEventBus).
     event_bus: str = "default"
@@ -123,6 +126,7 @@ class Settings:
             ticker_function=env.get("TICKER_FUNCTION", "").strip() or None,
             dispatch_workers=_int(env, "DISPATCH_WORKERS", 16, 1, 512),
             batch_writes=flag(env, "STATE_TABLE_BATCH_WRITES", default=True),
+            transactions=flag(env, "STATE_TABLE_TRANSACTIONS", default=True),
             event_bus=_event_bus(env),
             peers=peers,
             stack_name=env.get("STACK_NAME", "").strip() or None,

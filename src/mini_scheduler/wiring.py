@@ -44,6 +44,7 @@ def claim_store(settings: Settings, clients: Clients) -> ClaimStore:
             clients("dynamodb"),
             run_ttl_days=settings.run_ttl_days,
             batched=settings.batch_writes,
+            transactions=settings.transactions,
         )
     if settings.claim_store == "mongodb":
         # pymongo is imported here only: a DynamoDB deployment never loads it.

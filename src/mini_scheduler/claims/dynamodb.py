@@ -72,6 +72,7 @@ class DynamoDBClaimStore(RunEnds, KeptInABook, DynamoDBClaims):
         run_ttl_days: int = 30,
         sleep: Callable[[float], None] = time.sleep,
         batched: bool = True,
+        transactions: bool = True,
     ) -> None:
         self.table = table
         self.name = f"dynamodb:{table}"
@@ -82,7 +83,9 @@ class DynamoDBClaimStore(RunEnds, KeptInABook, DynamoDBClaims):
         self._slots = JobSlots(client, table, sleep)
         self._watch = Watch(client, table, self._ttl, sleep)
         self._deferred = DeferredFirings(client, table, self._ttl, sleep)
-        self._schedules = ScheduleBook(client, table, self._ttl, self._deferred, sleep)
+        self._schedules = ScheduleBook(
+            client, table, self._ttl, self._deferred, sleep, transactions=transactions
+        )
 
     # -- the primitives of the ends (:mod:`.ends`) -------------------------------------------
 

@@ -56,12 +56,15 @@ class ScheduleBook:
         ttl: timedelta,
         deferred: DeferredFirings,
         sleep: Callable[[float], None] = time.sleep,
+        *,
+        transactions: bool = True,
     ) -> None:
         self._client = client
         self._table = table
         self._ttl = ttl
         self._deferred = deferred
         self._sleep = sleep
+        self._transactions = transactions  # False: a global table in MRSC mode refuses them
 
     def create(self, definition: Definition) -> bool:
         request = named(
@@ -160,6 +163,8 @@ class ScheduleBook:
         return definition_from(answer["Attributes"])
 
     def advance(self, done: Deferred, following: Deferred | None) -> bool:
+        if not self._transactions:
+            return self._advance_in_steps(done, following)
         written = carried(done, following)  # not read: the condition below decides
         items: list[Any] = [
             {
@@ -188,6 +193,42 @@ class ScheduleBook:
         if refused == 1:  # the schedule deleted (or made again): the answered firing goes
             self._deferred.drop([done])
         return refused is None
+
+    def _advance_in_steps(self, done: Deferred, following: Deferred | None) -> bool:
+        """``advance`` on a table that takes no transaction (a global table in multi-Region
+        strong consistency mode), in conditional steps. First the answered firing is marked
+        with the step (its next firing's key) on the condition that it is still stored and
+        marked with no other step: a late step, or one after a delete, stops there with
+        nothing written; ticks making the same step go on together, each write the same. Then
+        the next firing in, then the definition on the condition of
+        :func:`.definitions.moves` (refused: the schedule was deleted or made again meanwhile,
+        and the next firing goes out again), then the answered firing out; the tick that
+        removes it answers True. A crash between two steps leaves the answered firing, marked:
+        read again, its claim LOST, the same step made again. Never the schedule lost, nor
+        brought back."""
+        step = following.key if following is not None else "end"
+        if not self._deferred.mark_step(done, step):
+            return False
+        if following is not None:
+            self._deferred.add([following])
+        request = named(
+            {
+                "TableName": self._table,
+                "Item": definition_item(carried(done, following), self._ttl),
+                "ConditionExpression": _MOVES,
+                "ExpressionAttributeValues": {":generation": {"S": generation_of(done)}},
+            }
+        )
+        try:
+            write_retried(self._client, "put_item", self._sleep, **request)
+        except ClientError as exc:
+            if code(exc) != "ConditionalCheckFailedException":
+                raise failed(self._table, "PutItem (advance schedule)", exc) from exc
+            self._deferred.drop([done, *([following] if following is not None else [])])
+            return False
+        except BotoCoreError as exc:
+            raise failed(self._table, "PutItem (advance schedule)", exc) from exc
+        return self._deferred.take(done)
 
     def _transact(self, items: Sequence[Any], token: str) -> int | None:
         """Send the transaction: None when written, else the index of the item whose condition

@@ -6,7 +6,9 @@
 * ``predicting``: :class:`~mini_scheduler.claims.predicting.PredictingClaimStore` over a memory
   store, the dry run's: every write stays in it, and it answers as the store it reads would.
 * ``dynamodb-moto`` and ``dynamodb-local``: the DynamoDB store on moto and on AWS's DynamoDB
-  Local (moto's conditional writes are not atomic: races run on DynamoDB Local only).
+  Local (moto's conditional writes are not atomic: races run on DynamoDB Local only);
+  ``dynamodb-local-steps`` as a global table in strong consistency mode has it (no
+  transaction: a runtime schedule moves on in conditional steps).
 * ``mongodb-mock``: the MongoDB store on mongomock (in process; no write concern, read concern,
   index use, TTL or atomicity under threads to speak of: races run on a real server only).
 * ``mongodb-server``: the MongoDB store on the server ``MONGODB_URI`` names, a fresh database
@@ -40,6 +42,7 @@ BACKENDS = [
     "predicting",
     "dynamodb-moto",
     pytest.param("dynamodb-local", marks=pytest.mark.dynamodb_local),
+    pytest.param("dynamodb-local-steps", marks=pytest.mark.dynamodb_local),
     "mongodb-mock",
     pytest.param("mongodb-server", marks=pytest.mark.mongodb_server),
 ]
@@ -47,6 +50,7 @@ BACKENDS = [
 ATOMIC_BACKENDS = [
     "memory",
     pytest.param("dynamodb-local", marks=pytest.mark.dynamodb_local),
+    pytest.param("dynamodb-local-steps", marks=pytest.mark.dynamodb_local),
     pytest.param("mongodb-server", marks=pytest.mark.mongodb_server),
 ]
 NO_MONGODB_SERVER = (
@@ -149,11 +153,12 @@ def open_claim_store(kind: str, request: pytest.FixtureRequest) -> Iterator[Clai
             create_state_table(client, table)
             # moto's PartiQL ignores conditions: its writes go one by one (dynamodb_batch.py)
             yield DynamoDBClaimStore(table, client, sleep=lambda _: None, batched=False)
-    elif kind == "dynamodb-local":
+    elif kind in ("dynamodb-local", "dynamodb-local-steps"):
         client = request.getfixturevalue("dynamodb_local")
         table = new_table_name()
         create_state_table(client, table)
-        yield DynamoDBClaimStore(table, client, sleep=lambda _: None)
+        steps = kind == "dynamodb-local-steps"  # a global table's: no transaction
+        yield DynamoDBClaimStore(table, client, sleep=lambda _: None, transactions=not steps)
     elif kind == "mongodb-mock":
         from mini_scheduler.claims.mongodb import MongoDBClaimStore
 

@@ -246,14 +246,7 @@ class NoTransactions(Conflicting):
 
 
 @pytest.mark.dynamodb_local
-@pytest.mark.xfail(
-    strict=True,
-    raises=StoreError,
-    reason="claims/dynamodb_schedules.py ScheduleBook.advance moves a runtime schedule on in "
-    "one TransactWriteItems, which an MRSC table refuses: the schedule's firing is never "
-    "replaced by its next one (tick/execute.py logs 'Deferred firings not forgotten')",
-)
-def test_a_runtime_schedule_moves_on_over_an_mrsc_table(dynamodb_local: Any, table: str) -> None:
+def _schedule_firings() -> tuple[Deferred, Deferred]:
     detail = {
         "generation": "g1",
         "createdAt": "2026-11-30T13:00:00.000Z",
@@ -261,7 +254,58 @@ def test_a_runtime_schedule_moves_on_over_an_mrsc_table(dynamodb_local: Any, tab
         "entry": {"name": "nightly", "schedule": "0 0 14 * * ?", "target": "x"},
     }
     done = Deferred(Firing("nightly", T0), T0, SCHEDULE, "a", T0, detail)
-    following = Deferred(Firing("nightly", T0 + timedelta(days=1)), T0, SCHEDULE, "a", T0, detail)
+    following = Deferred(
+        Firing("nightly", T0 + timedelta(days=1)), T0 + timedelta(days=1), SCHEDULE, "a", T0, detail
+    )
+    return done, following
+
+
+def _mrsc(table: str, client: Any) -> DynamoDBClaimStore:
+    """The store as the template configures it over a global table (STATE_TABLE_TRANSACTIONS
+    false)."""
+    return DynamoDBClaimStore(table, client, sleep=lambda _: None, transactions=False)
+
+
+def test_a_runtime_schedule_in_one_transaction_is_refused_by_an_mrsc_table(
+    dynamodb_local: Any, table: str
+) -> None:
+    """Why global-table mode moves schedules on in steps: the transaction is refused."""
+    done, following = _schedule_firings()
     store = _store(table, NoTransactions(dynamodb_local))
     store.defer([done])
+    with pytest.raises(StoreError, match="TransactWriteItems"):
+        store.advance_schedule(done, following)
+
+
+def test_a_runtime_schedule_moves_on_over_an_mrsc_table(dynamodb_local: Any, table: str) -> None:
+    done, following = _schedule_firings()
+    store = _mrsc(table, NoTransactions(dynamodb_local))
+    store.defer([done])
     assert store.advance_schedule(done, following) is True
+    assert [d.key for d in store.pending_deferred(SCHEDULE)] == [following.key]
+    definition = store.schedule("nightly")
+    assert definition is not None and definition.next_firing == following.firing.scheduled
+    # A second tick that answered the same firing makes the same step: refused, and the next
+    # firing the first one put stays.
+    assert store.advance_schedule(done, following) is False
+    assert [d.key for d in store.pending_deferred(SCHEDULE)] == [following.key]
+
+
+def test_a_schedule_deleted_between_the_steps_is_not_brought_back(
+    dynamodb_local: Any, table: str
+) -> None:
+    done, following = _schedule_firings()
+    store = _mrsc(table, NoTransactions(dynamodb_local))
+    store.defer([done])
+    assert store.advance_schedule(done, following) is True
+    after = Deferred(
+        Firing("nightly", T0 + timedelta(days=2)),
+        T0 + timedelta(days=2),
+        SCHEDULE,
+        "a",
+        T0,
+        following.detail,
+    )
+    assert store.delete_schedule("nightly", "g1", operator="joe", now=T0) is not None
+    assert store.advance_schedule(following, after) is False  # its definition is a tombstone
+    assert store.pending_deferred(SCHEDULE) == []

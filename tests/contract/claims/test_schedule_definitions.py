@@ -201,3 +201,36 @@ def test_a_carried_definition_is_written_only_over_the_one_read(claim_store: Cla
     assert claim_store.carry_schedule(other, theirs) is False  # another generation read
     assert claim_store.carry_schedule(other, gone) is True  # made again, over the tombstone
     assert [d.generation for d in claim_store.schedules()] == [other.generation]
+
+
+def test_racing_ticks_moving_one_schedule_on_keep_exactly_its_next_firing(
+    racing_claim_store: ClaimStore,
+) -> None:
+    """Eight ticks that answered the same firing make the same step at once: one makes it,
+    and the schedule keeps exactly its next firing (never none, never two)."""
+    made = _definition()
+    racing_claim_store.create_schedule(made)
+    done, following = _firing(made, 1), _firing(made, 2)
+    racing_claim_store.defer([done])
+    for _round in range(5):
+        barrier = threading.Barrier(8)
+
+        def one(
+            _: int,
+            barrier: threading.Barrier = barrier,
+            done: Deferred = done,
+            following: Deferred = following,
+        ) -> bool:
+            barrier.wait()
+            return racing_claim_store.advance_schedule(done, following)
+
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            results = list(pool.map(one, range(8)))
+        assert results.count(True) <= 1, results
+        pending = racing_claim_store.pending_deferred("schedule")
+        assert [d.key for d in pending] == [following.key]
+        definition = racing_claim_store.schedule("every")
+        assert definition is not None and definition.next_firing == following.firing.scheduled
+        done, following = following, _firing(made, 3 + _round)
+        if _round == 0:
+            assert results.count(True) == 1

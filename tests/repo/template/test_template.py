@@ -126,6 +126,7 @@ def test_the_ticker_is_configured_by_reference(template: Template) -> None:
         "MONGODB_URI_SECRET_ARN": {
             "Fn::If": ["HasMongoSecret", {"Ref": "MongoUriSecretArn"}, {"Ref": "AWS::NoValue"}]
         },
+        "STATE_TABLE_TRANSACTIONS": {"Fn::If": ["GlobalState", "false", {"Ref": "AWS::NoValue"}]},
         "PEER_STATE_TABLES": {
             "Fn::If": ["HasPeers", {"Ref": "PeerRegions"}, {"Ref": "AWS::NoValue"}]
         },
