@@ -104,19 +104,24 @@ class DeferredFirings:
         except PyMongoError as exc:
             raise self._fail("delete (deferred)", DEFERRED, exc) from exc
 
-    def advance(self, done: Deferred, following: Deferred) -> bool:
-        """``following`` in place of ``done`` while ``done`` is stored. The next one goes in
-        first, then ``done`` out; when ``done`` was gone already (its schedule deleted), the
-        next one goes out again. A crash between the two leaves both: ``done`` is read again,
-        its claim is LOST, and the step is made again. Never the schedule lost."""
-        self.add([following])
+    def mark_step(self, item: Deferred, step: str) -> bool:
+        """Mark ``item`` with ``step`` while it is stored and marked with no other step: False
+        when it is gone, or another step marked it."""
         try:
-            gone = self._collection.delete_one({"_id": done.key}).deleted_count
-            if not gone:
-                self._collection.delete_one({"_id": following.key})
+            found = self._collection.update_one(
+                {"_id": item.key, "$or": [{"step": {"$exists": False}}, {"step": step}]},
+                {"$set": {"step": step}},
+            )
+        except PyMongoError as exc:
+            raise self._fail("update (deferred step)", DEFERRED, exc) from exc
+        return found.matched_count == 1
+
+    def take(self, item: Deferred) -> bool:
+        """Delete ``item``: False when it was gone already (another tick removed it)."""
+        try:
+            return self._collection.delete_one({"_id": item.key}).deleted_count == 1
         except PyMongoError as exc:
             raise self._fail("delete (advance schedule)", DEFERRED, exc) from exc
-        return bool(gone)
 
 
 def deferred_doc(deferred: Deferred, ttl: timedelta) -> Document:

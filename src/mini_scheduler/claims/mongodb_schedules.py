@@ -11,13 +11,15 @@ primary).
 live definition refuses it with a duplicate key (the name unique by the ``_id`` index, never by
 a read); ``get`` one ``find_one``, ``live`` one find (``every`` the tombstones too), ``put`` (a
 definition carried from another region's store) an insert where none is stored, else a
-``replace_one`` on the filter "still the definition read", ``retire`` one ``find_one_and_update`` on
-the filter "live, with the generation read". ``advance`` writes the definition first, on the
-filter of :func:`.definitions.moves` (an upsert that a tombstone or another generation refuses
-with a duplicate key), then puts the next firing and deletes the answered one; when that one
-was gone already (another tick moved the schedule on), the next one goes out again, and so it
-does when the definition is no longer live once the next firing is in (a delete between the
-two steps, whose drop of the next firing may have come before it was put).
+``replace_one`` on the filter "still the definition read", ``retire`` one
+``find_one_and_update`` on the filter "live, with the generation read". ``advance`` takes no
+transaction: it marks the answered firing with the step (its next firing's key) while it is
+stored and marked with no other step (a late step, or one after a delete, stops there with
+nothing written; racing ticks making the same step go on together), puts the next firing,
+writes the definition on the filter of :func:`.definitions.moves` (an upsert that a tombstone
+or another generation refuses with a duplicate key: both firings go), and deletes the answered
+one; the tick that deletes it answers True. A crash between two steps leaves the answered
+firing, marked: the next tick makes the same step again.
 """
 
 from __future__ import annotations
@@ -134,41 +136,28 @@ class ScheduleBook:
         return definition_from(before) if before is not None else None
 
     def advance(self, done: Deferred, following: Deferred | None) -> bool:
-        written = carried(done, following)  # not read: the filter below decides
-        doc = definition_doc(written, self._ttl)
+        step = following.key if following is not None else "end"
+        if not self._deferred.mark_step(done, step):
+            return False  # gone (deleted, or the step made), or another step is being made
+        if following is not None:
+            self._deferred.add([following])
+        doc = definition_doc(carried(done, following), self._ttl)
         try:
             self._collection.replace_one(
                 {
-                    "_id": written.name,
+                    "_id": doc["_id"],
                     "generation": generation_of(done),
                     "deletedAt": {"$exists": False},
                 },
                 doc,
                 upsert=True,
             )
-        except DuplicateKeyError:  # deleted, or made again: the answered firing goes
-            self._deferred.drop([done])
+        except DuplicateKeyError:  # deleted, or made again: both firings go
+            self._deferred.drop([done, *([following] if following is not None else [])])
             return False
         except PyMongoError as exc:
             raise self._fail("replace (advance schedule)", SCHEDULES, exc) from exc
-        if following is None:
-            self._deferred.drop([done])
-            return True
-        if not self._deferred.advance(done, following):
-            return False
-        if self._live(written.name, generation_of(done)):
-            return True
-        self._deferred.drop([following])  # deleted between the definition and the firing
-        return False
-
-    def _live(self, name: str, generation: str) -> bool:
-        try:
-            found = self._collection.find_one(
-                {"_id": name, "generation": generation, "deletedAt": {"$exists": False}}
-            )
-        except PyMongoError as exc:
-            raise self._fail("find (schedule)", SCHEDULES, exc) from exc
-        return found is not None
+        return self._deferred.take(done)
 
 
 def definition_doc(definition: Definition, ttl: timedelta) -> Document:
