@@ -101,17 +101,7 @@ def add_where(
         where.add_argument(
             "--region", type=_region_name, help="the stack's region (default AWS_REGION)"
         )
-    where.add_argument(
-        "--stack",
-        metavar="NAME",
-        help="read the table, the ticker function and the parameter from this stack's outputs",
-    )
-    where.add_argument(
-        "--local",
-        action="store_true",
-        help="act on the make run running on this machine: its moto, regions, stack and cron "
-        "file (nothing reaches AWS)",
-    )
+    _add_stack(where)
     if table:
         where.add_argument("--table", metavar="NAME", help="the state table (STATE_TABLE)")
     if cron_file:
@@ -158,6 +148,21 @@ def local_run(args: argparse.Namespace, environ: Mapping[str, str]) -> LocalRun:
     if "cron_file" in args and not args.cron_file:
         args.cron_file = run.cron_file
     return run
+
+
+def _add_stack(where: argparse._ArgumentGroup) -> None:
+    """``--stack``, and ``--local``: the stack ``make run`` stands for, and the rest of it."""
+    where.add_argument(
+        "--stack",
+        metavar="NAME",
+        help="read the table, the ticker function and the parameter from this stack's outputs",
+    )
+    where.add_argument(
+        "--local",
+        action="store_true",
+        help="act on the make run running on this machine: its moto, regions, stack and cron "
+        "file (nothing reaches AWS)",
+    )
 
 
 def add_operator(parser: argparse.ArgumentParser) -> None:

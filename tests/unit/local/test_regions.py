@@ -351,11 +351,15 @@ def test_two_regions_fail_over_through_the_cli(
     stop = threading.Event()
     seen: dict[str, Any] = {}
     cli: Cli
+    out = io.StringIO()
 
     def fail_over() -> None:
         seen["before"] = cli("status")
         seen["failover"] = cli("failover", "--to", "DR", "--operator", "tester")
         seen["after"] = cli("status")
+        (url,) = (line.split()[1] for line in out.getvalue().splitlines() if "  console  " in line)
+        with urllib.request.urlopen(url + "api/scheduler/environment", timeout=10) as answer:
+            seen["console"] = json.load(answer)  # nosec B310 # loopback only
         seen["created"] = cli(
             "schedule",
             "create",
@@ -382,8 +386,7 @@ def test_two_regions_fail_over_through_the_cli(
         {START + timedelta(minutes=2): fail_over, START + timedelta(minutes=4): look},
     )
     cli = Cli(clock, tmp_path / "runs", capsys)
-    out = io.StringIO()
-    argv = ["--cron-file", str(cron), "--regions", "us-east-1,us-west-2", "--no-console"]
+    argv = ["--cron-file", str(cron), "--regions", "us-east-1,us-west-2", "--console-port", "0"]
     code = local_run.main(argv, clock=clock, stop=stop, out=out, run_dir=tmp_path / "runs")
     assert not clock.failed, clock.failed
     assert code == 0, out.getvalue()
@@ -395,6 +398,9 @@ def test_two_regions_fail_over_through_the_cli(
     assert seen["after"]["activeRegions"] == ["us-west-2"]
     assert [r["active"] for r in seen["after"]["regions"]] == ["DR", "DR"]
     assert seen["created"]["created"][0]["name"] == "once-west"
+    console = seen["console"]
+    assert [r["region"] for r in console["regions"]] == TWO
+    assert console["activeRegions"] == ["us-west-2"]
 
     seconds = [f"{m}:{s:02d}" for m in ("14:01", "14:02") for s in (0, 15, 30, 45)]
     assert _by_region(seen["heartbeat"]) == {
