@@ -52,15 +52,16 @@ def _samplecode() -> Path:
 SAMPLECODE: Final = _samplecode()
 
 
-def local_environment() -> dict[str, str | None]:
-    """What the local run sets in its own environment (None: removed): dummy credentials and a
-    region, no profile or config file, and no endpoint that would send a call past moto."""
+def local_environment(region: str = REGION) -> dict[str, str | None]:
+    """What the local run sets in its own environment (None: removed): dummy credentials and
+    its home region, no profile or config file, and no endpoint that would send a call past
+    moto."""
     changes: dict[str, str | None] = {
         "AWS_ACCESS_KEY_ID": MOTO_CREDENTIAL,
         "AWS_SECRET_ACCESS_KEY": MOTO_CREDENTIAL,
         "AWS_SESSION_TOKEN": MOTO_CREDENTIAL,
-        "AWS_REGION": REGION,
-        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": region,
+        "AWS_DEFAULT_REGION": region,
         "AWS_CONFIG_FILE": os.devnull,
         "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
         "AWS_PROFILE": None,

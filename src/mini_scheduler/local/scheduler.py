@@ -186,7 +186,7 @@ class LocalScheduler:
 
         cron_file = self.read_cron_file()  # a file that cannot be read stops us here
         try:
-            self._exit.enter_context(changed_environment(local_environment()))
+            self._exit.enter_context(changed_environment(local_environment(self.home.region)))
             self._exit.enter_context(
                 mock_aws(
                     config={
