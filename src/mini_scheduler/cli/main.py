@@ -10,7 +10,8 @@ deployed stack (where.py says where they act): ``jobs``, ``history`` (jobs.py), 
 
 Every command prints for people by default and JSON with ``--json``; an error is one line on
 stderr (exit codes in context.py). Only :func:`main` picks the real clock, environment, AWS
-clients and invoker, and it makes no client before a command needs one.
+clients and invoker, and it makes no client before a command needs one; with ``--local`` they
+are those of the ``make run`` on this machine (where.py).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from mini_scheduler.cli.context import (
     Invoker,
     RegionClients,
     invoke_ticker,
+    on_local_run,
 )
 from mini_scheduler.cli.context import download as default_download
 from mini_scheduler.cli.deferred import (
@@ -56,6 +58,7 @@ from mini_scheduler.cli.pause import add_pause, add_resume, pause, resume
 from mini_scheduler.cli.run import add_run, run_job
 from mini_scheduler.cli.suggest import SuggestingParser
 from mini_scheduler.cli.tick import add_tick, tick
+from mini_scheduler.cli.where import local_run
 from mini_scheduler.clock import Clock, SystemClock
 from mini_scheduler.errors import ConfigurationError, SchedulerError, describe_aws_error
 
@@ -133,6 +136,9 @@ def main(
     )
     _, handler = COMMANDS[args.command]
     try:
+        if getattr(args, "local", False):
+            run = local_run(args, context.environ)
+            context = on_local_run(context, run.endpoint, run.regions[0])
         return handler(args, context)
     except CommandError as exc:
         return context.fail(args.command, str(exc), exc.code)

@@ -9,6 +9,11 @@ them: ``--table``, ``--cron-file``, ``--parameter``, ``--function``, ``--region`
 ``CronFileLocations`` when the stack has them) in each region. A flag wins over the stack, the
 stack over the environment variables.
 
+``--local`` acts on the ``make run`` running on this machine
+(:mod:`mini_scheduler.local.runfile`): its regions, its stack and its cron file, where no flag
+names them, every AWS call to its endpoint on 127.0.0.1 with dummy credentials
+(:func:`~mini_scheduler.cli.context.on_local_run`), never to AWS.
+
 The stack's cron file is read where its ticker reads it: an ``s3://`` location from S3 in the
 stack's region, a ``file:`` location from the ticker's package (:mod:`.package`). Only with no
 flag, stack or ``CRON_FILE`` does a command read ``cron.yaml`` in the current folder, and it
@@ -20,7 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -44,6 +49,7 @@ from mini_scheduler.jobs.locations import CronFileSource, default_locations
 if TYPE_CHECKING:
     from mini_scheduler.claims.base import ClaimStore
     from mini_scheduler.environment.base import EnvironmentStore
+    from mini_scheduler.local.runfile import LocalRun
 
 _REGION: Final = re.compile(r"[a-z]{2}(?:-[a-z]+)+-\d{1,2}")
 CRON_OUTPUT: Final = "CronFileLocations"
@@ -95,11 +101,7 @@ def add_where(
         where.add_argument(
             "--region", type=_region_name, help="the stack's region (default AWS_REGION)"
         )
-    where.add_argument(
-        "--stack",
-        metavar="NAME",
-        help="read the table, the ticker function and the parameter from this stack's outputs",
-    )
+    _add_stack(where)
     if table:
         where.add_argument("--table", metavar="NAME", help="the state table (STATE_TABLE)")
     if cron_file:
@@ -125,6 +127,42 @@ def add_where(
             help="this region's environment name (ENVIRONMENT_NAME, default prod)",
         )
     parser.add_argument("--json", action="store_true", help="print JSON for scripts")
+
+
+def local_run(args: argparse.Namespace, environ: Mapping[str, str]) -> LocalRun:
+    """``--local``: the running ``make run``, whose regions (``--regions``: all of them,
+    ``--region``: the first), stack and cron file the command takes where no flag gives
+    them; CommandError saying to start one when none runs."""
+    from mini_scheduler.local.runfile import NoLocalRun, find
+
+    try:
+        run = find(environ)
+    except NoLocalRun as exc:
+        raise CommandError(str(exc), EXIT_USAGE) from exc
+    if "regions" in args and not args.regions:
+        args.regions = list(run.regions)
+    if "region" in args and not args.region:
+        args.region = run.regions[0]
+    if not args.stack:
+        args.stack = run.stack
+    if "cron_file" in args and not args.cron_file:
+        args.cron_file = run.cron_file
+    return run
+
+
+def _add_stack(where: argparse._ArgumentGroup) -> None:
+    """``--stack``, and ``--local``: the stack ``make run`` stands for, and the rest of it."""
+    where.add_argument(
+        "--stack",
+        metavar="NAME",
+        help="read the table, the ticker function and the parameter from this stack's outputs",
+    )
+    where.add_argument(
+        "--local",
+        action="store_true",
+        help="act on the make run running on this machine: its moto, regions, stack and cron "
+        "file (nothing reaches AWS)",
+    )
 
 
 def add_operator(parser: argparse.ArgumentParser) -> None:

@@ -1,11 +1,10 @@
-"""The console over ``make run``'s in-process state: one region (moto's), whose operator path is
-the local ticker's and whose manual runs go through the same event routing as the deployed
-ticker's (:func:`mini_scheduler.handlers.routing.route`)."""
+"""The console over ``make run``'s in-process state: a site per region of the run (the home
+region first), whose operator path is the region's local ticker and whose manual runs go through
+the same event routing as the deployed ticker's (:func:`mini_scheduler.handlers.routing.route`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mini_scheduler.console.service import ConsoleService
 from mini_scheduler.console.sites import Site
@@ -16,19 +15,14 @@ if TYPE_CHECKING:
 
 def local_console(scheduler: LocalScheduler) -> ConsoleService:
     """The console's service over a started local scheduler."""
-    from mini_scheduler.handlers.routing import route
-
-    ticker = scheduler.ticker
-    settings = scheduler.settings
-
-    def send(event: Mapping[str, Any]) -> Any:
-        return route(ticker, dict(event))
-
-    site = Site(
-        region=settings.region,
-        environment_name=settings.environment_name,
-        operator=ticker.operator,
-        send=send,
-        where=f"table {settings.state_table} (DynamoDB on moto, in this process)",
-    )
-    return ConsoleService([site], scheduler.clock, whole=True)
+    sites = [
+        Site(
+            region=region.region,
+            environment_name=region.settings.environment_name,
+            operator=region.ticker.operator,
+            send=region.send,
+            where=region.where,
+        )
+        for region in scheduler.regions
+    ]
+    return ConsoleService(sites, scheduler.clock, whole=True)

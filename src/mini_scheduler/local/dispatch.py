@@ -18,12 +18,13 @@ both take their instants from the injected clock.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import logging
 import threading
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -48,8 +49,11 @@ __all__ = [
     "FunctionContext",
     "LocalDispatcher",
     "LocalFlowDispatcher",
+    "adopt_region",
     "function_name",
+    "in_region",
     "lambda_destination_record",
+    "region_tag",
     "step_functions_status_event",
 ]
 
@@ -65,6 +69,43 @@ Completion = Callable[[dict[str, Any]], object]
 recorder."""
 BeforeCompletion = Callable[[str], None]
 """Called with the firing id before its completion is reported: waits until it is marked."""
+
+
+class _RegionTag(threading.local):
+    region: str | None = None
+
+
+_TAG: Final = _RegionTag()
+
+
+def region_tag() -> str | None:
+    """The region the current thread works for, which its log lines name when the local run
+    has several; None: no region's."""
+    return _TAG.region
+
+
+def _tag_thread(region: str) -> None:
+    _TAG.region = region
+
+
+def adopt_region(region: str) -> None:
+    """The current thread works for ``region`` unless it already works for one: how the
+    ticker's own worker threads (a pool per tick, started where this package cannot name them)
+    come to be tagged, when they first reach the region's clock or dispatcher. The main
+    thread is tagged only for a while (:func:`in_region`): it serves every region."""
+    if _TAG.region is None and threading.current_thread() is not threading.main_thread():
+        _TAG.region = region
+
+
+@contextlib.contextmanager
+def in_region(region: str) -> Iterator[None]:
+    """The current thread works for ``region`` until the block ends."""
+    previous = _TAG.region
+    _TAG.region = region
+    try:
+        yield
+    finally:
+        _TAG.region = previous
 
 
 def function_name(name: str) -> str:
@@ -207,7 +248,12 @@ class LocalDispatcher:
         self._console = console
         self._handlers: dict[str, Handler] = {}
         self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="lambda")
+        self._pool = ThreadPoolExecutor(
+            max_workers=workers,
+            thread_name_prefix="lambda",
+            initializer=_tag_thread,
+            initargs=(region,),
+        )
         self._running: set[Future[None]] = set()
 
     # -- finding the code --------------------------------------------------------------------
@@ -282,6 +328,7 @@ class LocalDispatcher:
     # -- dispatching ---------------------------------------------------------------------------
 
     def dispatch(self, target: Target, firing_id: str, payload: Mapping[str, Any]) -> str:
+        adopt_region(self._region)
         function = function_name(target.name)
         request_id = str(uuid.uuid4())
         body = json.loads(json.dumps(dict(payload)))  # what Lambda would deserialise
@@ -375,11 +422,14 @@ class LocalFlowDispatcher:
         self._wait = wait
         self._poll = poll
         self._closing = threading.Event()
-        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="flow")
+        self._pool = ThreadPoolExecutor(
+            max_workers=4, thread_name_prefix="flow", initializer=_tag_thread, initargs=(region,)
+        )
         self._lock = threading.Lock()
         self._watching: set[Future[None]] = set()
 
     def dispatch(self, target: Target, firing_id: str, payload: Mapping[str, Any]) -> str:
+        adopt_region(self._region)
         reference = self._inner.dispatch(target, firing_id, payload)
         arn = reference.split(" ", 1)[0]
         if reference.endswith("(already started)"):

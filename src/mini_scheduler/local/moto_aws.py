@@ -1,8 +1,9 @@
 """AWS for ``make run``: moto, in this process. The environment that keeps every call in it (dummy
 credentials, no profile, no endpoint), one call at a time through it, and what the local run
-creates in it at start: the state table, the samples' idempotency table, a role, the sample
-functions (their code runs in this process: :mod:`mini_scheduler.local.dispatch`) and a state
-machine for every flow the cron file names."""
+creates in it at start, in each of its regions: the state table, the samples' idempotency table,
+a role, the sample functions (their code runs in this process:
+:mod:`mini_scheduler.local.dispatch`), a state machine for every flow the cron file names, and
+the stack whose outputs the CLI reads as it reads a deployed one's (:func:`stack`)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,10 @@ MOTO_CREDENTIAL: Final = "testing"
 the local run calls reaches AWS (its endpoints are unset, its profile and config files are not
 read)."""
 ROLE_NAME: Final = "mini-scheduler-local"
+STACK_NAME: Final = "mini-scheduler-local"
+TICKER_FUNCTION: Final = "mini-scheduler-local-ticker"
+"""The ticker's name in each region: an Invoke of it through the local endpoint reaches that
+region's ticker (:mod:`mini_scheduler.local.endpoint`)."""
 _PLACEHOLDER: Final = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
 
 
@@ -47,15 +52,16 @@ def _samplecode() -> Path:
 SAMPLECODE: Final = _samplecode()
 
 
-def local_environment() -> dict[str, str | None]:
-    """What the local run sets in its own environment (None: removed): dummy credentials and a
-    region, no profile or config file, and no endpoint that would send a call past moto."""
+def local_environment(region: str = REGION) -> dict[str, str | None]:
+    """What the local run sets in its own environment (None: removed): dummy credentials and
+    its home region, no profile or config file, and no endpoint that would send a call past
+    moto."""
     changes: dict[str, str | None] = {
         "AWS_ACCESS_KEY_ID": MOTO_CREDENTIAL,
         "AWS_SECRET_ACCESS_KEY": MOTO_CREDENTIAL,
         "AWS_SESSION_TOKEN": MOTO_CREDENTIAL,
-        "AWS_REGION": REGION,
-        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": region,
+        "AWS_DEFAULT_REGION": region,
         "AWS_CONFIG_FILE": os.devnull,
         "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
         "AWS_PROFILE": None,
@@ -112,16 +118,49 @@ def serialised_moto() -> Iterator[None]:
 
 
 def deploy(clients: Clients, samplecode: Path, cron_file: CronFile) -> None:
-    """The tables, the role, the sample functions and the flows ``cron_file`` names."""
+    """The tables, the role, the sample functions and the flows ``cron_file`` names, in the
+    clients' region."""
     from mini_scheduler.claims.dynamodb import create_state_table
 
     create_state_table(clients("dynamodb"), STATE_TABLE)
     _idempotency_table(clients)
-    role = clients("iam").create_role(
-        RoleName=ROLE_NAME, AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17"})
-    )["Role"]["Arn"]
+    role = _role(clients)
     _functions(clients, role, samplecode)
     _state_machines(clients, role, cron_file, samplecode)
+
+
+def stack(clients: Clients, outputs: Mapping[str, str]) -> None:
+    """The stack ``mini-scheduler local`` stands for in the clients' region: its outputs are
+    what ``--stack`` reads of a deployed one (the table, the ticker function, the parameter,
+    the environment's names), and the ticker function exists, so an Invoke of it is
+    answered (by this region's ticker, through the local endpoint)."""
+    role = _role(clients)
+    clients("lambda").create_function(
+        FunctionName=TICKER_FUNCTION,
+        Runtime="python3.13",
+        Role=role,
+        Handler="app.handler",
+        Code={"ZipFile": _zip()},
+    )
+    template = {
+        "Description": "mini-scheduler on this machine (mini-scheduler local): nothing in AWS",
+        "Resources": {},
+        "Outputs": {key: {"Value": value} for key, value in outputs.items()},
+    }
+    clients("cloudformation").create_stack(StackName=STACK_NAME, TemplateBody=json.dumps(template))
+
+
+def _role(clients: Clients) -> str:
+    """The functions' role: IAM is global, so the first region creates it and the others find
+    it."""
+    iam = clients("iam")
+    try:
+        return str(iam.get_role(RoleName=ROLE_NAME)["Role"]["Arn"])
+    except iam.exceptions.NoSuchEntityException:
+        document = json.dumps({"Version": "2012-10-17"})
+        return str(
+            iam.create_role(RoleName=ROLE_NAME, AssumeRolePolicyDocument=document)["Role"]["Arn"]
+        )
 
 
 def _zip() -> bytes:
@@ -167,17 +206,17 @@ def _state_machines(clients: Clients, role: str, cron_file: CronFile, samplecode
         if job.target.kind == "flow"
     }
     for name in sorted(names):
-        definition = _flow_definition(name, samplecode)
+        definition = _flow_definition(name, samplecode, clients.region)
         client.create_state_machine(name=name, definition=definition, roleArn=role)
 
 
-def _flow_definition(name: str, samplecode: Path) -> str:
+def _flow_definition(name: str, samplecode: Path, region: str) -> str:
     path = samplecode / "flows" / f"{name.removeprefix(SAMPLE_PREFIX)}.asl.json"
     if name.startswith(SAMPLE_PREFIX) and path.is_file():
-        worker = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{SAMPLE_PREFIX}heartbeat"
+        worker = f"arn:aws:lambda:{region}:{ACCOUNT}:function:{SAMPLE_PREFIX}heartbeat"
         values = {
             "Partition": "aws",
-            "Region": REGION,
+            "Region": region,
             "AccountId": ACCOUNT,
             "WorkerFunctionArn": worker,
         }

@@ -20,6 +20,13 @@ created in it at start (:mod:`mini_scheduler.local.moto_aws`).
   (:mod:`mini_scheduler.local.demo`), so each shows in the log within two minutes.
 * It ticks on the wall clock: the current minute at start (from the start instant on: nothing
   before it is a misfire), then every minute at the minute boundary.
+* With several ``regions`` (``make run REGIONS=us-east-1,us-west-2``), each is a
+  :class:`~mini_scheduler.local.region.LocalRegion` on the same moto, with its own table, stack
+  and ticker, named ``prod``, ``DR`` (then ``DR2``): the first is active while the
+  active-environment parameter is unset, the others stand by until a failover names them.
+  On the wall clock each region ticks on a thread of its own (a tick waits within its minute
+  for the firings at their second); on a test's clock they tick in turn on the caller's thread,
+  so only it moves that clock.
 
 Ctrl-C (SIGINT) or SIGTERM stops it within a second: the wait in progress ends, the handlers
 already running finish, and the process exits 0. The loop takes its clock and its stop event
@@ -33,30 +40,26 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from mini_scheduler.clock import Clock, SystemClock
-from mini_scheduler.config import Settings
-from mini_scheduler.dispatch.base import Dispatchers
+from mini_scheduler.config import DEFAULT_KNOWN, Settings
 from mini_scheduler.errors import SchedulerError
-from mini_scheduler.handlers.events.recorder import completion_from_event
 from mini_scheduler.jobs import CronFile
 from mini_scheduler.jobs.locations import CronFileSource
-from mini_scheduler.local.dispatch import LocalDispatcher, LocalFlowDispatcher
+from mini_scheduler.local.dispatch import in_region
 from mini_scheduler.local.moto_aws import (
-    ACCOUNT,
     REGION,
     SAMPLECODE,
-    STATE_TABLE,
     changed_environment,
-    deploy,
     local_environment,
     serialised_moto,
 )
-from mini_scheduler.model import RunStatus, floor_minute, iso_seconds
-from mini_scheduler.wake import Wake, waker
+from mini_scheduler.local.region import LocalRegion, StoppableClock, Stopped
+from mini_scheduler.model import floor_minute, iso_seconds
 
 if TYPE_CHECKING:
     from mini_scheduler.aws import Clients
@@ -64,43 +67,21 @@ if TYPE_CHECKING:
     from mini_scheduler.recorder import Recorder
     from mini_scheduler.tick import Ticker, TickSummary
 
+__all__ = ["ENVIRONMENTS", "LocalScheduler", "StoppableClock", "Stopped"]
+
 log = logging.getLogger("mini_scheduler.local")
 
-MARK_WAIT_SECONDS: Final = 5.0  # how long a completion waits for its firing to be marked
-CATCH_UP_JOIN_SECONDS: Final = 5.0  # how long a stop waits for a catch-up to notice it
-
-
-class Stopped(Exception):
-    """The local scheduler was asked to stop while it waited."""
-
-
-class StoppableClock:
-    """``clock`` whose waits end as soon as ``stop`` is set, raising :class:`Stopped`, so a tick
-    waiting for a firing later in its minute stops at once. On the real clock a wait is a wait
-    on the event; on any other clock (a FixedClock in tests) it is that clock's sleep."""
-
-    def __init__(self, clock: Clock, stop: threading.Event) -> None:
-        self.clock = clock
-        self.stop = stop
-        self._real = isinstance(clock, SystemClock)
-
-    def now(self) -> datetime:
-        return self.clock.now()
-
-    def sleep(self, seconds: float) -> None:
-        if self.stop.is_set():
-            raise Stopped
-        if self._real:
-            if seconds > 0 and self.stop.wait(seconds):
-                raise Stopped
-            return
-        self.clock.sleep(seconds)
-        if self.stop.is_set():
-            raise Stopped
+ENVIRONMENTS: Final = ("prod", "DR", "DR2")
+"""The regions' environment names, in the order the regions are given: ``prod`` and ``DR`` are
+the names the deployed stacks have (samconfig.toml)."""
+MAX_REGIONS: Final = len(ENVIRONMENTS)
+JOIN_SECONDS: Final = 10.0  # how long a stop waits for another region's tick loop
 
 
 class LocalScheduler:
-    """The scheduler on moto, ticking ``cron_file`` on ``clock`` until ``stop`` is set.
+    """The scheduler on moto, ticking ``cron_file`` on ``clock`` in each of ``regions`` until
+    ``stop`` is set. The first region is the home one: :attr:`ticker`, :attr:`settings` and
+    the like are its.
 
     ``start`` brings up moto and the resources, ``run`` ticks until stopped, ``close`` lets the
     running handlers finish and takes moto down; it is also a context manager.
@@ -110,6 +91,7 @@ class LocalScheduler:
         self,
         cron_file: str | Path,
         *,
+        regions: Sequence[str] = (REGION,),
         clock: Clock | None = None,
         stop: threading.Event | None = None,
         samplecode: Path | None = None,
@@ -117,32 +99,68 @@ class LocalScheduler:
         flow_wait: float = 30.0,
         demo: bool = False,
     ) -> None:
+        if not 1 <= len(regions) <= MAX_REGIONS or len(set(regions)) != len(regions):
+            raise ValueError(f"give 1 to {MAX_REGIONS} different regions, not {list(regions)}")
         self.cron_path = Path(cron_file)
         self.clock: Clock = clock or SystemClock()
         self.stop = stop or threading.Event()
         self.samplecode = samplecode or SAMPLECODE
-        self.console = console
-        self.flow_wait = flow_wait
         self.demo = demo  # at start: the firings beyond cron.yaml's (mini_scheduler.local.demo)
         self._source = CronFileSource(f"file:{self.cron_path}", default_timezone="UTC")
-        self.settings = Settings(
-            state_table=STATE_TABLE,
-            region=REGION,
-            cron_file=f"file:{self.cron_path}",
-            environment_name="prod",
-            dispatch_workers=16,
-            batch_writes=False,  # moto's PartiQL ignores conditions (claims/dynamodb_batch.py)
-        )
-        self.summaries: deque[TickSummary] = deque(maxlen=1000)  # the latest ticks' answers
         self._exit = contextlib.ExitStack()
         self._started = False
-        self._ticker: Ticker | None = None
-        self._recorder: Recorder | None = None
-        self._lambda: LocalDispatcher | None = None
-        self._flows: LocalFlowDispatcher | None = None
-        self._clients: Clients | None = None
-        self._catch_ups: threading.Thread | None = None  # the latest catch-up's thread
+        names = ENVIRONMENTS[: len(regions)]
+        known = tuple(dict.fromkeys((*DEFAULT_KNOWN, *names)))
+        self.regions = [
+            LocalRegion(
+                region,
+                name,
+                known=known,
+                cron_path=self.cron_path,
+                cron=self._source,
+                clock=self.clock,
+                stop=self.stop,
+                samplecode=self.samplecode,
+                exit=self._exit,
+                console=console,
+                flow_wait=flow_wait,
+            )
+            for region, name in zip(regions, names, strict=False)
+        ]
         self.cron: CronFile | None = None
+
+    # -- the home region -------------------------------------------------------------------
+
+    @property
+    def home(self) -> LocalRegion:
+        return self.regions[0]
+
+    @property
+    def settings(self) -> Settings:
+        return self.home.settings
+
+    @property
+    def summaries(self) -> deque[TickSummary]:
+        return self.home.summaries
+
+    @property
+    def ticker(self) -> Ticker:
+        return self.home.ticker
+
+    @property
+    def recorder(self) -> Recorder:
+        return self.home.recorder
+
+    @property
+    def clients(self) -> Clients:
+        return self.home.clients
+
+    def region(self, name: str) -> LocalRegion:
+        """The region named ``name`` (KeyError when the run has none)."""
+        for region in self.regions:
+            if region.region == name:
+                return region
+        raise KeyError(name)
 
     # -- start and stop --------------------------------------------------------------------
 
@@ -153,24 +171,6 @@ class LocalScheduler:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @property
-    def ticker(self) -> Ticker:
-        if self._ticker is None:
-            raise RuntimeError("start the local scheduler first")
-        return self._ticker
-
-    @property
-    def recorder(self) -> Recorder:
-        if self._recorder is None:
-            raise RuntimeError("start the local scheduler first")
-        return self._recorder
-
-    @property
-    def clients(self) -> Clients:
-        if self._clients is None:
-            raise RuntimeError("start the local scheduler first")
-        return self._clients
-
     def read_cron_file(self) -> CronFile:
         """Read the cron file into :attr:`cron` (CronFileError when it cannot be read), with
         nothing started: :func:`main` prints its banner from it before :meth:`start` logs."""
@@ -178,16 +178,15 @@ class LocalScheduler:
         return self.cron
 
     def start(self) -> None:
-        """moto, the tables, the sample functions and flows, the ticker and the recorder."""
+        """moto, then in each region its tables, sample functions, flows and stack, its ticker
+        and its recorder."""
         if self._started:
             return
         from moto import mock_aws
 
-        from mini_scheduler.aws import Clients
-
         cron_file = self.read_cron_file()  # a file that cannot be read stops us here
         try:
-            self._exit.enter_context(changed_environment(local_environment()))
+            self._exit.enter_context(changed_environment(local_environment(self.home.region)))
             self._exit.enter_context(
                 mock_aws(
                     config={
@@ -197,156 +196,62 @@ class LocalScheduler:
                 )
             )
             self._exit.enter_context(serialised_moto())
-            clients = self._clients = Clients(REGION, pool=32)
-            deploy(clients, self.samplecode, cron_file)
-            self._build(clients)
-            # Nothing before the start is a misfire, and the current minute's firings from
-            # this second on run at their second (not all at once, as a late tick would).
-            self.ticker.claims.advance_watermark(
-                self.settings.origin, self.clock.now().replace(microsecond=0)
-            )
+            for region in self.regions:
+                region.start(cron_file)
             if self.demo:
                 from mini_scheduler.local import demo
 
-                demo.start(self.ticker.operator, self.clock.now())
+                with in_region(self.home.region):
+                    demo.start(self.ticker.operator, self.clock.now())
         except BaseException:
             self._exit.close()
             raise
         self._started = True
 
-    def _build(self, clients: Clients) -> None:
-        """The recorder and the ticker, as wiring builds them in Lambda, on moto's clients."""
-        from mini_scheduler.local.alerts import LogAlerts
-        from mini_scheduler.wiring import build_recorder, build_ticker
-
-        alerts = LogAlerts()  # no bus here: each event is a line of the log
-        wake = self._waker()
-        self._recorder = build_recorder(
-            self.settings, clients=clients, clock=self.clock, alerts=alerts, wake=wake
-        )
-        self._ticker = build_ticker(
-            self.settings,
-            alerts=alerts,
-            clients=clients,
-            clock=StoppableClock(self.clock, self.stop),
-            dispatch=self._dispatchers(clients),
-            cron=self._source.load,
-            wake=wake,
-        )
-
-    def _dispatchers(self, clients: Clients) -> Dispatchers:
-        """Lambda targets run here, flows in moto's Step Functions; their ends are recorded."""
-        from mini_scheduler.dispatch.stepfunctions import ExecutionInputs, StepFunctionsDispatcher
-
-        execution_input = ExecutionInputs(lambda: clients("stepfunctions"))
-
-        def record(event: dict[str, Any]) -> dict[str, Any]:
-            """A completion event, as the recorder function takes it."""
-            return self.recorder.record(completion_from_event(event, execution_input))
-
-        self._lambda = LocalDispatcher(
-            self.samplecode / "functions",
-            on_complete=record,
-            clock=self.clock,
-            region=REGION,
-            account=ACCOUNT,
-            before_complete=self._until_marked,
-            console=self.console,
-        )
-        self._flows = LocalFlowDispatcher(
-            StepFunctionsDispatcher(clients("stepfunctions"), region=REGION, account=ACCOUNT),
-            clients("stepfunctions"),
-            on_complete=record,
-            clock=self.clock,
-            region=REGION,
-            account=ACCOUNT,
-            before_complete=self._until_marked,
-            wait=self.flow_wait,
-        )
-        self._exit.callback(self._flows.close)
-        self._exit.callback(self._lambda.close)
-        return Dispatchers({"lambda": self._lambda, "flow": self._flows})
-
     def close(self) -> None:
         """Let the running handlers finish, stop watching flows, take moto down."""
         self.stop.set()
-        if self._catch_ups is not None:
-            self._catch_ups.join(timeout=CATCH_UP_JOIN_SECONDS)
+        for region in self.regions:
+            region.close()
         self._exit.close()
         self._started = False
-
-    def _waker(self) -> Wake | None:
-        """On the real clock, the ticker is woken as in Lambda (:mod:`mini_scheduler.wake`):
-        a catch-up runs on a thread of its own. On a test's clock none does (a thread would
-        move that clock under the test): its ticks run what is due, a minute later."""
-        if not isinstance(self.clock, SystemClock):
-            return None
-        return waker(self._catch_up_soon, self.clock, self.settings.tick_lead_seconds)
-
-    def _catch_up_soon(self, event: dict[str, Any]) -> None:
-        minute = floor_minute(datetime.fromisoformat(str(event["tick"]).replace("Z", "+00:00")))
-        self._catch_ups = threading.Thread(
-            target=self._catch_up, args=(minute,), name="catch-up", daemon=True
-        )
-        self._catch_ups.start()
-
-    def _catch_up(self, minute: datetime) -> None:
-        try:
-            summary = self.ticker.catch_up(minute)
-        except Stopped:
-            return
-        except SchedulerError as exc:
-            log.error("Catch-up of minute %s failed: %s", iso_seconds(minute), exc)
-            return
-        dispatched = summary.counts.get("dispatched", 0)
-        if dispatched:
-            log.info(
-                "Catch-up %s done - %d deferred firings dispatched",
-                iso_seconds(summary.minute)[11:16],
-                dispatched,
-            )
-
-    def _until_marked(self, firing_id: str) -> None:
-        """Wait (a little, on the real clock) until the ticker has marked the firing
-        dispatched, so its end is recorded after its start."""
-        claims = self.ticker.claims
-        deadline = time.monotonic() + MARK_WAIT_SECONDS
-        while time.monotonic() < deadline:
-            run = claims.run(firing_id)
-            if run is None or run.status is not RunStatus.CLAIMED:
-                return
-            time.sleep(0.01)
 
     # -- ticking ---------------------------------------------------------------------------
 
     def tick(self, minute: datetime) -> TickSummary:
-        """One tick (raises :class:`Stopped` when a stop is asked for while it waits)."""
-        summary = self.ticker.tick(minute)
-        self.summaries.append(summary)
-        counts = summary.counts
-        skipped = sum(int(v) for v in counts.get("skipped", {}).values())
-        log.info(
-            "Tick %s done - %s, %d dispatched, %d skipped, %d errors",
-            iso_seconds(summary.minute)[11:16],
-            summary.mode,
-            counts.get("dispatched", 0),
-            skipped,
-            counts.get("errors", 0),
-        )
-        return summary
+        """One tick of the home region (raises :class:`Stopped` when a stop is asked for
+        while it waits)."""
+        return self.home.tick(minute)
 
     def run(self) -> None:
-        """Tick the current minute, then every minute at its boundary, until stopped."""
+        """Tick the current minute, then every minute at its boundary, until stopped: on the
+        real clock each region on a thread of its own (the home region on this one), on any
+        other clock every region in turn on this thread."""
         self.start()
+        if not isinstance(self.clock, SystemClock):
+            self._loop(self.regions)
+            return
+        others = [
+            threading.Thread(
+                target=self._loop, args=([region],), name=f"tick:{region.region}", daemon=True
+            )
+            for region in self.regions[1:]
+        ]
+        for thread in others:
+            thread.start()
+        try:
+            self._loop([self.home])
+        finally:
+            self.stop.set()
+            for thread in others:
+                thread.join(timeout=JOIN_SECONDS)
+
+    def _loop(self, regions: Sequence[LocalRegion]) -> None:
         clock = StoppableClock(self.clock, self.stop)
         minute = floor_minute(self.clock.now())
         while not self.stop.is_set():
-            try:
-                self.tick(minute)
-            except Stopped:
+            if not self._tick_each(regions, minute):
                 break
-            except SchedulerError as exc:
-                log.error("Tick %s failed: %s", iso_seconds(minute), exc)
             # The next minute; after a pause (a laptop asleep), the current one: the ticker's
             # misfire policies deal with what was missed, as after an outage.
             minute = max(minute + timedelta(minutes=1), floor_minute(self.clock.now()))
@@ -357,19 +262,30 @@ class LocalScheduler:
             except Stopped:
                 break
 
+    @staticmethod
+    def _tick_each(regions: Sequence[LocalRegion], minute: datetime) -> bool:
+        """One tick of each region; False when a stop came while one waited."""
+        for region in regions:
+            with in_region(region.region):
+                try:
+                    region.tick(minute)
+                except Stopped:
+                    return False
+                except SchedulerError as exc:
+                    log.error("Tick %s failed: %s", iso_seconds(minute), exc)
+        return True
+
     def settle(self, timeout: float = 10.0) -> bool:
-        """Wait (on the real clock) until no handler runs and no flow is watched; True when
-        everything dispatched so far has reported its end or given up."""
+        """Wait (on the real clock) until no handler runs and no flow is watched in any region;
+        True when everything dispatched so far has reported its end or given up."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            busy = (self._lambda.pending() if self._lambda else 0) + (
-                self._flows.pending() if self._flows else 0
-            )
-            if not busy:
+            if not any(region.busy() for region in self.regions):
                 return True
             time.sleep(0.01)
         return False
 
     def history(self, job: str, limit: int = 100, before: str | None = None) -> list[RunRecord]:
-        """A job's runs, newest first; ``before`` pages on (``ClaimStore.history``)."""
-        return list(self.ticker.claims.history(job, limit, before))
+        """A job's runs in the home region, newest first; ``before`` pages on
+        (``ClaimStore.history``)."""
+        return self.home.history(job, limit, before)
