@@ -103,11 +103,6 @@ class Settings:
             raise ConfigurationError(f"CLAIM_STORE {claims!r}: use dynamodb or mongodb")
         region = (env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1").strip()
         peers = peer_tables(env.get("PEER_STATE_TABLES", ""), region)
-        if any(named == table for _, named in peers):
-            raise ConfigurationError(
-                f"PEER_STATE_TABLES names this region's own table {table} for a peer: regions "
-                "that share a table (a global table) need no peers"
-            )
         return cls(
             state_table=table,
             environment_name=name,

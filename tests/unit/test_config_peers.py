@@ -25,7 +25,6 @@ def test_peers_are_regions_with_or_without_their_table_this_one_left_out() -> No
     [
         ("us-west", "'us-west' is not REGION or REGION=TABLE"),
         ("us-west-2=no spaces", "'us-west-2=no spaces'"),
-        ("us-west-2=mine", "this region's own table mine"),
     ],
 )
 def test_a_bad_peer_is_refused_by_name(peers: str, named: str) -> None:

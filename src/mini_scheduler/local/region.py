@@ -110,6 +110,7 @@ class LocalRegion:
         exit: contextlib.ExitStack,
         console: logging.StreamHandler[Any] | None = None,
         flow_wait: float = 30.0,
+        peers: tuple[str, ...] = (),
     ) -> None:
         self.region = region
         self.clock = clock
@@ -127,6 +128,8 @@ class LocalRegion:
             known_environments=known,
             dispatch_workers=16,
             batch_writes=False,  # moto's PartiQL ignores conditions (claims/dynamodb_batch.py)
+            # The other regions' stores, brought in step as a deployed stack's are (carry/)
+            peers=tuple((peer, STATE_TABLE) for peer in peers if peer != region),
         )
         self.summaries: deque[TickSummary] = deque(maxlen=1000)  # the latest ticks' answers
         self._ticker: Ticker | None = None

@@ -124,6 +124,7 @@ class LocalScheduler:
                 exit=self._exit,
                 console=console,
                 flow_wait=flow_wait,
+                peers=tuple(regions),
             )
             for region, name in zip(regions, names, strict=False)
         ]

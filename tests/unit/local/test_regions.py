@@ -378,7 +378,21 @@ def test_two_regions_fail_over_through_the_cli(
             "tester",
         )
 
+    def before() -> None:  # a one-time schedule made in us-east-1, due after the failover
+        seen["made-east"] = cli(
+            "schedule",
+            "create",
+            "once-east",
+            "--at",
+            "2026-11-30T14:02:20Z",
+            "--service",
+            "mini-scheduler-sample-heartbeat",
+            "--operator",
+            "tester",
+        )
+
     def look() -> None:
+        seen["carried"] = _settled(cli, "once-east", 2)  # taken over in us-east-1, run in west
         seen["heartbeat"] = _settled(cli, "heartbeat", 16)
         seen["cleanup"] = _settled(cli, "cleanup", 4)
         seen["once"] = _settled(cli, "once-west", 1)
@@ -387,7 +401,11 @@ def test_two_regions_fail_over_through_the_cli(
         START,
         START + timedelta(minutes=4),
         stop,
-        {START + timedelta(minutes=2): fail_over, START + timedelta(minutes=4): look},
+        {
+            START + timedelta(minutes=1): before,
+            START + timedelta(minutes=2): fail_over,
+            START + timedelta(minutes=4): look,
+        },
     )
     cli = Cli(clock, tmp_path / "runs", capsys)
     argv = ["--cron-file", str(cron), "--regions", "us-east-1,us-west-2", "--console-port", "0"]
@@ -416,6 +434,13 @@ def test_two_regions_fail_over_through_the_cli(
         "us-west-2": ["14:01:00", "14:02:00"],
     }
     assert _by_region(seen["once"]) == {"us-west-2": ["14:01:20"]}
+    # The schedule made in us-east-1 followed the failover: in step after the answer, taken
+    # over in us-east-1's store at its firing, and run in us-west-2 only.
+    assert seen["made-east"]["regions"] == {"inStep": ["us-west-2"]}
+    carried = {run["region"]: run for run in seen["carried"]["runs"]}
+    assert carried["us-west-2"]["status"] == "SUCCEEDED"
+    assert carried["us-east-1"]["status"] == "SKIPPED"
+    assert carried["us-east-1"]["reason"] == "taken over by us-west-2: it runs there"
     runs = [*seen["heartbeat"]["runs"], *seen["cleanup"]["runs"], *seen["once"]["runs"]]
     assert {run["status"] for run in runs} == {"SUCCEEDED"}
     lines = out.getvalue().splitlines()
