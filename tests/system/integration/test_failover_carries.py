@@ -228,3 +228,105 @@ def test_an_unreachable_region_s_firings_that_may_have_run_there_are_skipped_not
 
 def _at(firing_id: str) -> datetime:
     return datetime.fromisoformat(firing_id.partition("@")[2].split("#")[0].replace("Z", "+00:00"))
+
+
+SOAK_CRON = """\
+jobs:
+  - name: "minutely"
+    cron: "0 * * * * ?"
+    service: "minutely-fn"
+  - name: "flaky"
+    cron: "30 * * * * ?"
+    service: "flaky-fn"
+    retry: {retries: 3, backoff: 45, factor: 1}
+    timeout: 3600  # its second attempts stay open through the soak (nothing closes them)
+"""
+
+
+class FirstAttemptsFail(FakeDispatcher):
+    """flaky-fn refuses every first attempt: each firing of flaky waits for its retry, so a
+    retry is waiting at every failover."""
+
+    def dispatch(self, target: Any, firing_id: str, payload: Any) -> str:
+        if target.name == "flaky-fn" and "#" not in firing_id:
+            from mini_scheduler.errors import DispatchError
+
+            raise DispatchError("Lambda Invoke flaky-fn failed - TooManyRequestsException")
+        return super().dispatch(target, firing_id, payload)
+
+
+def test_a_soak_of_four_failovers_runs_every_kind_of_firing_once(
+    regions: tuple[Region, Region],
+) -> None:
+    """20 minutes, two regions, four failovers (to DR at 14:04, back at 14:09, to DR at 14:13,
+    back at 14:17): cron.yaml's firings, retries that wait across every failover, a runtime
+    schedule three times a minute, 17 one-time schedules, and a backfill of 60 firings at 4 a
+    minute. Each firing reaches its target exactly once, none is lost."""
+    east, west = regions
+    east.dispatcher, west.dispatcher = FirstAttemptsFail(), FirstAttemptsFail()
+    soak = load(SOAK_CRON, source="cron.yaml")
+    for region in (east, west):
+        region.ticker = _soak_ticker(region, soak)  # type: ignore[method-assign]
+    start = T0 - timedelta(minutes=1)
+    operator = east.ticker(start).operator  # before the first tick: its minute's firings run
+    stamp = "%Y-%m-%dT%H:%M:%SZ"
+    once = [T0 + timedelta(seconds=70 * k + 5) for k in range(17)]
+    operator.create_schedules(
+        [{"name": "thrice", "cron": "10/20 * * * * ?", "service": "thrice-fn"}]
+        + [
+            {"name": f"once-{k:02d}", "at": at.strftime(stamp), "service": "once-fn"}
+            for k, at in enumerate(once)
+        ],
+        "jane.doe",
+    )
+    operator.backfill("minutely", "2026-11-30T12:00:00Z", "2026-11-30T13:00:00Z", 4, "jane.doe")
+    active = "prod"
+    east.ticker(start).tick(start)
+    west.ticker(start).tick(start)
+    for minute in range(20):
+        if minute in (4, 9, 13, 17):
+            active = "DR" if active == "prod" else "prod"
+            for region in (east, west) if active == "DR" else (west, east):
+                region.store.value = active  # the region giving up first
+        at = T0 + timedelta(minutes=minute)
+        east.ticker(at).tick(at)
+        west.ticker(at).tick(at)
+
+    ran = east.dispatcher.counts() + west.dispatcher.counts()
+    minutes = [start + timedelta(minutes=k) for k in range(21)]
+    expected = Counter(f"minutely@{m.strftime(stamp)}" for m in minutes)
+    expected.update(  # the retries of 13:59:30 .. 14:18:30 (14:19:30's is due after the soak)
+        f"flaky@{(m + timedelta(seconds=30)).strftime(stamp)}#2" for m in minutes[:-1]
+    )
+    expected.update(
+        f"thrice@{(m + timedelta(seconds=s)).strftime(stamp)}"
+        for m in minutes
+        for s in (10, 30, 50)
+    )
+    expected.update(f"once-{k:02d}@{at.strftime(stamp)}" for k, at in enumerate(once))
+    expected.update(
+        f"minutely@{(T0 - timedelta(minutes=120 - k)).strftime(stamp)}" for k in range(60)
+    )
+    duplicates = {f: n for f, n in ran.items() if n > 1}
+    assert duplicates == {}
+    assert sorted(expected - ran) == []  # none lost
+    assert sorted(ran - expected) == []  # nothing else ran
+    for region in (east, west):
+        assert region.claims.pending_deferred("backfill") == []
+
+
+def _soak_ticker(region: Region, parsed: Any) -> Callable[..., Ticker]:
+    def ticker(at: datetime, *, carrying: bool = True) -> Ticker:
+        return Ticker(
+            settings=Settings(
+                state_table="t", environment_name=region.environment, region=region.name
+            ),
+            cron=lambda: parsed,
+            claims=region.claims,
+            environment=ActiveEnvironment(region.store, region.environment),
+            dispatchers=Dispatchers({"lambda": region.dispatcher, "flow": region.dispatcher}),
+            clock=FixedClock(at),
+            peers=region.peers if carrying else None,
+        )
+
+    return ticker
