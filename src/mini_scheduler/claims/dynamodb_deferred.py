@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from mini_scheduler.claims.base import Deferred, deferred_firing
-from mini_scheduler.claims.dynamodb_table import code, failed, named, write_batches, write_retried
+from mini_scheduler.claims.dynamodb_table import conditional, failed, named, write_batches
 from mini_scheduler.errors import StoreError
 from mini_scheduler.model import iso_millis, parse_instant
 
@@ -118,49 +118,31 @@ class DeferredFirings:
     def mark_step(self, item: Deferred, step: str) -> bool:
         """Mark ``item`` with ``step`` on the condition that it is still stored and marked with
         no other: False when it is gone, or another step marked it."""
-        try:
-            write_retried(
-                self._client,
-                "update_item",
-                self._sleep,
-                **named(
-                    {
-                        "TableName": self._table,
-                        "Key": deferred_key(item.key),
-                        "UpdateExpression": "SET #step = :step",
-                        "ConditionExpression": "attribute_exists(#pk) AND "
-                        "(attribute_not_exists(#step) OR #step = :step)",
-                        "ExpressionAttributeValues": {":step": {"S": step}},
-                    }
-                ),
-            )
-        except ClientError as exc:
-            if code(exc) == "ConditionalCheckFailedException":
-                return False
-            raise failed(self._table, "UpdateItem (deferred step)", exc) from exc
-        except BotoCoreError as exc:
-            raise failed(self._table, "UpdateItem (deferred step)", exc) from exc
-        return True
+        request = named(
+            {
+                "TableName": self._table,
+                "Key": deferred_key(item.key),
+                "UpdateExpression": "SET #step = :step",
+                "ConditionExpression": "attribute_exists(#pk) AND "
+                "(attribute_not_exists(#step) OR #step = :step)",
+                "ExpressionAttributeValues": {":step": {"S": step}},
+            }
+        )
+        return self._conditional("update_item", "UpdateItem (deferred step)", request)
 
     def take(self, item: Deferred) -> bool:
         """Delete ``item`` on the condition that it is still stored: False when it was gone
         already (another tick answered it)."""
-        try:
-            write_retried(
-                self._client,
-                "delete_item",
-                self._sleep,
-                TableName=self._table,
-                Key=deferred_key(item.key),
-                ConditionExpression="attribute_exists(pk)",
-            )
-        except ClientError as exc:
-            if code(exc) == "ConditionalCheckFailedException":
-                return False
-            raise failed(self._table, "DeleteItem (deferred)", exc) from exc
-        except BotoCoreError as exc:
-            raise failed(self._table, "DeleteItem (deferred)", exc) from exc
-        return True
+        request = {
+            "TableName": self._table,
+            "Key": deferred_key(item.key),
+            "ConditionExpression": "attribute_exists(pk)",
+        }
+        return self._conditional("delete_item", "DeleteItem (deferred)", request)
+
+    def _conditional(self, operation: str, what: str, request: dict[str, Any]) -> bool:
+        table = self._table
+        return conditional(self._client, operation, self._sleep, table, what, **request) is not None
 
     def _write(self, requests: Sequence[Mapping[str, Any]], operation: str) -> None:
         left = write_batches(self._client, self._table, requests, operation, self._sleep)

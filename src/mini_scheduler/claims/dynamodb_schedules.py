@@ -33,7 +33,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from mini_scheduler.claims.base import Deferred
 from mini_scheduler.claims.definitions import carried, generation_of
 from mini_scheduler.claims.dynamodb_deferred import DeferredFirings, deferred_item, deferred_key
-from mini_scheduler.claims.dynamodb_table import code, failed, named, write_retried
+from mini_scheduler.claims.dynamodb_table import conditional, failed, named, write_retried
 from mini_scheduler.claims.records import Definition
 from mini_scheduler.model import iso_millis, parse_instant
 
@@ -74,15 +74,7 @@ class ScheduleBook:
                 "ConditionExpression": "attribute_not_exists(#pk) OR attribute_exists(#deletedAt)",
             }
         )
-        try:
-            write_retried(self._client, "put_item", self._sleep, **request)
-        except ClientError as exc:
-            if code(exc) == "ConditionalCheckFailedException":
-                return False
-            raise failed(self._table, "PutItem (create schedule)", exc) from exc
-        except BotoCoreError as exc:
-            raise failed(self._table, "PutItem (create schedule)", exc) from exc
-        return True
+        return self._write("put_item", "PutItem (create schedule)", request) is not None
 
     def get(self, name: str) -> Definition | None:
         try:
@@ -108,15 +100,7 @@ class ScheduleBook:
                 **_unchanged(over),
             }
         )
-        try:
-            write_retried(self._client, "put_item", self._sleep, **request)
-        except ClientError as exc:
-            if code(exc) == "ConditionalCheckFailedException":
-                return False
-            raise failed(self._table, "PutItem (carry schedule)", exc) from exc
-        except BotoCoreError as exc:
-            raise failed(self._table, "PutItem (carry schedule)", exc) from exc
-        return True
+        return self._write("put_item", "PutItem (carry schedule)", request) is not None
 
     def _query(self, more: Mapping[str, Any]) -> list[Definition]:
         request = named(
@@ -152,15 +136,8 @@ class ScheduleBook:
                 "ReturnValues": "ALL_OLD",
             }
         )
-        try:
-            answer = write_retried(self._client, "update_item", self._sleep, **request)
-        except ClientError as exc:
-            if code(exc) == "ConditionalCheckFailedException":
-                return None
-            raise failed(self._table, "UpdateItem (delete schedule)", exc) from exc
-        except BotoCoreError as exc:
-            raise failed(self._table, "UpdateItem (delete schedule)", exc) from exc
-        return definition_from(answer["Attributes"])
+        answer = self._write("update_item", "UpdateItem (delete schedule)", request)
+        return definition_from(answer["Attributes"]) if answer is not None else None
 
     def advance(self, done: Deferred, following: Deferred | None) -> bool:
         if not self._transactions:
@@ -219,16 +196,14 @@ class ScheduleBook:
                 "ExpressionAttributeValues": {":generation": {"S": generation_of(done)}},
             }
         )
-        try:
-            write_retried(self._client, "put_item", self._sleep, **request)
-        except ClientError as exc:
-            if code(exc) != "ConditionalCheckFailedException":
-                raise failed(self._table, "PutItem (advance schedule)", exc) from exc
+        if self._write("put_item", "PutItem (advance schedule)", request) is None:
             self._deferred.drop([done, *([following] if following is not None else [])])
             return False
-        except BotoCoreError as exc:
-            raise failed(self._table, "PutItem (advance schedule)", exc) from exc
         return self._deferred.take(done)
+
+    def _write(self, operation: str, what: str, request: dict[str, Any]) -> Any:
+        """A conditional write's answer; None when its condition refused it."""
+        return conditional(self._client, operation, self._sleep, self._table, what, **request)
 
     def _transact(self, items: Sequence[Any], token: str) -> int | None:
         """Send the transaction: None when written, else the index of the item whose condition

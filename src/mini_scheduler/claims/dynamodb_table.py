@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
@@ -267,7 +267,9 @@ def write_batches(
         batch: list[Any] = [dict(request) for request in requests[start : start + _WRITE]]
         for attempt in range(_UNPROCESSED_ATTEMPTS):
             try:
-                answer = client.batch_write_item(RequestItems={table: batch})
+                answer = write_retried(
+                    client, "batch_write_item", sleep, RequestItems={table: batch}
+                )
             except (ClientError, BotoCoreError) as exc:
                 raise failed(table, operation, exc) from exc
             batch = list(answer.get("UnprocessedItems", {}).get(table, []))
@@ -303,3 +305,28 @@ def write_retried(
                 raise
             sleep(0.05 * 2**attempt)
     raise AssertionError("unreachable")
+
+
+REFUSED: Final = "ConditionalCheckFailedException"
+
+
+def conditional(
+    client: DynamoDBClient,
+    operation: str,
+    sleep: Callable[[float], None],
+    table: str,
+    what: str,
+    **request: Any,
+) -> dict[str, Any] | None:
+    """A conditional write (:func:`write_retried`): its answer, or None when its condition
+    refused it; StoreError naming ``what`` (e.g. ``PutItem (carry schedule)``) on any other
+    failure."""
+    try:
+        answer: dict[str, Any] = write_retried(client, operation, sleep, **request)
+    except ClientError as exc:
+        if code(exc) == REFUSED:
+            return None
+        raise failed(table, what, exc) from exc
+    except BotoCoreError as exc:
+        raise failed(table, what, exc) from exc
+    return answer

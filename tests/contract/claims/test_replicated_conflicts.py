@@ -184,13 +184,6 @@ def _retry(firing: Firing) -> Deferred:
 
 
 @pytest.mark.dynamodb_local
-@pytest.mark.xfail(
-    strict=True,
-    raises=StoreError,
-    reason="claims/dynamodb_table.py write_batches (BatchWriteItem: DeferredFirings.add, drop, "
-    "the watch's deletes) does not send a ReplicatedWriteConflictException again itself, as "
-    "write_retried does; the SDK does in the functions' retry mode (next test)",
-)
 def test_a_deferred_firing_that_met_a_conflict_is_written_by_the_store(
     dynamodb_local: Any, table: str
 ) -> None:
