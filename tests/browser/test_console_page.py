@@ -108,7 +108,7 @@ def _wait_until_served(url: str, timeout: float = 10.0) -> None:
             with urllib.request.urlopen(url + "api/csrf", timeout=1) as answer:
                 if answer.status == 200:
                     return
-        except (urllib.error.URLError, ConnectionError):
+        except (urllib.error.URLError, ConnectionError, TimeoutError):  # not answering yet
             if time.monotonic() > deadline:
                 raise
         time.sleep(0.05)
