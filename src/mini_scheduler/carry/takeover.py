@@ -56,32 +56,30 @@ class Takeover:
 
     def fence(self, items: Sequence[Deferred], control: Control, now: datetime) -> dict[str, str]:
         """The keys of ``items`` that must not run here, each with why: the tick records them
-        SKIPPED (``elsewhere``) and forgets them, a runtime schedule's moving on."""
+        SKIPPED (``elsewhere``) and forgets them, a runtime schedule's moving on. A region that
+        cannot be reached is asked once a tick, not once a firing."""
         elsewhere: dict[str, str] = {}
+        down: dict[str, str] = {}  # region -> why it could not be reached, this tick
         for item in items:
             region = origin_region(item.origin)
-            store = None if region == self.peers.region else self.peers.store(region)
-            if store is not None:
-                why = self._why_not(item, region, store, control, now)
-                if why is not None:
-                    elsewhere[item.key] = why
+            if region == self.peers.region or region not in self.peers.regions:
+                continue
+            why = self._why_not(item, region, control, now, down)
+            if why is not None:
+                elsewhere[item.key] = why
         return elsewhere
 
     def _why_not(
-        self, item: Deferred, region: str, there: ClaimStore, control: Control, now: datetime
+        self, item: Deferred, region: str, control: Control, now: datetime, down: dict[str, str]
     ) -> str | None:
         """None when ``item`` runs here (taken over there), else why not."""
-        mine = taken_over_by(self.peers.region)
-        try:
-            if not there.record_skipped(item.firing, now=now, reason=mine, origin=self.origin):
-                found = there.run(item.firing.id)
-                if found is None or found.reason != mine:
-                    _drop(there, item)
-                    return _ran_there(region, found)
-            _drop(there, item)
-            return None
-        except (SchedulerError, BotoCoreError, ClientError) as exc:
-            error = str(exc) if isinstance(exc, SchedulerError) else describe_aws_error(exc)
+        error = down.get(region)
+        if error is None:
+            try:
+                return self._taken(item, region, now)
+            except (SchedulerError, BotoCoreError, ClientError) as exc:
+                error = str(exc) if isinstance(exc, SchedulerError) else describe_aws_error(exc)
+                down[region] = error
         since = active_since(control, self.origin)
         if since is not None and item.due >= since:
             log.warning(
@@ -97,6 +95,21 @@ class Takeover:
             return None
         last = control.watermarks.get(heartbeat(region))
         return _unreachable(region, error, item, since, last)
+
+    def _taken(self, item: Deferred, region: str, now: datetime) -> str | None:
+        """Take ``item`` over in ``region``'s store: None when taken (it runs here), else why
+        not (it ran there)."""
+        there = self.peers.store(region)
+        if there is None:  # pragma: no cover - fence asks only of peers
+            return None
+        mine = taken_over_by(self.peers.region)
+        if not there.record_skipped(item.firing, now=now, reason=mine, origin=self.origin):
+            found = there.run(item.firing.id)
+            if found is None or found.reason != mine:
+                _drop(there, item)
+                return _ran_there(region, found)
+        _drop(there, item)
+        return None
 
 
 def active_since(control: Control, origin: str) -> datetime | None:
