@@ -11,6 +11,8 @@ from mini_scheduler.errors import ConfigurationError
 
 _ENVIRONMENT_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 DEFAULT_PARAMETER = "/mini-scheduler/active-environment"
+REGION_NAME = re.compile(r"[a-z]{2}(?:-[a-z]+)+-\d{1,2}")
+"""An AWS region's name (us-east-1), as every option and variable naming one is checked."""
 DEFAULT_KNOWN = ("prod", "DR")  # the names samconfig.toml gives the two stacks
 
 
@@ -128,7 +130,6 @@ class Settings:
         )
 
 
-_PEER_REGION = re.compile(r"[a-z]{2}(?:-[a-z]+)+-\d{1,2}")
 _TABLE = re.compile(r"[A-Za-z0-9_.-]{3,255}")
 
 
@@ -141,7 +142,7 @@ def peer_tables(text: str, region: str) -> tuple[tuple[str, str | None], ...]:
         if not entry:
             continue
         name, _, table = (p.strip() for p in entry.partition("="))
-        if not _PEER_REGION.fullmatch(name) or (table and not _TABLE.fullmatch(table)):
+        if not REGION_NAME.fullmatch(name) or (table and not _TABLE.fullmatch(table)):
             raise ConfigurationError(
                 f"PEER_STATE_TABLES: {entry[:300]!r} is not REGION or REGION=TABLE "
                 "(e.g. us-west-2, or us-west-2=mini-scheduler-StateTable-ABC)"

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, Context
 from mini_scheduler.cli.render import instant, level_tag, plural, utc_iso, utc_offset
+from mini_scheduler.config import REGION_NAME
 from mini_scheduler.cron import CronExpression, CronSyntaxError, parse
 from mini_scheduler.cron.unix import unix_hint
 from mini_scheduler.cron.zones import get_zone, is_fixed_offset, suggest_zone
@@ -27,7 +28,7 @@ DEFAULT_TARGET_PREFIX: Final = "mini-scheduler-"
 """The template's TargetFunctionPrefix and TargetStateMachinePrefix by default."""
 _TARGET_PREFIX: Final = re.compile(r"[A-Za-z0-9_-]{1,66}")
 _ACCOUNT: Final = re.compile(r"[0-9]{12}")
-_REGION: Final = re.compile(r"[a-z]{2}(?:-[a-z]+)+-\d{1,2}")
+_REGION: Final = REGION_NAME
 
 
 def _read_cron_file(location: str, context: Context) -> CronFile:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Final
 from mini_scheduler.cli.context import EXIT_USAGE, CommandError, Context
 from mini_scheduler.cli.package import PackagedCronFile, TickerPackage
 from mini_scheduler.cli.render import level_tag
-from mini_scheduler.config import DEFAULT_PARAMETER, Settings, flag
+from mini_scheduler.config import DEFAULT_PARAMETER, REGION_NAME, Settings, flag
 from mini_scheduler.errors import (
     ConfigurationError,
     CronFileError,
@@ -51,7 +50,7 @@ if TYPE_CHECKING:
     from mini_scheduler.environment.base import EnvironmentStore
     from mini_scheduler.local.runfile import LocalRun
 
-_REGION: Final = re.compile(r"[a-z]{2}(?:-[a-z]+)+-\d{1,2}")
+_REGION: Final = REGION_NAME
 CRON_OUTPUT: Final = "CronFileLocations"
 
 

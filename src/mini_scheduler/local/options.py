@@ -5,13 +5,13 @@ start."""
 from __future__ import annotations
 
 import argparse
-import re
 from typing import Final
 
+from mini_scheduler.config import REGION_NAME
 from mini_scheduler.console.server import DEFAULT_PORT
 
 MAX_REGIONS: Final = 3  # prod, DR, DR2: mini_scheduler.local.scheduler.ENVIRONMENTS
-_REGION: Final = re.compile(r"[a-z]{2}(?:-[a-z]+)+-\d{1,2}")
+_REGION: Final = REGION_NAME
 
 
 def region_list(text: str) -> list[str]:
