@@ -179,6 +179,19 @@ STATE_TABLE = (
 region's ticker and recorder use no other), or the stack's own."""
 
 
+TICKER_TABLE_ACTIONS = [  # on its own table, and on the peers' (PeerRegions) alike
+    "dynamodb:BatchGetItem",
+    "dynamodb:BatchWriteItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:GetItem",
+    "dynamodb:PartiQLInsert",
+    "dynamodb:PartiQLUpdate",
+    "dynamodb:PutItem",
+    "dynamodb:Query",
+    "dynamodb:UpdateItem",
+]
+
+
 def test_the_ticker_role_is_exactly_what_the_ticker_calls(template: Template) -> None:
     """Every call the ticker makes (claims/dynamodb*.py, environment/, dispatch/,
     jobs/locations.py, mongo.py) and nothing else. DynamoDB authorises BatchExecuteStatement per
@@ -187,17 +200,7 @@ def test_the_ticker_role_is_exactly_what_the_ticker_calls(template: Template) ->
     assert _grants(template, "TickerRole") == {
         "Logs": (["logs:CreateLogStream", "logs:PutLogEvents"], ["<TickerLogGroup.Arn>"]),
         "StateTable": (
-            [
-                "dynamodb:BatchGetItem",
-                "dynamodb:BatchWriteItem",
-                "dynamodb:DeleteItem",
-                "dynamodb:GetItem",
-                "dynamodb:PartiQLInsert",
-                "dynamodb:PartiQLUpdate",
-                "dynamodb:PutItem",
-                "dynamodb:Query",
-                "dynamodb:UpdateItem",
-            ],
+            TICKER_TABLE_ACTIONS,
             [STATE_TABLE],
         ),
         "DispatchToFunctions": (["lambda:InvokeFunction"], [FUNCTION_PREFIX]),
@@ -240,17 +243,7 @@ def test_the_ticker_role_is_exactly_what_the_ticker_calls(template: Template) ->
         ),
         "MongoUri": (["secretsmanager:GetSecretValue"], ["<Ref MongoUriSecretArn>"]),
         "PeerStateTables": (
-            [
-                "dynamodb:BatchGetItem",
-                "dynamodb:BatchWriteItem",
-                "dynamodb:DeleteItem",
-                "dynamodb:GetItem",
-                "dynamodb:PartiQLInsert",
-                "dynamodb:PartiQLUpdate",
-                "dynamodb:PutItem",
-                "dynamodb:Query",
-                "dynamodb:UpdateItem",
-            ],
+            TICKER_TABLE_ACTIONS,
             [_PEER_TABLES],
         ),
         "PeerStacks": (["cloudformation:DescribeStacks"], [_PEER_STACKS]),
