@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from mini_scheduler.alerts import Alerts
 from mini_scheduler.aws import Clients, partition
 from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.clock import Clock, SystemClock
@@ -29,6 +28,7 @@ from mini_scheduler.metrics import Metrics
 from mini_scheduler.wake import Wake, waker
 
 if TYPE_CHECKING:
+    from mini_scheduler.alerts import Alerts
     from mini_scheduler.carry.carrier import Peers
     from mini_scheduler.jobs import CronFile
     from mini_scheduler.recorder import Recorder

@@ -8,7 +8,6 @@ within a segment wall time and UTC move together, which is what makes the DST ru
 from __future__ import annotations
 
 import bisect
-import difflib
 import re
 import struct
 from dataclasses import dataclass
@@ -117,6 +116,8 @@ def suggest_zone(name: str, *, fuzzy: bool = True) -> str | None:
         return place[0]
     if not fuzzy:
         return None
+    import difflib  # here only: a guess for a zone id that is wrong, never a valid one's read
+
     named = _named_zone_ids()
     close = difflib.get_close_matches(key, named, n=1, cutoff=_GUESS_CUTOFF)
     return named[close[0]] if close else None

@@ -18,7 +18,6 @@ the keys written twice. An entry with a reason is skipped; one without becomes a
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -494,5 +493,7 @@ def _suggest(key: object, known: Sequence[str]) -> str | None:
         return _LIKELY[lowered]
     if lowered in known:
         return lowered
+    import difflib  # here only: a key that is wrong, never a valid cron.yaml's load
+
     close = difflib.get_close_matches(lowered, known, n=1, cutoff=0.6)
     return close[0] if close else None

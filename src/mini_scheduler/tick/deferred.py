@@ -6,15 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from mini_scheduler.claims.base import BACKFILL, SCHEDULE, Deferred, Pause
 from mini_scheduler.config import Settings
 from mini_scheduler.errors import EventError
 from mini_scheduler.jobs import CronFile, Job
 from mini_scheduler.model import Firing, SkipReason
-from mini_scheduler.schedule_entry import schedule_job
-from mini_scheduler.schedules import successor
 from mini_scheduler.tick.plan import Dispatch, LeftAlone, Skip, TickInputs
 from mini_scheduler.tick.window import window
 
@@ -56,7 +54,7 @@ def plan_deferred(inputs: TickInputs, settings: Settings) -> DeferredPlan:
             continue
         then = None
         if item.reason == SCHEDULE:
-            then = successor(item, job, end - _SECOND, origin=settings.origin, now=inputs.now)
+            then = _successor(item, job, end - _SECOND, origin=settings.origin, now=inputs.now)
             after = max(item.firing.scheduled + _SECOND, start)
             held.dispatches.extend(  # forgotten with the item: it held them all
                 Dispatch(job, Firing(job.name, at), max(at, inputs.now), 0, item)
@@ -91,11 +89,21 @@ def _paused_schedule(
     after = max(item.firing.scheduled + _SECOND, start)
     count = 1 + sum(1 for _ in job.firings(after, end))
     held.paused.append(LeftAlone(job, count, pause))
-    then = successor(item, job, end - _SECOND, origin=settings.origin, now=inputs.now)
+    then = _successor(item, job, end - _SECOND, origin=settings.origin, now=inputs.now)
     if then is None:
         held.late.append(Skip(job, item.firing, SkipReason.PAUSED, item))
     else:
         held.moved.append((item, then))
+
+
+def _successor(
+    item: Deferred, job: Job, after: datetime, *, origin: str, now: datetime
+) -> Deferred | None:
+    """:func:`mini_scheduler.schedules.successor`, imported at a runtime schedule's first firing:
+    a tick of cron.yaml's jobs never loads the runtime schedules."""
+    from mini_scheduler.schedules import successor
+
+    return successor(item, job, after, origin=origin, now=now)
 
 
 def claimed_once(
@@ -133,6 +141,8 @@ def deferred_job(item: Deferred, cron_file: CronFile) -> tuple[Job | None, str]:
         if job is not None:
             return None, f"runtime schedule {name} has the name of a job of {cron_file.source}"
         try:
+            from mini_scheduler.schedule_entry import schedule_job
+
             return schedule_job(entry), ""
         except (EventError, ValueError) as exc:
             return None, f"its schedule is refused today: {exc}"

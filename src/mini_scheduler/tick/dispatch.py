@@ -10,20 +10,22 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from mini_scheduler import metrics as m
 from mini_scheduler.claims.base import MarkRequest
 from mini_scheduler.claims.records import JobStart, RunRecord
 from mini_scheduler.dispatch.base import Dispatchers
 from mini_scheduler.errors import DispatchError, StoreError
-from mini_scheduler.failures import FinalFailures, dispatch_failed
 from mini_scheduler.jobs import Job
 from mini_scheduler.model import Firing, job_of, log_keys, payload
-from mini_scheduler.retries import defer_retry
 from mini_scheduler.tick.lines import DISPATCHED
 from mini_scheduler.tick.means import Means, Part
 from mini_scheduler.tick.report import Tally
 from mini_scheduler.wake import Wake
+
+if TYPE_CHECKING:  # failures and retries are imported where a run fails, not at a cold start
+    from mini_scheduler.failures import FinalFailures
 
 log = logging.getLogger("mini_scheduler.ticker")
 
@@ -101,6 +103,8 @@ class Dispatching(Part):
                 extra=log_keys(job.name, firing.id),
             )
             return
+        from mini_scheduler.failures import dispatch_failed
+
         failed = dispatch_failed(job, firing, str(exc), origin=self.settings.origin, at=now)
         self.defer_retry(failed, "FAILED (dispatch)", tally, job.pause_after_failures)
 
@@ -143,9 +147,11 @@ class Dispatching(Part):
         """Defer the failed run's next attempt; a store that cannot write it loses that retry
         (the run has ended: no later tick looks at it again), which is said, and counted. A
         failure no attempt follows is final: its event, and its job's pause when due."""
+        from mini_scheduler import retries
+
         run_id, now = run.firing_id, run.ended_at or self.clock.now()
         try:
-            deferred = defer_retry(
+            deferred = retries.defer_retry(
                 self.claims,
                 run_id,
                 run.policy,

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mini_scheduler import metrics as m
 from mini_scheduler.claims.base import SCHEDULE, ClaimResult, ClaimStore, Deferred
@@ -23,7 +23,6 @@ from mini_scheduler.clock import Clock
 from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers
 from mini_scheduler.errors import DispatchError, StoreError
-from mini_scheduler.failures import FinalFailures
 from mini_scheduler.jobs import Job
 from mini_scheduler.metrics import Metrics
 from mini_scheduler.model import Firing, iso_seconds, log_keys
@@ -36,6 +35,9 @@ from mini_scheduler.tick.report import Tally
 from mini_scheduler.tick.skips import Skips
 from mini_scheduler.tick.sweeper import Sweeper
 from mini_scheduler.wake import Wake
+
+if TYPE_CHECKING:  # built by the ticker; imported where a run fails (tick.dispatch)
+    from mini_scheduler.failures import FinalFailures
 
 log = logging.getLogger("mini_scheduler.ticker")
 

@@ -14,10 +14,10 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from mini_scheduler import metrics as m
-from mini_scheduler.alerts import Alerts, RecordingAlerts
 from mini_scheduler.carry.carrier import Carrier, Peers
 from mini_scheduler.carry.takeover import Takeover, active_since, standby_scope
 from mini_scheduler.claims.base import ClaimStore, Control, Deferred
@@ -27,17 +27,20 @@ from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers
 from mini_scheduler.environment.active import ActiveEnvironment, Reading, same_environment
 from mini_scheduler.errors import CronFileUnreadableError, EventError, StoreError
-from mini_scheduler.failures import FinalFailures
 from mini_scheduler.jobs import CronFile
 from mini_scheduler.metrics import Metrics, RecordingMetrics
 from mini_scheduler.model import floor_minute, iso_seconds
-from mini_scheduler.operator import Operator
 from mini_scheduler.tick.execute import Executor
 from mini_scheduler.tick.plan import Shard, TickInputs, TickPlan
 from mini_scheduler.tick.planning import plan_catch_up, plan_tick
 from mini_scheduler.tick.report import Tally, TickSummary
 from mini_scheduler.tick.window import reads_deferred, sweeps, window
 from mini_scheduler.wake import Wake, waker
+
+if TYPE_CHECKING:  # imported where used: a tick of cron.yaml's jobs needs neither
+    from mini_scheduler.alerts import Alerts
+    from mini_scheduler.failures import FinalFailures
+    from mini_scheduler.operator import Operator
 
 log = logging.getLogger("mini_scheduler.ticker")
 
@@ -100,23 +103,30 @@ class Ticker:
             fanout=fanout,
             retry_sleep=retry_sleep,
             wake=wake,
-            failures=FinalFailures(
-                claims,
-                alerts if alerts is not None else RecordingAlerts(),
-                clock,
-                self.metrics,
-                origin=settings.origin,
-                peers=peers,
-            ),
+            failures=self._failures(alerts, peers),
         )
         self.peers = peers
         self.carrier = Carrier(claims, peers) if peers is not None else None
         self.takeover = Takeover(peers, settings.origin) if peers is not None else None
-        self.operator = self._operator(wake)
 
-    def _operator(self, wake: Wake | None) -> Operator:
-        """The operator path, over this ticker's stores and executor."""
-        settings = self.settings
+    def _failures(self, alerts: Alerts | None, peers: Peers | None) -> FinalFailures:
+        """What follows a final failure, imported here: the module and its alerts are the
+        ticker's build's, not its handler's import (the cold start's)."""
+        from mini_scheduler.alerts import RecordingAlerts
+        from mini_scheduler.failures import FinalFailures
+
+        kept = alerts if alerts is not None else RecordingAlerts()
+        origin, metrics = self.settings.origin, self.metrics
+        return FinalFailures(self.claims, kept, self.clock, metrics, origin=origin, peers=peers)
+
+    @cached_property
+    def operator(self) -> Operator:
+        """The operator path, over this ticker's stores and executor: built at the first
+        operator event, so that a container that only ticks never imports it (nor the
+        backfills, runtime schedules and fleet views it brings)."""
+        from mini_scheduler.operator import Operator
+
+        settings, wake = self.settings, self.wake
         return Operator(
             cron=self.cron_file,
             claims=self.claims,
