@@ -38,6 +38,10 @@ from benchmarks.table import Row, ratio
 
 HANDLER = "mini_scheduler.handlers.ticker"
 BASELINE = "boto3"
+TARGET = 1.3
+"""Issue 28 (point 7): importing the handler costs at most this many times ``import boto3``, with
+bytecode and without (it was 1.5-1.7x while the handler imported the operator, final failures,
+runtime schedules and the rest that a tick of cron.yaml's jobs never needs)."""
 # Run with -I -B: the package folder first on sys.path, as /var/task is on Lambda.
 _PROBE = (
     "import sys; sys.path.insert(0, {package!r})\n"
@@ -232,8 +236,8 @@ def rows(result: ColdStart) -> list[Row]:
             f"{h.cpu * 1000:.0f} ms",
             f"import boto3 alone: {b.cpu * 1000:.0f} ms",
             ratio(h.cpu, b.cpu, digits=2),
-            "<= 1.5x",
-            h.cpu <= 1.5 * b.cpu,
+            f"<= {TARGET:g}x",
+            h.cpu <= TARGET * b.cpu,
         ),
         Row(
             "3 cold start",
@@ -248,8 +252,8 @@ def rows(result: ColdStart) -> list[Row]:
             f"{hc.cpu * 1000:.0f} ms",
             f"import boto3 alone, no .pyc: {bc.cpu * 1000:.0f} ms",
             ratio(hc.cpu, bc.cpu, digits=2),
-            "<= 1.5x",
-            hc.cpu <= 1.5 * bc.cpu,
+            f"<= {TARGET:g}x",
+            hc.cpu <= TARGET * bc.cpu,
         ),
         Row(
             "3 cold start",

@@ -12,7 +12,7 @@ from pathlib import Path
 import boto3
 import pytest
 from benchmarks import __main__ as bench_main
-from benchmarks import accounting, cost, defaults, expansion, throughput
+from benchmarks import accounting, coldstart, cost, defaults, expansion, throughput
 from benchmarks.stub_lambda import StubLambda
 from benchmarks.table import Row, render
 from botocore.config import Config
@@ -272,3 +272,15 @@ def test_make_bench_runs_every_benchmark_at_a_tiny_size(capsys: pytest.CaptureFi
     assert "$ per million firings" in out
     assert "all exactly once" in out
     assert "Cost model" in out
+
+
+def test_the_cold_start_rows_judge_the_handler_against_boto3_by_issue_28s_target() -> None:
+    def timings(handler: float, boto3: float) -> dict[str, coldstart.Timing]:
+        return {
+            coldstart.HANDLER: coldstart.Timing(handler, handler),
+            coldstart.BASELINE: coldstart.Timing(boto3, boto3),
+        }
+
+    result = coldstart.ColdStart(7, timings(0.25, 0.2), timings(0.9, 0.6), [])
+    judged = [(r.ratio, r.target, r.met) for r in coldstart.rows(result) if r.met is not None]
+    assert judged == [("1.25x", "<= 1.3x", True), ("1.50x", "<= 1.3x", False)]

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import ast
 import itertools
+import os
+import subprocess  # nosec B404 # a fresh interpreter imports the handler
+import sys
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,3 +194,40 @@ def test_the_console_and_the_local_run_import_nothing_from_the_cli(graph: Graph)
         if target.split(".")[1:2] == ["cli"]
     )
     assert not into_cli, into_cli
+
+
+NOT_AT_A_COLD_START = (
+    f"{PACKAGE}.operator",
+    f"{PACKAGE}.backfill",
+    f"{PACKAGE}.fleet",
+    f"{PACKAGE}.schedules",
+    f"{PACKAGE}.schedule_entry",
+    f"{PACKAGE}.failures",
+    f"{PACKAGE}.retries",
+    f"{PACKAGE}.alerts",
+    f"{PACKAGE}.recorder",
+    "difflib",
+)
+"""What the ticker's handler module does not import (issue 28, point 7): a tick of cron.yaml's
+jobs needs none of them, and each is imported where it is used (an operator event, a run that
+failed, a runtime schedule's firing, a suggestion for a wrong key). ``make bench`` times the
+import ("3 cold start"); this says which modules it loads, which no timing can."""
+
+
+def test_importing_the_ticker_handler_loads_nothing_a_tick_does_not_need() -> None:
+    code = f"import sys, {PACKAGE}.handlers.ticker; print(' '.join(sorted(sys.modules)))"
+    done = subprocess.run(  # nosec B603 # this interpreter, a fresh one: its own sys.modules
+        [sys.executable, "-B", "-c", code],
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    loaded = set(done.stdout.split())
+    assert f"{PACKAGE}.handlers.ticker" in loaded
+    assert not sorted(
+        name
+        for name in loaded
+        if any(name == lazy or name.startswith(f"{lazy}.") for lazy in NOT_AT_A_COLD_START)
+    )
