@@ -72,6 +72,7 @@ class Firing:
     reruns: str | None = None  # a manual run's only: the firing id of the firing it repeats
     # Made on first use and kept: a tick reads a firing's id about ten times (its claim, its
     # payload, log lines, its mark), each a strftime (make bench).
+    _scheduled_time: str = field(default="", init=False, repr=False, compare=False)
     _firing_id: str = field(default="", init=False, repr=False, compare=False)
     _sort_key: str = field(default="", init=False, repr=False, compare=False)
 
@@ -105,9 +106,9 @@ class Firing:
         found = self._firing_id
         if not found:
             if self.manual:
-                found = f"{self.job}@manual-{iso_millis(self.scheduled)}-{self.nonce}"
+                found = f"{self.job}@manual-{self.scheduled_time}-{self.nonce}"
             else:
-                found = f"{self.job}@{iso_seconds(self.scheduled)}"
+                found = f"{self.job}@{self.scheduled_time}"
             object.__setattr__(self, "_firing_id", found)  # frozen: set once, always the same
         return found
 
@@ -141,7 +142,11 @@ class Firing:
 
     @property
     def scheduled_time(self) -> str:
-        return iso_millis(self.scheduled) if self.manual else iso_seconds(self.scheduled)
+        found = self._scheduled_time
+        if not found:
+            found = iso_millis(self.scheduled) if self.manual else iso_seconds(self.scheduled)
+            object.__setattr__(self, "_scheduled_time", found)
+        return found
 
 
 def firing_from_id(firing_id: str) -> Firing:
