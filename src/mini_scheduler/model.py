@@ -70,6 +70,11 @@ class Firing:
     attempt: int = 1
     backfill: bool = False  # a past firing run again on an operator's backfill
     reruns: str | None = None  # a manual run's only: the firing id of the firing it repeats
+    # Made on first use and kept: a tick reads a firing's id about ten times (its claim, its
+    # payload, log lines, its mark), each a strftime (make bench).
+    _scheduled_time: str = field(default="", init=False, repr=False, compare=False)
+    _firing_id: str = field(default="", init=False, repr=False, compare=False)
+    _sort_key: str = field(default="", init=False, repr=False, compare=False)
 
     @classmethod
     def manual_run(
@@ -98,9 +103,14 @@ class Firing:
         """``<job>@<scheduled UTC instant>``, or ``<job>@manual-<instant with ms>-<8 hex>``:
         a manual run's id can never equal a scheduled one. Every attempt of a firing has the
         same: it is the ``firingId`` a target receives (and deduplicates on)."""
-        if self.manual:
-            return f"{self.job}@manual-{iso_millis(self.scheduled)}-{self.nonce}"
-        return f"{self.job}@{iso_seconds(self.scheduled)}"
+        found = self._firing_id
+        if not found:
+            if self.manual:
+                found = f"{self.job}@manual-{self.scheduled_time}-{self.nonce}"
+            else:
+                found = f"{self.job}@{self.scheduled_time}"
+            object.__setattr__(self, "_firing_id", found)  # frozen: set once, always the same
+        return found
 
     @property
     def id(self) -> str:
@@ -114,11 +124,14 @@ class Firing:
     def sort_key(self) -> str:
         """The run record's sort key: time first, so a job's history sorts newest first, each
         firing's attempts together (the latest first)."""
-        key = iso_millis(self.scheduled)
-        if self.manual:
-            key = f"{key}#manual-{self.nonce}"
-        if self.attempt > 1:
-            key = f"{key}#attempt-{self.attempt:02d}"
+        key = self._sort_key
+        if not key:
+            key = iso_millis(self.scheduled)
+            if self.manual:
+                key = f"{key}#manual-{self.nonce}"
+            if self.attempt > 1:
+                key = f"{key}#attempt-{self.attempt:02d}"
+            object.__setattr__(self, "_sort_key", key)
         return key
 
     def retry(self) -> Firing:
@@ -129,7 +142,11 @@ class Firing:
 
     @property
     def scheduled_time(self) -> str:
-        return iso_millis(self.scheduled) if self.manual else iso_seconds(self.scheduled)
+        found = self._scheduled_time
+        if not found:
+            found = iso_millis(self.scheduled) if self.manual else iso_seconds(self.scheduled)
+            object.__setattr__(self, "_scheduled_time", found)
+        return found
 
 
 def firing_from_id(firing_id: str) -> Firing:
