@@ -112,12 +112,13 @@ class FinalFailures:
         hold is this region's."""
         runs: list[RunRecord] = []
         peers = self.peers
-        for region in peers.regions if peers is not None else ():
-            try:
-                there = peers.store(region) if peers is not None else None
-                runs.extend(there.history(job, limit) if there is not None else ())
-            except SchedulerError as exc:
-                log.warning(NOT_COUNTED_THERE, job, region, exc, extra=log_keys(job))
+        if peers is not None:
+            for region in peers.regions:
+                try:
+                    there = peers.store(region)
+                    runs.extend(there.history(job, limit) if there is not None else ())
+                except SchedulerError as exc:
+                    log.warning(NOT_COUNTED_THERE, job, region, exc, extra=log_keys(job))
         return [*runs, *self.claims.history(job, limit)]
 
     def _publish(self, detail_type: str, run: RunRecord, publish: Callable[[], None]) -> None:

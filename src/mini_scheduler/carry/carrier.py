@@ -114,14 +114,16 @@ class Carrier:
             for region in self.peers.regions:
                 report.failed[region] = f"this region's store unread: {exc}"
             return report
+        stale = False  # this region's store written since it was read: read again for the next
         for region in self.peers.regions:
             try:
+                if stale:
+                    mine, stale = snapshot(self.home, self.peers.region), False
                 report.written[region] = self._with(region, mine, now, active)
+                stale = bool(report.written[region])
             except (SchedulerError, BotoCoreError, ClientError) as exc:
                 report.failed[region] = _described(exc)
                 log.warning(NOT_CARRIED, region, self.peers.region, report.failed[region])
-            else:
-                mine = snapshot(self.home, self.peers.region) if report.written[region] else mine
         return report
 
     def _with(

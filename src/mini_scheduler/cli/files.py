@@ -28,7 +28,6 @@ DEFAULT_TARGET_PREFIX: Final = "mini-scheduler-"
 """The template's TargetFunctionPrefix and TargetStateMachinePrefix by default."""
 _TARGET_PREFIX: Final = re.compile(r"[A-Za-z0-9_-]{1,66}")
 _ACCOUNT: Final = re.compile(r"[0-9]{12}")
-_REGION: Final = REGION_NAME
 
 
 def _read_cron_file(location: str, context: Context) -> CronFile:
@@ -133,7 +132,7 @@ def _account(text: str) -> str:
 def _regions(text: str) -> tuple[str, ...]:
     regions = tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
     for region in regions:
-        if not _REGION.fullmatch(region):
+        if not REGION_NAME.fullmatch(region):
             raise argparse.ArgumentTypeError(f"not an AWS region: {region!r} (e.g. us-east-1)")
     if not regions:
         raise argparse.ArgumentTypeError("name at least one region, e.g. us-east-1,us-west-2")

@@ -50,13 +50,12 @@ if TYPE_CHECKING:
     from mini_scheduler.environment.base import EnvironmentStore
     from mini_scheduler.local.runfile import LocalRun
 
-_REGION: Final = REGION_NAME
 CRON_OUTPUT: Final = "CronFileLocations"
 
 
 def _region_name(text: str) -> str:
     region = text.strip()
-    if not _REGION.fullmatch(region):
+    if not REGION_NAME.fullmatch(region):
         raise argparse.ArgumentTypeError(f"not an AWS region: {text!r} (e.g. us-east-1)")
     return region
 
@@ -237,7 +236,7 @@ def _default_region(context: Context) -> str:
     for key in ("AWS_REGION", "AWS_DEFAULT_REGION"):
         value = context.environ.get(key, "").strip()
         if value:
-            if not _REGION.fullmatch(value):
+            if not REGION_NAME.fullmatch(value):
                 raise CommandError(f"{key} {value!r} is not an AWS region", EXIT_USAGE)
             return value
     raise CommandError("no region: give --region (or --regions) or set AWS_REGION", EXIT_USAGE)

@@ -11,14 +11,13 @@ from mini_scheduler.config import REGION_NAME
 from mini_scheduler.console.server import DEFAULT_PORT
 
 MAX_REGIONS: Final = 3  # prod, DR, DR2: mini_scheduler.local.scheduler.ENVIRONMENTS
-_REGION: Final = REGION_NAME
 
 
 def region_list(text: str) -> list[str]:
     """``us-east-1,us-west-2``: 1 to :data:`MAX_REGIONS` region names, each once."""
     regions = [part.strip() for part in text.split(",") if part.strip()]
     for region in regions:
-        if not _REGION.fullmatch(region):
+        if not REGION_NAME.fullmatch(region):
             raise argparse.ArgumentTypeError(f"not an AWS region: {region!r} (e.g. us-east-1)")
     if not 1 <= len(regions) <= MAX_REGIONS:
         raise argparse.ArgumentTypeError(

@@ -1,0 +1,44 @@
+"""The peers brought in step (mini_scheduler.carry.carrier): a failure is a peer's report,
+never the tick's."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from mini_scheduler.carry.carrier import Carrier, Peers
+from mini_scheduler.claims.memory import MemoryClaimStore
+from mini_scheduler.claims.records import Definition
+from mini_scheduler.errors import StoreError
+
+T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
+
+
+class ReadOnce:
+    """This region's store, whose control items can be read once only."""
+
+    def __init__(self, store: MemoryClaimStore) -> None:
+        self._store, self.reads = store, 0
+
+    def control(self, scope: str) -> Any:
+        self.reads += 1
+        if self.reads > 1:
+            raise StoreError("Query (control) failed - timed out")
+        return self._store.control(scope)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def test_a_store_unread_between_two_peers_fails_the_second_not_the_carry() -> None:
+    home = MemoryClaimStore()
+    entry = {"name": "every", "cron": "0 * * * * ?", "service": "fn"}
+    home.create_schedule(Definition("every", "g1", entry, "jane", T0, T0 + timedelta(minutes=1)))
+    west, south = MemoryClaimStore(), MemoryClaimStore()
+    peers = Peers("us-east-1", {"us-west-2": lambda: west, "eu-west-1": lambda: south})
+    report = Carrier(ReadOnce(home), peers).carry(T0)  # type: ignore[arg-type]
+    assert [d.name for d in west.schedules()] == ["every"]
+    assert report.to_json() == {
+        "inStep": ["us-west-2"],
+        "notInStep": {"eu-west-1": "Query (control) failed - timed out"},
+    }
