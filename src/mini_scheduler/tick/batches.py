@@ -1,7 +1,9 @@
 """The minute's writes: the firings are watched (the sweep will look at their runs), then claimed
-in batches of :data:`~.work.BATCH` (a batch goes as soon as it is full, or when the next firing's
-second is still to come), each firing won dispatched at once on its own worker, and the marks of
-the dispatched firings written in batches the same way. A firing whose claim failed is held.
+in batches of :data:`~.work.BATCH` on the claim lane (a batch goes as soon as it is full, or when
+the next firing's second is still to come), each firing won dispatched as soon as its batch
+answers, on a dispatch worker of its own, and a batch's marks written in one request on the mark
+lane as soon as its dispatches have answered (:mod:`.work`). A firing whose claim failed is
+held.
 
 The skipped firings and ranges of the plan are recorded on the same workers."""
 
@@ -23,7 +25,7 @@ from mini_scheduler.tick.means import Means, Part
 from mini_scheduler.tick.plan import Dispatch, TickPlan
 from mini_scheduler.tick.report import Tally
 from mini_scheduler.tick.skips import Skips
-from mini_scheduler.tick.work import BATCH, Marks, Work
+from mini_scheduler.tick.work import BATCH, STORE_WORKERS, Awaited, Marks, Work
 
 log = logging.getLogger("mini_scheduler.ticker")
 
@@ -42,8 +44,13 @@ class MinuteWrites(Part):
         watch was not written): the deferred firings are then left as they are."""
         jobs = len(plan.dispatches) + len(plan.misfire_runs) + len(plan.skips) + len(plan.ranges)
         workers = max(1, min(self.settings.dispatch_workers, jobs))
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dispatch") as pool:
-            work = Work(pool)
+        store = min(STORE_WORKERS, workers)
+        with (
+            ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dispatch") as pool,
+            ThreadPoolExecutor(max_workers=store, thread_name_prefix="claim") as claiming,
+            ThreadPoolExecutor(max_workers=store, thread_name_prefix="mark") as marking,
+        ):
+            work = Work(pool, claims=claiming, marks=marking)
             for skip_range in plan.ranges:
                 work.submit(self.skips.skip_range, skip_range, tally)
             for s in plan.skips:
@@ -63,7 +70,9 @@ class MinuteWrites(Part):
                 self._claim_as_due(plan.dispatches, tally, deadline, work, marks)
                 work.wait()
             finally:
-                # Whatever went wrong, the firings that were dispatched are marked.
+                # Whatever went wrong, the firings that were dispatched are marked: every task
+                # let end first (a dispatch still running marks itself), then what is held.
+                work.drain()
                 marks.flush()
                 work.wait()
         return True
@@ -100,13 +109,13 @@ class MinuteWrites(Part):
         marks: Marks,
     ) -> None:
         """Claim the firings in batches as they fall due: a batch goes when it is full, or
-        before waiting for a later firing's second. Before a wait of a second or more, the
-        firings in flight are let finish and their marks go (not a second later)."""
+        before waiting for a later firing's second (each batch's marks go when its dispatches
+        have answered: nothing waits for the next batch)."""
         batch: list[Dispatch] = []
 
         def send() -> None:
             if batch:
-                work.submit(self._fire_batch, list(batch), tally, deadline, marks)
+                work.claim(self._fire_batch, list(batch), tally, deadline, marks)
                 batch.clear()
 
         for d in dispatches:
@@ -117,9 +126,8 @@ class MinuteWrites(Part):
             wait = (d.due - self.clock.now()).total_seconds()
             if wait > 0:
                 send()
-                if wait >= 1:
+                if wait >= 1:  # the firings in flight go, and are marked, before the wait
                     work.settle(timeout=wait - 0.5)
-                    marks.flush()
                     wait = (d.due - self.clock.now()).total_seconds()
                 if wait > 0:
                     self.clock.sleep(wait)
@@ -132,9 +140,10 @@ class MinuteWrites(Part):
         self, group: tuple[Dispatch, ...], tally: Tally, deadline: datetime | None, marks: Marks
     ) -> None:
         """A job's missed firings (``fire_all``), oldest first: each claimed, then dispatched,
-        before the next."""
+        before the next; their marks a batch."""
+        awaited = marks.expect(len(group))
         for d in group:
-            self._fire_batch([d], tally, deadline, marks, at_once=True)
+            self._fire_batch([d], tally, deadline, marks, awaited=awaited)
 
     def _out_of_time(self, plan: Dispatch, tally: Tally, deadline: datetime) -> None:
         _hold(plan, tally)
@@ -155,14 +164,17 @@ class MinuteWrites(Part):
         deadline: datetime | None,
         marks: Marks,
         *,
-        at_once: bool = False,
+        awaited: Awaited | None = None,
     ) -> None:
-        """Claim ``batch`` in one request; dispatch each firing won on a worker of its own (or
-        here, ``at_once``), its mark added to ``marks``."""
+        """Claim ``batch`` in one request; dispatch each firing won on a worker of its own, the
+        batch's marks written when they have answered. With ``awaited`` (a job's missed
+        firings, in order) each is dispatched here, and counted down there."""
         now = self.clock.now()
         if deadline is not None and now >= deadline:
             for d in batch:
                 self._out_of_time(d, tally, deadline)
+            if awaited is not None:
+                awaited.done(None)
             return
         lease = now + timedelta(seconds=self.settings.claim_lease_seconds)
         requests = [
@@ -180,11 +192,15 @@ class MinuteWrites(Part):
             for d, outcome in zip(batch, outcomes, strict=True)
             if self._claimed(d, outcome, tally)
         ]
-        for d in won:
-            if at_once:
-                self._dispatch_and_mark(d.job, d.firing, tally, marks)
-            else:  # each on a worker of its own
-                marks.work.submit(self._dispatch_and_mark, d.job, d.firing, tally, marks)
+        if awaited is not None:  # a batch of one, in order
+            if won:
+                self._dispatch_and_mark(won[0].job, won[0].firing, tally, awaited)
+            else:
+                awaited.done(None)
+            return
+        batch_marks = marks.expect(len(won))
+        for d in won:  # each on a dispatch worker of its own
+            marks.work.submit(self._dispatch_and_mark, d.job, d.firing, tally, batch_marks)
 
     def _claimed(self, d: Dispatch, outcome: ClaimOutcome, tally: Tally) -> bool:
         """Whether the claim of ``d`` was won; a claim lost, refused or failed is counted and
@@ -222,10 +238,12 @@ class MinuteWrites(Part):
             extra=log_keys(d.job.name, d.firing.id),
         )
 
-    def _dispatch_and_mark(self, job: Job, firing: Firing, tally: Tally, marks: Marks) -> None:
-        mark = self.dispatching.dispatch(job, firing, tally)
-        if mark is not None:
-            marks.add(mark)
+    def _dispatch_and_mark(self, job: Job, firing: Firing, tally: Tally, batch: Awaited) -> None:
+        mark = None
+        try:
+            mark = self.dispatching.dispatch(job, firing, tally)
+        finally:  # counted down whatever happened: the batch's other marks never wait on it
+            batch.done(mark)
 
 
 def _hold(d: Dispatch, tally: Tally) -> None:
