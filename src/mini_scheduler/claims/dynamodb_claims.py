@@ -82,32 +82,35 @@ class DynamoDBClaims(DynamoDBReads, OneByOne):
         return [outcome for outcome in outcomes if outcome is not None]
 
     def _take_slots(self, batch: _Batch, outcomes: Outcomes) -> list[int]:
-        """Take each exclusive claim's slot (a refusal is that claim's answer, in
-        ``outcomes``): the requests to insert, by index."""
+        """Take the exclusive claims' slots, in one batch (a refusal is that claim's answer,
+        in ``outcomes``): the requests to insert, by index."""
         inserts: list[int] = []
+        exclusive: list[int] = []
         asked: set[str] = set()
         for i, request in enumerate(batch.claims):
             if request.firing.id in asked:  # the first request for it decides; one token
                 outcomes[i] = ClaimResult.LOST  # would read a repeat as our own lost answer
                 continue
             asked.add(request.firing.id)
-            if request.exclusive:
-                try:
-                    taken = self._slots.take(
-                        request.firing,
-                        now=batch.now,
-                        lease_until=batch.lease_until,
-                        over_skip=request.over_skipped,
-                    )
-                except StoreError as exc:
-                    outcomes[i] = exc
-                    continue
-                if not taken:
-                    # Another run holds the slot; a firing recorded already is LOST all the same.
-                    outcomes[i] = self._overlap_or_lost(request)
-                    continue
-            inserts.append(i)
-        return inserts
+            (exclusive if request.exclusive else inserts).append(i)
+        if not exclusive:
+            return inserts
+        takes = [(batch.claims[i].firing, batch.claims[i].over_skipped) for i in exclusive]
+        try:
+            taken_all = self._slots.take_many(
+                self._writer, takes, now=batch.now, lease_until=batch.lease_until
+            )
+        except StoreError as exc:  # the batch's request failed whole: none was asked
+            taken_all = [exc] * len(exclusive)
+        for i, taken in zip(exclusive, taken_all, strict=True):
+            if isinstance(taken, StoreError):
+                outcomes[i] = taken
+            elif not taken:
+                # Another run holds the slot; a firing recorded already is LOST all the same.
+                outcomes[i] = self._overlap_or_lost(batch.claims[i])
+            else:
+                inserts.append(i)
+        return sorted(inserts)
 
     def _settle_refused(self, batch: _Batch, refused: list[int], outcomes: Outcomes) -> None:
         """The answers of the inserts refused: a peer's claim, or our own (the SDK sends a

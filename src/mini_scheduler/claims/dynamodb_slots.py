@@ -3,9 +3,12 @@
 An exclusive claim takes two writes, in this order, and no transaction (a transaction costs
 twice the write units of its items):
 
-1. one conditional ``UpdateItem`` of the job's item (``JOB#<job>`` / ``STATE``) sets
-   ``openFiring`` to the firing, and ``openUntil`` to the claim's lease, only when no other
-   firing holds it;
+1. one conditional update of the job's item (``JOB#<job>`` / ``STATE``) sets ``openFiring`` to
+   the firing, and ``openUntil`` to the claim's lease, only when no other firing holds it. A
+   claim batch's slots go together (:meth:`JobSlots.take_many`): one ``BatchExecuteStatement``
+   of ``UPDATE`` s, then one of ``INSERT`` s for the jobs whose item does not exist yet (a
+   PartiQL ``UPDATE`` never creates one), then, one by one, the few still refused (a slot held:
+   its holder is read, and a stale slot released);
 2. the claim's insert, batched with the other claims.
 
 A run of an exclusive firing therefore never exists without its slot, so two runs of the job are
@@ -21,7 +24,7 @@ MongoDB keeps its slots the same way (:mod:`.mongodb_slots`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -29,8 +32,10 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from mini_scheduler.claims import transitions
+from mini_scheduler.claims.dynamodb_batch import BatchWriter, Insert, Update
 from mini_scheduler.claims.dynamodb_table import (
     code,
+    encode,
     expressions,
     failed,
     instant,
@@ -97,13 +102,44 @@ class JobSlots:
             raise self._fail("GetItem (job slot)", exc) from exc
         return plain_item(answer.get("Item") or {})
 
+    def take_many(
+        self,
+        writer: BatchWriter,
+        takes: Sequence[tuple[Firing, bool]],
+        *,
+        now: datetime,
+        lease_until: datetime,
+    ) -> list[bool | StoreError]:
+        """:meth:`take` for each (firing, over_skip), in order, batched: whether each slot was
+        taken, or why it could not be asked."""
+        writes = [_take(firing, over_skip, lease_until) for firing, over_skip in takes]
+        updates = [
+            Update(job_key(firing.job), write, JOB_FIELDS)
+            for (firing, _), write in zip(takes, writes, strict=True)
+        ]
+        outcomes: list[bool | StoreError] = list(writer.write(updates))
+        missing = [i for i, outcome in enumerate(outcomes) if outcome is False]
+        if missing and writer.batched:  # refused: held, or no item yet (an UPDATE creates none)
+            inserts = [Insert(_new_state(takes[i][0].job, writes[i])) for i in missing]
+            for i, outcome in zip(missing, writer.write(inserts), strict=True):
+                outcomes[i] = outcome
+        for i, outcome in enumerate(outcomes):
+            if outcome is False:  # held: its holder read, a stale slot released, asked again
+                firing, over_skip = takes[i]
+                try:
+                    outcomes[i] = self.take(
+                        firing, now=now, lease_until=lease_until, over_skip=over_skip
+                    )
+                except StoreError as exc:
+                    outcomes[i] = exc
+        return outcomes
+
     def take(
         self, firing: Firing, *, now: datetime, lease_until: datetime, over_skip: bool = False
     ) -> bool:
         """Set the job's ``openFiring`` to this firing unless another firing holds it
         (``over_skip``: for a backfill's claim over the firing's SKIPPED record)."""
-        take = transitions.take_slot(firing.id, over_skip=over_skip)
-        take = replace(take, sets={**take.sets, "open_until": lease_until})
+        take = _take(firing, over_skip, lease_until)
         for _ in range(_ATTEMPTS):
             state = self._update(firing.job, take, "take job slot")
             if state is None:
@@ -145,3 +181,18 @@ class JobSlots:
         if self._update(job, release, "release stale job slot") is None:
             log.warning("Job %s - open slot of firing %s released: %s", job, held, why)
         return True
+
+
+def _take(firing: Firing, over_skip: bool, lease_until: datetime) -> Write:
+    """The take of ``firing``'s slot until its claim's lease."""
+    take = transitions.take_slot(firing.id, over_skip=over_skip)
+    return replace(take, sets={"job": firing.job, **take.sets, "open_until": lease_until})
+
+
+def _new_state(job: str, take: Write) -> dict[str, Any]:
+    """The job's item as a take writes it where there was none."""
+    item = dict(job_key(job))
+    for field, value in take.sets.items():
+        if value is not None:
+            item[JOB_FIELDS[field]] = encode(field, value)
+    return item

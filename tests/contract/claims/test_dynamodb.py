@@ -10,7 +10,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from mini_scheduler.claims.base import ClaimResult, Deferred
+from mini_scheduler.claims.base import ClaimRequest, ClaimResult, Deferred
 from mini_scheduler.claims.dynamodb import DynamoDBClaimStore, create_state_table
 from mini_scheduler.claims.records import JobStart, Redrive
 from mini_scheduler.errors import StoreError
@@ -18,6 +18,8 @@ from mini_scheduler.model import Firing, RunStatus
 from tests.contract.claims.conftest import new_table_name
 
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
+LEASE = timedelta(seconds=120)
+MINUTE = timedelta(minutes=1)
 
 
 @pytest.mark.dynamodb_local
@@ -381,3 +383,43 @@ def test_an_end_or_a_skip_that_cannot_be_written_raises_naming_its_request() -> 
             store.record_skipped_range(
                 "report", later.scheduled, later.scheduled, 1, now=T0, reason="x", origin="a"
             )
+
+
+@pytest.mark.dynamodb_local
+def test_a_batch_of_overlap_skip_claims_takes_its_slots_in_one_request(
+    dynamodb_local: object,
+) -> None:
+    """Issue 28: the slots of a claim batch's ``overlap: skip`` firings are taken together, not
+    one ``UpdateItem`` after another: an ``UPDATE`` per slot in one request, an ``INSERT`` for
+    those refused (a job's first run has no item), then the claims. A slot still held (its run
+    open) is that firing's OVERLAP, and is the only one asked alone."""
+    table = new_table_name()
+    create_state_table(dynamodb_local, table)  # type: ignore[arg-type]
+    store = DynamoDBClaimStore(table, dynamodb_local, sleep=lambda _: None)  # type: ignore[arg-type]
+    calls: list[str] = []
+
+    def count(model: Any, **_: Any) -> None:
+        calls.append(model.name)
+
+    def claim(minute: int) -> list[ClaimResult | StoreError]:
+        now = T0 + timedelta(minutes=minute)
+        requests = [ClaimRequest(Firing(f"job-{i:02d}", now), exclusive=True) for i in range(25)]
+        calls.clear()
+        events.register("before-call.dynamodb", count)
+        try:
+            return list(store.claim_many(requests, now=now, lease_until=now + LEASE, origin="a"))
+        finally:
+            events.unregister("before-call.dynamodb", count)
+
+    events = dynamodb_local.meta.events  # type: ignore[attr-defined]
+    assert claim(0) == [ClaimResult.WON] * 25
+    assert calls == ["BatchExecuteStatement"] * 3  # the slots' UPDATEs, their INSERTs, claims
+    for i in range(25):  # the runs end: their slots are released
+        store.close(Firing(f"job-{i:02d}", T0).id, RunStatus.SUCCEEDED, now=T0 + LEASE)
+    assert claim(1) == [ClaimResult.WON] * 25
+    assert calls == ["BatchExecuteStatement"] * 2  # every job has its item: UPDATEs, claims
+    store.close(Firing("job-00", T0 + MINUTE).id, RunStatus.SUCCEEDED, now=T0 + LEASE)
+    assert claim(2) == [ClaimResult.WON] + [ClaimResult.OVERLAP] * 24  # 24 slots held
+    assert calls[:2] == ["BatchExecuteStatement"] * 2  # UPDATEs, INSERTs (refused)
+    assert calls.count("UpdateItem") == 24  # then each held slot asked alone: its holder read
+    assert calls[-1] == "BatchExecuteStatement"  # and the one claim
