@@ -223,10 +223,12 @@ def requests_of(statements: Sequence[Statement]) -> list[list[int]]:
 
 
 def _key_of(statement: Statement) -> str:
-    if isinstance(statement, Insert):
-        key = {name: statement.item[name] for name in ("pk", "sk") if name in statement.item}
-    else:
-        key = dict(statement.key)
+    """The statement's item key as text (the table's keys are strings: ``pk`` and ``sk``)."""
+    item = statement.item if isinstance(statement, Insert) else statement.key
+    pk, sk = item.get("pk"), item.get("sk")
+    if type(pk) is dict and type(sk) is dict and len(pk) == len(sk) == 1:
+        return f"{next(iter(pk.values()))}\x00{next(iter(sk.values()))}"
+    key = {name: item[name] for name in ("pk", "sk") if name in item}
     return json.dumps(key, sort_keys=True)
 
 
@@ -275,6 +277,13 @@ def update_statement(table: str, update: Update) -> dict[str, Any]:
 
 def _checked(name: str) -> str:
     """An attribute name as it goes into a statement: ours are plain words, never quoted."""
+    if name in _CHECKED:
+        return name
     if not _NAME.fullmatch(name):
         raise ValueError(f"attribute name {name!r} cannot go into a statement")
+    _CHECKED.add(name)
     return name
+
+
+_CHECKED: set[str] = set()
+"""The names checked already (a few dozen: the table's own), so the hot path skips the regex."""
