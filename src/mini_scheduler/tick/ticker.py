@@ -18,8 +18,6 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from mini_scheduler import metrics as m
-from mini_scheduler.carry.carrier import Carrier, Peers
-from mini_scheduler.carry.takeover import Takeover, active_since, standby_scope
 from mini_scheduler.claims.base import ClaimStore, Control, Deferred
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.clock import Clock
@@ -37,8 +35,10 @@ from mini_scheduler.tick.report import Tally, TickSummary
 from mini_scheduler.tick.window import reads_deferred, sweeps, window
 from mini_scheduler.wake import Wake, waker
 
-if TYPE_CHECKING:  # imported where used: a tick of cron.yaml's jobs needs neither
+if TYPE_CHECKING:  # imported where used: a tick of cron.yaml's jobs needs none of them
     from mini_scheduler.alerts import Alerts
+    from mini_scheduler.carry.carrier import Carrier, Peers
+    from mini_scheduler.carry.takeover import Takeover
     from mini_scheduler.failures import FinalFailures
     from mini_scheduler.operator import Operator
 
@@ -106,8 +106,7 @@ class Ticker:
             failures=self._failures(alerts, peers),
         )
         self.peers = peers
-        self.carrier = Carrier(claims, peers) if peers is not None else None
-        self.takeover = Takeover(peers, settings.origin) if peers is not None else None
+        self.carrier, self.takeover = _carrying(claims, peers, settings.origin)
 
     def _failures(self, alerts: Alerts | None, peers: Peers | None) -> FinalFailures:
         """What follows a final failure, imported here: the module and its alerts are the
@@ -229,6 +228,8 @@ class Ticker:
             return False
         if not same_environment(reading.active, self.settings.environment_name):
             return False
+        from mini_scheduler.carry.takeover import active_since
+
         if active_since(control, self.settings.origin) != minute:
             return False
         self.metrics.add(m.REGIONS_NOT_IN_STEP, len(self.carrier.carry(self.clock.now()).failed))
@@ -240,6 +241,8 @@ class Ticker:
         if self.carrier is None or shard is not None:
             return
         if plan.mode == "standby":
+            from mini_scheduler.carry.takeover import standby_scope
+
             try:
                 self.claims.advance_watermark(standby_scope(self.settings.origin), plan.minute)
             except StoreError as exc:
@@ -344,3 +347,16 @@ def _summary(plan: TickPlan, tally: Tally) -> TickSummary:
         plan.note,
         plan.error,
     )
+
+
+def _carrying(
+    claims: ClaimStore, peers: Peers | None, origin: str
+) -> tuple[Carrier | None, Takeover | None]:
+    """With peers, what brings them in step and takes their waiting firings over (imported
+    here: a ticker without peers never loads them)."""
+    if peers is None:
+        return None, None
+    from mini_scheduler.carry.carrier import Carrier
+    from mini_scheduler.carry.takeover import Takeover
+
+    return Carrier(claims, peers), Takeover(peers, origin)
