@@ -94,23 +94,29 @@ class MongoDBClaims(MongoDBReads, OneByOne):
     # -- claims and marks --------------------------------------------------------------------
 
     def _claim_batch(self, claims: Sequence[ClaimRequest], lease: Lease) -> list[ClaimOutcome]:
-        """The batch's claims in one unordered ``insert_many``, each exclusive claim's slot
-        taken before it (OVERLAP, nothing inserted, when another firing holds it). Raises
+        """The batch's claims in one unordered ``insert_many``, the exclusive claims' slots
+        taken before it, together (OVERLAP, nothing inserted, when another firing holds it). Raises
         StoreError when the store cannot be reached or a majority did not acknowledge the
         batch (the caller holds every firing of it)."""
         self.ensure_indexes()
         now, lease_until, origin = lease.now, lease.until, lease.origin
         answers: dict[int, ClaimOutcome] = {}
         inserts: dict[int, Document] = {}
+        exclusive = [i for i, request in enumerate(claims) if request.exclusive]
+        takes = [(claims[i].firing, claims[i].over_skipped) for i in exclusive]
+        refusals = dict(
+            zip(
+                exclusive,
+                self._slots.refusals(takes, now=now, lease_until=lease_until) if takes else [],
+                strict=True,
+            )
+        )
         for index, request in enumerate(claims):
             firing = request.firing
-            if request.exclusive:
-                refused = self._slots.refusal(
-                    firing, now=now, lease_until=lease_until, over_skipped=request.over_skipped
-                )
-                if refused is not None:
-                    answers[index] = refused
-                    continue
+            refused = refusals.get(index)
+            if refused is not None:
+                answers[index] = refused
+                continue
             run = transitions.claimed(
                 firing,
                 now=now,

@@ -6,8 +6,9 @@ An exclusive claim takes two writes, in this order:
    when it is absent or already this firing (a concurrent upsert's DuplicateKeyError is retried
    once; a second one means another firing holds the slot: OVERLAP, nothing written);
 2. the claim's insert, in its batch's ``insert_many`` (every slot of the batch is taken before
-   it). When it loses, the slot is released only when the run it lost to is not an open
-   exclusive run (whose slot it is: the same firing id).
+   it: the batch's takes go in one unordered ``bulk_write`` (:meth:`JobSlots.refusals`), and
+   only those refused are asked again one by one). When it loses, the slot is released only
+   when the run it lost to is not an open exclusive run (whose slot it is: the same firing id).
 
 Why this order is safe: a run of an exclusive firing never exists without its slot, so two runs
 of the job are never open at once. A claimer that dies between the two writes leaves a slot
@@ -23,7 +24,7 @@ run); the price is a second write on the exclusive path.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,13 @@ from pymongo.errors import ConnectionFailure, DuplicateKeyError, PyMongoError
 
 from mini_scheduler.claims import transitions
 from mini_scheduler.claims.base import ClaimOutcome, ClaimResult
-from mini_scheduler.claims.mongodb_documents import RUN, update_job, utc, with_lease
+from mini_scheduler.claims.mongodb_documents import (
+    RUN,
+    update_job,
+    update_jobs,
+    utc,
+    with_lease,
+)
 from mini_scheduler.claims.records import JOB_FIELDS
 from mini_scheduler.claims.transitions import Write
 from mini_scheduler.errors import StoreError
@@ -86,6 +93,33 @@ class JobSlots:
             else:
                 return True
         return False
+
+    def refusals(
+        self, takes: Sequence[tuple[Firing, bool]], *, now: datetime, lease_until: datetime
+    ) -> list[ClaimOutcome | None]:
+        """:meth:`refusal` for each (firing, over_skipped) of a claim batch, in order: every
+        job's first take in one ``bulk_write``; a take refused there (the slot held, a
+        concurrent upsert, the request failed), and a job's second firing in the batch, asked
+        again alone, as :meth:`refusal` does."""
+        writes: dict[str, Write] = {}
+        for firing, over_skipped in takes:
+            if firing.job not in writes:
+                take = transitions.take_slot(firing.id, over_skip=over_skipped)
+                writes[firing.job] = with_lease(take, lease_until)
+        failed = update_jobs(self._states, writes) if writes else {}
+        taken = {job for job in writes if job not in failed}
+        answers: list[ClaimOutcome | None] = []
+        for firing, over_skipped in takes:
+            if firing.job in taken:
+                taken.discard(firing.job)  # the job's first take; a second is asked alone
+                answers.append(None)
+            else:
+                answers.append(
+                    self.refusal(
+                        firing, now=now, lease_until=lease_until, over_skipped=over_skipped
+                    )
+                )
+        return answers
 
     def refusal(
         self,

@@ -420,6 +420,7 @@ def test_a_batchs_exclusive_claims_take_their_slots_before_its_one_insert(
     _claim(store, Firing("busy", T0 - timedelta(minutes=1)), exclusive=True)  # holds the slot
     order: list[str] = []
     _Spy(store.states, "update_one", order)
+    _Spy(store.states, "bulk_write", order)
     _Spy(store.runs, "insert_many", order)
     outcomes = _claim_many(
         store,
@@ -428,7 +429,9 @@ def test_a_batchs_exclusive_claims_take_their_slots_before_its_one_insert(
         ClaimRequest(Firing("busy", T0), exclusive=True),
     )
     assert outcomes == [WON, WON, OVERLAP]
-    assert order == ["job_state.update_one", "job_state.update_one", "runs.insert_many"]
+    # Issue 28: the batch's slots in one bulk_write, the one refused (held) asked again alone,
+    # then the one insert
+    assert order == ["job_state.bulk_write", "job_state.update_one", "runs.insert_many"]
     assert store.run(Firing("busy", T0).id) is None  # nothing inserted for the overlap
     assert store.run(Firing("solo", T0).id) is not None
     assert store.run(Firing("free", T0).id) is not None
@@ -449,12 +452,14 @@ def test_a_lost_exclusive_claim_in_a_batch_releases_the_slot_it_took_unless_its_
 def test_a_slot_that_cannot_be_written_fails_its_firing_or_an_unreachable_store_the_batch(
     store: MongoDBClaimStore,
 ) -> None:
-    spy = _Spy(store.states, "update_one")
-    spy.before = lambda _: (_ for _ in ()).throw(OperationFailure("not authorized", 13))
+    spies = [_Spy(store.states, "update_one"), _Spy(store.states, "bulk_write")]
+    for spy in spies:  # the batch's takes, and a take refused there asked again alone
+        spy.before = lambda _: (_ for _ in ()).throw(OperationFailure("not authorized", 13))
     failed, free = _claim_many(store, ClaimRequest(Firing("solo", T0), True), Firing("free", T0))
     assert isinstance(failed, StoreError) and "take job slot" in str(failed) and free is WON
     inserts = _Spy(store.runs, "insert_many")
-    spy.before = lambda _: (_ for _ in ()).throw(ServerSelectionTimeoutError("no primary"))
+    for spy in spies:
+        spy.before = lambda _: (_ for _ in ()).throw(ServerSelectionTimeoutError("no primary"))
     later = T0 + timedelta(minutes=1)
     with pytest.raises(StoreError, match="take job slot"):
         _claim_many(store, ClaimRequest(Firing("solo", later), True), Firing("free", later))
@@ -655,9 +660,10 @@ def test_an_end_or_a_skip_that_cannot_be_written_raises_naming_its_request(
 def test_an_exclusive_claim_takes_the_slot_before_it_inserts(store: MongoDBClaimStore) -> None:
     order: list[str] = []
     _Spy(store.states, "update_one", order)
+    _Spy(store.states, "bulk_write", order)
     _Spy(store.runs, "insert_many", order)
     _claim(store, Firing("solo", T0), exclusive=True)
-    assert order == ["job_state.update_one", "runs.insert_many"]
+    assert order == ["job_state.bulk_write", "runs.insert_many"]  # the batch's slots, at once
     order.clear()
     _claim(store, Firing("free", T0))
     assert order == ["runs.insert_many"]  # the hot path: one write

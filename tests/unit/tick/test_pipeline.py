@@ -61,7 +61,7 @@ class Claims(MemoryClaimStore):
 
     def claim_many(
         self,
-        requests: Sequence[ClaimRequest],
+        claims: Sequence[ClaimRequest],
         *,
         now: datetime,
         lease_until: datetime,
@@ -71,10 +71,10 @@ class Claims(MemoryClaimStore):
             self.batches += 1
             later = self.batches > 2
             if self.batches == JOBS // 25:
-                self.last_batch = {request.firing.id for request in requests}
+                self.last_batch = {request.firing.id for request in claims}
         if later and not self.dispatcher.first.wait(HANG):
             self.waited_in_vain = True
-        return super().claim_many(requests, now=now, lease_until=lease_until, origin=origin)
+        return super().claim_many(claims, now=now, lease_until=lease_until, origin=origin)
 
     def mark_many(self, marks: Sequence[MarkRequest], *, now: datetime) -> list[StoreError | None]:
         answer = super().mark_many(marks, now=now)
