@@ -16,7 +16,7 @@ report is made of them.
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -28,10 +28,9 @@ from mini_scheduler.claims.base import (
     ClaimStore,
     Control,
     Deferred,
-    Latest,
+    FromJobStates,
     MarkRequest,
     OneByOne,
-    named_firings,
 )
 from mini_scheduler.claims.ends import Skip, Skips
 from mini_scheduler.claims.memory import MemoryClaimStore
@@ -51,7 +50,7 @@ class Written:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-class PredictingClaimStore(OneByOne, Skips):
+class PredictingClaimStore(OneByOne, FromJobStates, Skips):
     """``real`` as it would be after the writes asked of this store, none of them made."""
 
     def __init__(self, real: ClaimStore) -> None:
@@ -123,18 +122,6 @@ class PredictingClaimStore(OneByOne, Skips):
         with self._lock:
             self._job(job)
             return self._memory.job_state(job)
-
-    def latest_runs(self, named: Mapping[str, Sequence[str]]) -> dict[str, Latest]:
-        """The jobs this store has read (and may have written) from its copy, exact; the others
-        as the real store answers them, in one read."""
-        named_firings(named)
-        with self._lock:
-            unread = {job: ids for job, ids in named.items() if job not in self._jobs}
-            answer = dict(self._real.latest_runs(unread)) if unread else {}
-            for job in named:
-                if job not in unread:
-                    answer[job] = Latest(self._memory.job_state(job), exact=True)
-            return answer
 
     def control(self, scope: str) -> Control:
         with self._lock:
