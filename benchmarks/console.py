@@ -4,8 +4,9 @@ what the page reads every 10 seconds) for ``jobs`` jobs in two regions, on moto.
 Both regions have a state table; us-east-1 is active and ran every job's last firing (claimed,
 dispatched, ended), us-west-2 stands by (its watermark moved, no run of its own), as a regional
 deployment is between failovers. The requests are counted with botocore's ``before-call`` event,
-every operation, on each region's own session. Target (issue 28): at most 10 whatever the
-number of jobs; past 100 jobs a region's last runs take one ``BatchGetItem`` per 100.
+every operation, on each region's own session, beside the same reads made as they were before
+(a job state per job and region). Target (issue 28): at most 10 whatever the number of jobs;
+a region's last runs take one ``BatchGetItem`` per 100 runs named (a job names one or two).
 """
 
 from __future__ import annotations
@@ -249,7 +250,7 @@ def row(measured: Measured | None = None) -> Row:
         f"console refresh, {worst.jobs} jobs in 2 regions: AWS requests (first "
         f"{measured.first.requests}, next {measured.then.requests}: {by})",
         f"{worst.requests}",
-        f"a job state per job and region: {measured.before}",
+        f"the reads as before, a job state per job and region: {measured.before}",
         ratio(worst.requests, measured.before, digits=2),
         f"<= {TARGET}",
         worst.requests <= TARGET,
