@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from benchmarks import accounting, coldstart, cost, defaults, deferred, expansion, throughput
+from benchmarks.console import row as console_row
 from benchmarks.rig import rig
 from benchmarks.table import Row, ratio, render
 
@@ -219,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         *write_rows(results, booked),
         *cost.rows(inputs),
         *deferred.rows(waiting),
+        console_row(),
     ]
     elapsed = time.perf_counter() - started
     print(

@@ -141,6 +141,27 @@ def history_cursor(before: object) -> str | None:
     return before
 
 
+@dataclass(frozen=True, slots=True)
+class Latest:
+    """A job's latest dispatched run as :meth:`ClaimStore.latest_runs` found it: ``state``
+    (None: none found), ``exact`` when the store keeps each job's latest state (it is
+    ``job_state``'s), else the newest started of the runs it was named."""
+
+    state: JobState | None
+    exact: bool
+
+
+def named_firings(named: Mapping[str, Sequence[str]]) -> dict[str, list[Firing]]:
+    """``latest_runs``' names checked: each job's runs as firings; a ValueError for a name
+    that is not a run id of its job."""
+    found: dict[str, list[Firing]] = {}
+    for job, run_ids in named.items():
+        found[job] = [firing_from_id(run_id) for run_id in run_ids]
+        if any(firing.job != job for firing in found[job]):
+            raise ValueError(f"a run named for job {job[:100]!r} is another job's")
+    return found
+
+
 ClaimOutcome = ClaimResult | StoreError
 """A batched claim's answer for one firing: the result, or why its write failed (after
 retries; the caller holds that firing)."""
@@ -304,6 +325,17 @@ class ClaimStore(Protocol):
 
     def job_state(self, job: str) -> JobState | None: ...
 
+    def latest_runs(self, named: Mapping[str, Sequence[str]]) -> Mapping[str, Latest]:
+        """Many jobs' latest dispatched runs in one read (the console's list): ``named`` gives
+        each job the run ids the caller expects to be its newest (recent firings, the last run
+        it was shown). A store that keeps each job's latest state (MongoDB, memory) answers
+        ``job_state``'s, exact, in one request whatever is named. One that reads runs by key
+        (DynamoDB: a BatchGetItem per 100) answers the newest started, by sort key, of the
+        runs named and of the later attempts a failed one's policy retries (a request more
+        per attempt found): a run not named is not seen. ValueError, before any request, for
+        a name that is not a run id of its job (:func:`named_firings`)."""
+        ...
+
     def control(self, scope: str) -> Control:
         """The watermark of ``scope`` (region/environment[/shard]) and the paused jobs, read
         consistently in one request."""
@@ -440,3 +472,15 @@ class OneByOne:
         (error,) = self.mark_many([MarkRequest(firing, deadline, start)], now=now)
         if error is not None:
             raise error
+
+
+class FromJobStates:
+    """``latest_runs`` from ``job_state``, job by job: exact, for a store whose job state is
+    its own to read (the dry run's, which never reads many)."""
+
+    def job_state(self, job: str) -> JobState | None:
+        raise NotImplementedError
+
+    def latest_runs(self, named: Mapping[str, Sequence[str]]) -> dict[str, Latest]:
+        named_firings(named)
+        return {job: Latest(self.job_state(job), exact=True) for job in named}

@@ -1,7 +1,8 @@
-"""The DynamoDB claim store's reads (a run, a job's history and latest state, the sweep's due
-runs, the control items a tick reads) and its control writes (watermarks, pauses), with the
-helpers every part of the store shares. The store is :class:`.dynamodb.DynamoDBClaimStore`;
-this is the part of it that neither claims nor ends a run."""
+"""The DynamoDB claim store's reads (a run, a job's history and latest state, many jobs' latest
+runs by key, the sweep's due runs, the control items a tick reads) and its control writes
+(watermarks, pauses), with the helpers every part of the store shares. The store is
+:class:`.dynamodb.DynamoDBClaimStore`; this is the part of it that neither claims nor ends a
+run."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from mini_scheduler.claims import transitions
-from mini_scheduler.claims.base import Control, Pause, history_cursor
+from mini_scheduler.claims.base import Control, Latest, Pause, history_cursor, named_firings
 from mini_scheduler.claims.dynamodb_table import (
     RUN,
     code,
     expressions,
     failed,
+    get_many,
     instant,
     job_key,
     named,
@@ -31,7 +33,7 @@ from mini_scheduler.claims.dynamodb_watch import Watch
 from mini_scheduler.claims.records import JOB_FIELDS, JobState, RunRecord
 from mini_scheduler.claims.transitions import Write
 from mini_scheduler.errors import StoreError
-from mini_scheduler.model import Firing, firing_from_id, iso_millis
+from mini_scheduler.model import MAX_ATTEMPT, Firing, RunStatus, firing_from_id, iso_millis
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -146,20 +148,36 @@ class DynamoDBReads:
         )
         if latest is None:
             return JobState(job, open_firing=slot) if slot else None
-        parameters = dict(latest.parameters or {})
-        if latest.origin:
-            parameters[transitions.ORIGIN_PARAMETER] = latest.origin
-        return JobState(
-            job,
-            service=latest.service,
-            schedule=latest.schedule,
-            parameters=parameters,
-            start=latest.started_at,
-            end=latest.ended_at,
-            last_firing_id=latest.firing_id,
-            last_status=latest.status,
-            open_firing=slot,
-        )
+        return _state(latest, slot)
+
+    def latest_runs(self, named: Mapping[str, Sequence[str]]) -> dict[str, Latest]:
+        """The runs named, 100 a consistent ``BatchGetItem`` (the keys left unprocessed asked
+        again with back-off), then the next attempt of each failed one its policy retries, a
+        round per attempt; each job's newest started one by sort key (its slot unread)."""
+        wanted = [firing for firings in named_firings(named).values() for firing in firings]
+        found: dict[str, RunRecord] = {}
+        while wanted:
+            keys = [run_key(firing) for firing in wanted]
+            operation = "BatchGetItem (latest runs)"
+            runs = [
+                run_from(raw)
+                for raw in get_many(self._client, self.table, operation, keys, self._sleep)
+            ]
+            found.update((run.firing_id, run) for run in runs)
+            wanted = [
+                attempt
+                for run in runs
+                if (attempt := _retried(run)) is not None and attempt.id not in found
+            ]
+        newest: dict[str, RunRecord] = {}
+        for run in found.values():
+            kept = newest.get(run.job)
+            if run.started_at is not None and (kept is None or run.sort_key > kept.sort_key):
+                newest[run.job] = run
+        return {
+            job: Latest(_state(newest[job]) if job in newest else None, exact=False)
+            for job in named
+        }
 
     # -- control ---------------------------------------------------------------------------
 
@@ -209,3 +227,33 @@ class DynamoDBReads:
             item["resumed"] = {"BOOL": True}
         with self._failing_as("PutItem (pause)" if paused else "PutItem (resume)"):
             write_retried(self._client, "put_item", self._sleep, TableName=self.table, Item=item)
+
+
+def _state(latest: RunRecord, slot: str | None = None) -> JobState:
+    """The job's latest state from its latest dispatched run (and its open slot)."""
+    parameters = dict(latest.parameters or {})
+    if latest.origin:
+        parameters[transitions.ORIGIN_PARAMETER] = latest.origin
+    return JobState(
+        latest.job,
+        service=latest.service,
+        schedule=latest.schedule,
+        parameters=parameters,
+        start=latest.started_at,
+        end=latest.ended_at,
+        last_firing_id=latest.firing_id,
+        last_status=latest.status,
+        open_firing=slot,
+    )
+
+
+def _retried(run: RunRecord) -> Firing | None:
+    """The next attempt of a run that failed, when the policy it was dispatched with leaves
+    one (:func:`mini_scheduler.retries.attempt_left`'s rule: never a manual run's)."""
+    if run.status not in (RunStatus.FAILED, RunStatus.TIMED_OUT):
+        return None
+    firing = firing_from_id(run.firing_id)
+    retry = run.policy.retry if run.policy is not None else None
+    if firing.manual or retry is None or firing.attempt >= MAX_ATTEMPT:
+        return None
+    return firing.retry() if retry.delay(firing.attempt) is not None else None

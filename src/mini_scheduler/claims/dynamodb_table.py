@@ -239,7 +239,7 @@ def get_many(
             left = answer.get("UnprocessedKeys", {}).get(table)
             if not left:
                 break
-            wanted = dict(left)
+            wanted = {**left, "ConsistentRead": consistent}  # as asked, whatever comes back
             sleep(0.05 * 2**attempt)
         else:
             raise StoreError(

@@ -18,9 +18,11 @@ from mini_scheduler.claims.base import (
     ClaimResult,
     Control,
     Deferred,
+    Latest,
     MarkRequest,
     Pause,
     history_cursor,
+    named_firings,
 )
 from mini_scheduler.claims.definitions import advanced
 from mini_scheduler.claims.ends import RunEnds
@@ -249,6 +251,11 @@ class MemoryClaimStore(RunEnds):
     def job_state(self, job: str) -> JobState | None:
         with self._operation():
             return self._jobs.get(job)
+
+    def latest_runs(self, named: Mapping[str, Sequence[str]]) -> dict[str, Latest]:
+        named_firings(named)
+        with self._operation():
+            return {job: Latest(self._jobs.get(job), exact=True) for job in named}
 
     def control(self, scope: str) -> Control:
         with self._operation():

@@ -1,6 +1,6 @@
-"""The MongoDB claim store's reads (a run, a job's history and latest state, the sweep's due runs,
-the control documents a tick reads), its control writes (watermarks, pauses) and its indexes,
-with the helpers every part of the store shares. The store is
+"""The MongoDB claim store's reads (a run, a job's history and latest state, many jobs' states at
+once, the sweep's due runs, the control documents a tick reads), its control writes (watermarks,
+pauses) and its indexes, with the helpers every part of the store shares. The store is
 :class:`.mongodb.MongoDBClaimStore`; this is the part of it that neither claims nor ends a run."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pymongo import ASCENDING, DESCENDING
 from pymongo.errors import DuplicateKeyError, OperationFailure, PyMongoError
 
-from mini_scheduler.claims.base import Control, Pause, history_cursor
+from mini_scheduler.claims.base import Control, Latest, Pause, history_cursor, named_firings
 from mini_scheduler.claims.mongodb_deferred import create_indexes as create_deferred_indexes
 from mini_scheduler.claims.mongodb_documents import create_indexes, ms, run_from, utc
 from mini_scheduler.claims.mongodb_schedules import create_indexes as create_schedule_indexes
@@ -152,6 +152,20 @@ class MongoDBReads:
         if doc is None:
             return None
         return job_state_from(job, doc, utc)
+
+    def latest_runs(self, named: Mapping[str, Sequence[str]]) -> dict[str, Latest]:
+        """Each job's state document, every job in one find (the names are only checked)."""
+        named_firings(named)
+        if not named:
+            return {}
+        try:
+            docs = {str(doc["_id"]): doc for doc in self.states.find({"_id": {"$in": list(named)}})}
+        except PyMongoError as exc:
+            raise self._fail("find (job states)", JOB_STATE, exc) from exc
+        return {
+            job: Latest(job_state_from(job, docs[job], utc) if job in docs else None, exact=True)
+            for job in named
+        }
 
     # -- control ---------------------------------------------------------------------------
 

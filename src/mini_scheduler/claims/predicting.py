@@ -28,6 +28,7 @@ from mini_scheduler.claims.base import (
     ClaimStore,
     Control,
     Deferred,
+    FromJobStates,
     MarkRequest,
     OneByOne,
 )
@@ -49,7 +50,7 @@ class Written:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-class PredictingClaimStore(OneByOne, Skips):
+class PredictingClaimStore(OneByOne, FromJobStates, Skips):
     """``real`` as it would be after the writes asked of this store, none of them made."""
 
     def __init__(self, real: ClaimStore) -> None:

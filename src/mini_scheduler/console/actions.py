@@ -28,7 +28,7 @@ def run_now(
     site = regions.site(region)
     log.info("Console: %s runs %s now in %s", operator, name, site.region)
     answer = site.send({"job": name, "operator": operator, "parameters": dict(parameters or {})})
-    return {"region": site.region, **(answer if isinstance(answer, Mapping) else {})}
+    return _sent(regions, site.region, answer)
 
 
 def rerun(
@@ -39,7 +39,15 @@ def rerun(
     site = regions.site(region)
     log.info("Console: %s reruns %s in %s", operator, firing_id[:160], site.region)
     answer = site.send({"rerun": firing_id, "operator": operator})
-    return {"region": site.region, **(answer if isinstance(answer, Mapping) else {})}
+    return _sent(regions, site.region, answer)
+
+
+def _sent(regions: Regions, region: str, answer: Any) -> dict[str, Any]:
+    """The ticker's answer to a manual run, its run named in the list's next reads there (a
+    store read by key cannot find a manual run it is not named: :mod:`.lastruns`)."""
+    answered = dict(answer) if isinstance(answer, Mapping) else {}
+    regions.last_runs.sent(region, answered)
+    return {"region": region, **answered}
 
 
 def set_paused(regions: Regions, name: str, paused: bool, operator: str) -> dict[str, Any]:

@@ -11,6 +11,8 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from mini_scheduler.claims.base import Control, Pause
+from mini_scheduler.console.lastruns import handled
 from mini_scheduler.console.regions import Found, Regions
 from mini_scheduler.console.sites import Site
 from mini_scheduler.console.timeline import row
@@ -27,11 +29,16 @@ MAX_HOURS: Final = 24 * 7  # the longest timeline window
 
 
 def jobs(regions: Regions) -> dict[str, Any]:
-    """Every job (``GET /api/schedule``)."""
+    """Every job (``GET /api/schedule``): each region's control items and its jobs' last runs,
+    read in each region at once, a request or two a region whatever the number of jobs
+    (:mod:`.lastruns`)."""
     now = regions.clock.now().astimezone(UTC)
-    pauses = _pauses(regions)
-    listed = regions.map(lambda f: _summary(regions, f, pauses, now), regions.jobs())
-    return {"now": iso_seconds(now), "jobs": listed}
+    listed = regions.jobs()
+    pauses, last = _read(regions, [job for job, _, _ in listed])
+    return {
+        "now": iso_seconds(now),
+        "jobs": [_summary(found, pauses, last.get(found[0].name), now) for found in listed],
+    }
 
 
 def job(regions: Regions, name: str) -> dict[str, Any]:
@@ -39,7 +46,8 @@ def job(regions: Regions, name: str) -> dict[str, Any]:
     now = regions.clock.now().astimezone(UTC)
     found = regions.find(name)
     job = found[0]
-    summary = _summary(regions, found, _pauses(regions), now)
+    pauses, last = _read(regions, [job])
+    summary = _summary(found, pauses, last.get(job.name), now)
     return summary | {
         "parameters": visible(job.parameters),
         "target": job.target.name,
@@ -72,57 +80,32 @@ def timeline(regions: Regions, hours: int = 24) -> dict[str, Any]:
     return {"from": iso_seconds(begin), "to": iso_seconds(end), "rows": rows}
 
 
-def _pauses(regions: Regions) -> dict[str, dict[str, Any]]:
-    """Each region's pauses: region -> job -> Pause (a region that cannot be read: none)."""
+Pauses = dict[str, dict[str, Pause]]
+"""Each region's pauses: region -> job -> Pause (a region that cannot be read: none)."""
 
-    def read(site: Site) -> tuple[str, dict[str, Any]]:
+
+def _read(regions: Regions, listed: list[Job]) -> tuple[Pauses, dict[str, Any]]:
+    """Each region's pauses, and the jobs' last runs over the regions."""
+
+    def read(site: Site) -> Control | None:
         claims = site.operator.claims
         if claims is None:
-            return site.region, {}
+            return None
         try:
-            return site.region, dict(claims.control(site.scope).paused)
+            return claims.control(site.scope)
         except (SchedulerError, BotoCoreError, ClientError) as exc:
             log.warning("Pauses of %s unreadable: %s", site.region, _describe(exc))
-            return site.region, {}
+            return None
 
-    return dict(regions.map(read, regions.sites))
-
-
-def _last_run(regions: Regions, job: Job) -> dict[str, Any] | None:
-    """The job's latest dispatched run over every region."""
-
-    def read(site: Site) -> tuple[Site, Any]:
-        claims = site.operator.claims
-        if claims is None:
-            return site, None
-        try:
-            return site, claims.job_state(job.name)
-        except (SchedulerError, BotoCoreError, ClientError) as exc:
-            log.warning("Job %s unreadable in %s: %s", job.name, site.region, _describe(exc))
-            return site, None
-
-    latest: tuple[datetime, dict[str, Any]] | None = None
-    for site, state in regions.map(read, regions.sites):
-        if state is None or state.start is None:
-            continue
-        took = None
-        if state.end is not None and state.end >= state.start:
-            took = int((state.end - state.start).total_seconds() * 1000)
-        view = {
-            "firingId": state.last_firing_id,
-            "status": str(state.last_status) if state.last_status else None,
-            "started": iso_seconds(state.start),
-            "ended": iso_seconds(state.end) if state.end else None,
-            "durationMs": took,
-            "region": site.region,
-        }
-        if latest is None or state.start > latest[0]:
-            latest = (state.start, view)
-    return latest[1] if latest else None
+    controls = list(zip(regions.sites, regions.map(read, regions.sites), strict=True))
+    pauses = {s.region: dict(c.paused) if c else {} for s, c in controls}
+    marks = {s.region: handled(c, s.scope) for s, c in controls if c is not None}
+    last = regions.last_runs.read(listed, marks, regions.sites, regions.map)
+    return pauses, last
 
 
 def _summary(
-    regions: Regions, found: Found, pauses: dict[str, dict[str, Any]], now: datetime
+    found: Found, pauses: Pauses, last_run: dict[str, Any] | None, now: datetime
 ) -> dict[str, Any]:
     job, kind, region = found
     paused = {r: p[job.name] for r, p in pauses.items() if job.name in p}
@@ -139,7 +122,7 @@ def _summary(
         "description": job.description,
         "enabled": job.enabled,
         "next": [firing_times(job, f) for f in upcoming] if job.enabled else [],
-        "lastRun": _last_run(regions, job),
+        "lastRun": last_run,
         "paused": bool(paused),
         "pausedIn": sorted(paused),
         "pausedBy": sorted({p.operator for p in paused.values()}),

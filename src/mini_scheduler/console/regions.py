@@ -1,7 +1,8 @@
 """The regions a console serves, and the names it knows there: its sites (the first is the home
-region: its cron file lists the jobs), a read done in every region at once, an action done
-region by region, the region an action goes to, the environment names known; a job by its name
-(cron.yaml's, else a runtime schedule's) and the regions that hold a runtime schedule.
+region: its cron file lists the jobs), a read done in every region at once (a thread a region,
+never one a job), the jobs' last runs (:mod:`.lastruns`), an action done region by region, the
+region an action goes to, the environment names known; a job by its name (cron.yaml's, else a
+runtime schedule's) and the regions that hold a runtime schedule.
 
 A name that is nowhere is a :class:`NotFound`, in the CLI's words (:func:`fleet.no_such_job`).
 """
@@ -15,6 +16,7 @@ from typing import Any, TypeVar
 
 from mini_scheduler import fleet
 from mini_scheduler.clock import Clock
+from mini_scheduler.console.lastruns import LastRuns
 from mini_scheduler.console.sites import Site
 from mini_scheduler.errors import EventError, SchedulerError
 from mini_scheduler.fleet import Outcome, each_region
@@ -45,6 +47,7 @@ class Regions:
         self.clock = clock
         self.whole = whole
         self._workers = workers
+        self.last_runs = LastRuns()  # the jobs' last runs, and what the console remembers
 
     @property
     def home(self) -> Site:
