@@ -373,6 +373,14 @@ def run(rig: Rig, firings: int = 100, workers: int = 64, shards: int = 2) -> Acc
 
 
 def described(units: Mapping[tuple[str, str], float]) -> str:
-    """``family Operation share, ...`` largest first, for a row."""
-    parts = sorted(units.items(), key=lambda kv: -kv[1])
-    return ", ".join(f"{fam} {op} {share:.2f}" for (fam, op), share in parts if share >= 0.005)
+    """``family: Operation share, ...; family: ...``, largest first, for a row."""
+    grouped: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for (fam, operation), share in units.items():
+        if share >= 0.005:
+            grouped[fam].append((share, operation))
+    order = sorted(grouped, key=lambda fam: -sum(share for share, _ in grouped[fam]))
+    return "; ".join(
+        f"{fam}: "
+        + ", ".join(f"{op} {share:.2f}" for share, op in sorted(grouped[fam], reverse=True))
+        for fam in order
+    )
