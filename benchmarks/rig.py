@@ -327,15 +327,7 @@ class Rig:
             emulator_after = process_cpu(self.emulator_pid)
             runtime.flush()  # the handler's finally: the invocation's last metrics
         counts = self.stub.counts()
-        seen: dict[str, int] = counts["firings"]
-        once = sum(1 for fid in expected if seen.get(fid) == 1)
-        twice = sorted(fid for fid, n in seen.items() if n != 1)
-        stray = sorted(set(seen) - expected)
-        if once != len(expected) or twice or stray:
-            raise AssertionError(
-                f"tick {minute:%H:%M} dispatched {once} of {len(expected)} firings exactly once; "
-                f"more than once: {twice[:5]}; not due: {stray[:5]}; summary {summary.to_json()}"
-            )
+        once = _dispatched_once(counts["firings"], expected, minute, summary)
         log_bytes, log_lines = self.logs.take()
         emf_bytes, emf_lines = self.emf.take()
         last = bench.log.last_invoke
@@ -360,6 +352,21 @@ class Rig:
                 else None
             ),
         )
+
+
+def _dispatched_once(
+    seen: Mapping[str, int], expected: set[str], minute: datetime, summary: TickSummary
+) -> int:
+    """The expected firings the stub saw exactly once; AssertionError unless all, and no other."""
+    once = sum(1 for fid in expected if seen.get(fid) == 1)
+    twice = sorted(fid for fid, n in seen.items() if n != 1)
+    stray = sorted(set(seen) - expected)
+    if once != len(expected) or twice or stray:
+        raise AssertionError(
+            f"tick {minute:%H:%M} dispatched {once} of {len(expected)} firings exactly once; "
+            f"more than once: {twice[:5]}; not due: {stray[:5]}; summary {summary.to_json()}"
+        )
+    return once
 
 
 @contextlib.contextmanager

@@ -27,8 +27,8 @@ this run's figures there and checks them against Lambda's and DynamoDB's limits:
 * The cost per million firings at that rate (``benchmarks.cost``, the shards as above), beside
   EventBridge Scheduler's $1.00.
 
-The partitions are judged at 1,769 MB's shards: at the template's memory the shards needed
-are past ``FanoutShards``' most, which its own row says.
+The partitions are judged at 1,769 MB's shards, the fewer: at the template's memory a shard
+takes a seventh as many firings (its own row).
 """
 
 from __future__ import annotations
