@@ -1,149 +1,54 @@
 """``python -m benchmarks``: run every benchmark and print one table, each figure beside a
-baseline measured in the same run, then the cost model the table's cost rows come from.
+baseline measured in the same run, then issue 28's targets, then the cost model the table's
+cost rows come from.
 
 Sections: 1 expansion (CPU time), 2 tick throughput against DynamoDB Local and a stub Lambda
-(best-of-N wall time, and CPU time per firing), each beside the floor measured in the same run
-(a bare boto3 ``Invoke`` loop on the same stub and thread count) and "defaults that hold" (the
-template's memory, FANOUT_THRESHOLD and shards within 10 s of CPU an invocation), 3 cold start
-(CPU time of the import, best of N), 4 AWS requests and write units per firing (the batched
-claim store's write model), 5 monthly cost per region and per million firings beside
-EventBridge Scheduler, 6 deferred firings at scale (a tick's requests with 100,000 one-time
-schedules pending, the batched writes of creating 1,000). The targets are issues 13's and 14's
-(and 28's for the cold start), judged as ratios in one run. Progress goes
-to stderr. The exit status is 1 when a correctness check fails (expansion mismatches; a firing
-not dispatched exactly once raises); a missed performance target is printed, not failed.
+(best-of-N wall time, and CPU time per firing, of ``overlap: allow`` and ``overlap: skip`` jobs),
+each beside the floor measured in the same run (a bare boto3 ``Invoke`` loop on the same stub
+and thread count) and "defaults that hold" (the template's memory, FANOUT_THRESHOLD and shards
+within 10 s of CPU an invocation), 3 cold start (CPU time of the import, best of N), 4 AWS
+requests and request units per firing (every item a steady tick and its closes wrote and read,
+booked from its size read back), 5 monthly cost per region and per million firings beside
+EventBridge Scheduler, and the bytes logged per firing, 6 deferred firings at scale (a tick's
+requests with 100,000 one-time schedules pending, the batched writes of creating 1,000), 7 the
+console's refresh (its AWS requests for 50 jobs in two regions, on moto), 8 a
+million firings a minute on paper (shards, partitions against DynamoDB's limits, cost). Then
+"issue 28": one row per target of issue 28, each its section's row. Every target is a ratio or
+a count taken in one run, never a timed assert. Progress goes to stderr. The exit status is 1
+when a correctness check fails (expansion mismatches; a firing not dispatched exactly once
+raises); a missed performance target is printed, not failed.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
-from collections.abc import Mapping
 from pathlib import Path
 
-from benchmarks import accounting, coldstart, cost, defaults, deferred, expansion, throughput
-from benchmarks.console import row as console_row
+from benchmarks import (
+    accounting,
+    budget,
+    coldstart,
+    console,
+    cost,
+    defaults,
+    deferred,
+    expansion,
+    per_firing,
+    scale,
+    targets,
+    throughput,
+)
 from benchmarks.rig import rig
-from benchmarks.table import Row, ratio, render
+from benchmarks.table import Row, render
 
 ROOT = Path(__file__).resolve().parents[1]
-REQUESTS_PER_FIRING = 1.1  # issue 13: one Invoke and a share of batched writes
-WRU_ALLOW = 3  # claim, mark, close
-WRU_SKIP = 5  # ... and the slot, taken and released
+COLD = ("import with .pyc", "import without .pyc")  # the cold start's two judged rows
 
 
-TICK_REQUESTS = 5
-"""A tick's requests beyond its firings with nothing due: the control query, the active
-environment, the sweep's watch query, the deferred firings' query (one, however many wait for
-later: issue 14 allows one more than before), the watermark."""
-
-
-def _per(calls: Mapping[str, float], firings: int, least: float = 0.0) -> str:
-    """``Operation share`` per firing, largest first; the shares under ``least`` as "other"."""
-    shares = sorted(((v / firings, k.split(".")[1]) for k, v in calls.items() if v), reverse=True)
-    named = [f"{name} {share:.2f}" for share, name in shares if share >= least]
-    other = sum(share for share, _ in shares if share < least)
-    return ", ".join(named + ([f"other {other:.2f}"] if other else []))
-
-
-def request_rows(
-    results: throughput.Results, acc: accounting.Accounting, budget: float = REQUESTS_PER_FIRING
-) -> list[Row]:
-    """Requests counted generically: every request a tick made (botocore's ``before-call``,
-    whatever the operation: PutItem or TransactWriteItems today, BatchExecuteStatement with
-    the batched store), divided by its firings."""
-    large = results.best(results.concurrent[results.largest])
-    total = sum(large.calls.values())
-    hot = total / large.firings
-    marginal = results.per_firing_calls()
-    per_tick = results.per_tick_calls()
-    tick_total = sum(per_tick.values())
-    recorder = sum(acc.recorder_calls.values())
-    return [
-        Row(
-            "4 requests",
-            f"AWS requests per firing, ticker: all {total:,} of a {large.firings:,}-firing "
-            f"tick / {large.firings:,} ({_per(large.calls, large.firings, 0.05)})",
-            f"{hot:.2f}",
-            "the floor: 1 (its Invoke)",
-            ratio(hot, 1.0, digits=2),
-            f"<= {budget:g}",
-            hot <= budget,
-        ),
-        Row(
-            "4 requests",
-            f"  beyond the {min(results.plan.sizes):,}-firing tick, per firing "
-            f"({_per(marginal, 1)})",
-            f"{sum(marginal.values()):.2f}",
-            "the floor: 1",
-            ratio(sum(marginal.values()), 1.0, digits=2),
-        ),
-        Row(
-            "4 requests",
-            "AWS requests per tick beyond firings ("
-            + ", ".join(f"{k.split('.')[1]} {v}" for k, v in per_tick.items())
-            + ")",
-            f"{tick_total}",
-            "before deferred firings: 4 (their query: +1, issue 14)",
-            ratio(tick_total, TICK_REQUESTS - 1, digits=2),
-            f"<= {TICK_REQUESTS}",
-            tick_total <= TICK_REQUESTS,
-        ),
-        Row(
-            "4 requests",
-            f"recorder requests per run it closes ({_per(acc.recorder_calls, 1)})",
-            f"{recorder:.2f}",
-            f"ticker per firing: {hot:.2f}",
-            ratio(recorder, hot, digits=2),
-        ),
-    ]
-
-
-def write_rows(results: throughput.Results, acc: accounting.Accounting) -> list[Row]:
-    """The write model (``benchmarks.accounting``) on the item sizes read back."""
-    units, sizes = acc.units, acc.sizes
-    n = results.largest
-    watch = units.watch_writes(n)
-    source = "read back" if sizes.watch_read_back else "modelled: the store wrote none"
-    steps = f"claim {units.claim} + mark {units.mark} + close {units.close}"
-    return [
-        Row(
-            "4 writes",
-            f"WRU per firing, overlap: allow: {steps} (no transaction, no index)",
-            f"{units.per_firing} WRU",
-            f"the floor: one conditional write, {units.claim} WRU",
-            ratio(units.per_firing, units.claim),
-            f"<= {WRU_ALLOW} WRU",
-            units.per_firing <= WRU_ALLOW,
-        ),
-        Row(
-            "4 writes",
-            f"WRU per firing, overlap: skip: {steps} + slot {units.slot} (taken, released)",
-            f"{units.per_firing_skip} WRU",
-            f"the floor: one conditional write, {units.claim} WRU",
-            ratio(units.per_firing_skip, units.claim),
-            f"<= {WRU_SKIP} WRU",
-            units.per_firing_skip <= WRU_SKIP,
-        ),
-        Row(
-            "4 writes",
-            f"  per tick of {n:,}: watermark {units.tick_writes} + watch item put and delete "
-            f"{watch} ({sizes.watch(n):,} B, {source})",
-            f"{units.tick_writes + watch} WRU",
-            f"a share per firing: {(units.tick_writes + watch) / n:.3f} WRU",
-        ),
-        Row(
-            "4 writes",
-            f"RRU per firing: the sweep's eventually consistent read of the run "
-            f"{units.reads_per_firing:g} + the watch Query's share {units.watch_reads(n) / n:.3f}",
-            f"{units.reads_per_firing + units.watch_reads(n) / n:.2f} RRU",
-            f"per tick: control and environment {units.tick_reads:g} RRU",
-        ),
-    ]
-
-
-def main(argv: list[str] | None = None) -> int:
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
     parser.add_argument("--jobs", type=int, default=10_000, help="jobs to expand (10000)")
     parser.add_argument("--minutes", type=int, default=15, help="tick windows to expand (15)")
@@ -156,73 +61,76 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="tiny sizes (a smoke run: the figures mean nothing, the code paths all run)",
     )
-    args = parser.parse_args(argv)
-    started = time.perf_counter()
-    deployed = defaults.read(ROOT / "template.yaml")
-    memory = deployed.memory_mb
-    if args.quick:
-        plan = throughput.Plan(
-            sizes=(8, 24),
-            sweep=(4,),
-            repeats=1,
-            fanouts=(
-                throughput.FanOut(48, 40, 8, 64, "default"),
-                throughput.FanOut(24, 10, 4, 4, "recommended"),
-            ),
-            empty_repeats=2,
-            warmup=0,
-            memory_mb=memory,
-            threshold=deployed.fanout_threshold,
-            shards=deployed.fanout_shards,
-        )
-        jobs, minutes, imports, book = min(args.jobs, 200), min(args.minutes, 2), 1, 8
-        pending, created = 2_000, 100
-    else:
-        plan = throughput.Plan(
-            repeats=args.repeats,
-            memory_mb=memory,
-            threshold=deployed.fanout_threshold,
-            shards=deployed.fanout_shards,
-        )
-        jobs, minutes, imports, book = args.jobs, args.minutes, args.import_repeats, 100
-        pending, created = 100_000, 1_000
+    return parser.parse_args(argv)
 
-    def progress(message: str) -> None:
-        print(f"[bench {time.perf_counter() - started:5.0f} s] {message}", file=sys.stderr)
 
-    progress(f"expansion: {jobs} jobs x {minutes} minutes, ours and croniter")
-    expanded = expansion.measure(jobs, minutes, args.seed)
-    latency = args.latency_ms / 1000
-    progress("starting DynamoDB Local and the stub Lambda")
-    with rig(latency) as bench_rig:
-        results = throughput.run(bench_rig, plan, latency, progress)
-        progress(f"accounting: requests, item sizes, log bytes of a {book}-firing tick")
-        booked = accounting.run(bench_rig, firings=book, workers=plan.workers)
-        waiting = deferred.run(
-            bench_rig, pending=pending, created=created, workers=plan.workers, progress=progress
-        )
-    progress(f"cold start: imports in fresh interpreters, best of {imports}")
-    cold = coldstart.measure(imports)
-    inputs = cost.inputs(
-        results,
-        booked,
-        memory,
-        deployed.recorder_memory_mb,
-        recorder_platform_lines=deployed.recorder_platform_lines,
-        architecture=deployed.architecture,
+def _plan(args: argparse.Namespace, deployed: defaults.Defaults) -> throughput.Plan:
+    plan = throughput.Plan(
+        repeats=args.repeats,
+        memory_mb=deployed.memory_mb,
+        threshold=deployed.fanout_threshold,
+        shards=deployed.fanout_shards,
+    )
+    if not args.quick:
+        return plan
+    return dataclasses.replace(
+        plan,
+        sizes=(8, 24),
+        sweep=(4,),
+        repeats=1,
+        fanouts=(
+            throughput.FanOut(48, 40, 8, 64, "default"),
+            throughput.FanOut(24, 10, 4, 4, "recommended"),
+        ),
+        empty_repeats=2,
+        warmup=0,
     )
 
-    table: list[Row] = [
-        *expansion.rows(expanded),
-        *throughput.rows(results),
-        *coldstart.rows(cold),
-        *request_rows(results, booked),
-        *write_rows(results, booked),
-        *cost.rows(inputs),
-        *deferred.rows(waiting),
-        console_row(),
+
+def _sizes(args: argparse.Namespace) -> tuple[int, int, int, int, int, int]:
+    """Jobs and minutes expanded, imports timed, firings of the accounting tick, deferred
+    firings pending and runtime schedules created."""
+    if args.quick:
+        return min(args.jobs, 200), min(args.minutes, 2), 1, 8, 2_000, 100
+    return args.jobs, args.minutes, args.import_repeats, 100, 100_000, 1_000
+
+
+def _targets(
+    results: throughput.Results,
+    booked: accounting.Accounting,
+    cold: coldstart.ColdStart,
+    inputs: cost.Inputs,
+    scaled: list[Row],
+    refresh: Row,
+) -> list[Row]:
+    """Issue 28's targets, each its section's row (a module adds its own here)."""
+    allow, skip, n = "overlap: allow", "overlap: skip", f"{results.largest:,}"
+    found: list[tuple[str, str, Row | None]] = [
+        ("1", f"ticker CPU per firing, {allow}", throughput.cpu_row(results)),
+        ("1", f"wall of {n} firings, {allow}", throughput.wall_row(results)),
+        ("1", f"requests per firing, {allow}", per_firing.requests_row(results)),
+        ("2", f"ticker CPU per firing, {skip}", throughput.cpu_row(results, skip=True)),
+        ("2", f"wall of {n} firings, {skip}", throughput.wall_row(results, skip=True)),
+        ("2", f"requests per firing, {skip}", per_firing.requests_row(results, skip=True)),
+        ("3", f"write units per firing, {allow}, full history", per_firing.units_row(booked)),
+        ("3", f"write units per firing, {skip}, full history", per_firing.units_row(booked, True)),
+        ("4", "$ per million firings, all in, on-demand", cost.per_million_row(inputs)),
+        ("4", "log bytes per firing", cost.log_row(inputs)),
     ]
-    elapsed = time.perf_counter() - started
+    judged = [row for row in coldstart.rows(cold) if row.met is not None]
+    found += [("6", f"cold start, {kind}", row) for kind, row in zip(COLD, judged, strict=False)]
+    found.append(("7", "console refresh, 50 jobs in 2 regions", refresh))
+    rows = [targets.target(number, label, row) for number, label, row in found]
+    return targets.table([*rows, targets.scale_row(scaled)])
+
+
+def _report(
+    args: argparse.Namespace,
+    elapsed: float,
+    table: list[Row],
+    cold: coldstart.ColdStart,
+    expanded: expansion.ExpansionResult,
+) -> None:
     print(
         f"mini-scheduler benchmarks ({'quick smoke run' if args.quick else 'full size'}; "
         f"{elapsed:.0f} s). Times: expansion and imports CPU time; ticks best-of-N wall time "
@@ -234,6 +142,59 @@ def main(argv: list[str] | None = None) -> int:
     for line in expansion.mismatch_lines(expanded):
         print(line)
     print()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
+    started = time.perf_counter()
+    deployed = defaults.read(ROOT / "template.yaml")
+    plan = _plan(args, deployed)
+    jobs, minutes, imports, book, pending, created = _sizes(args)
+
+    def progress(message: str) -> None:
+        print(f"[bench {time.perf_counter() - started:5.0f} s] {message}", file=sys.stderr)
+
+    progress(f"expansion: {jobs} jobs x {minutes} minutes, ours and croniter")
+    expanded = expansion.measure(jobs, minutes, args.seed)
+    latency = args.latency_ms / 1000
+    progress("starting DynamoDB Local and the stub Lambda")
+    with rig(latency) as bench_rig:
+        results = throughput.run(bench_rig, plan, latency, progress)
+        progress(f"accounting: every item a steady {book}-firing tick writes and reads, and logs")
+        booked = accounting.run(bench_rig, firings=book, workers=plan.workers)
+        waiting = deferred.run(
+            bench_rig, pending=pending, created=created, workers=plan.workers, progress=progress
+        )
+    progress(f"cold start: imports in fresh interpreters, best of {imports}")
+    cold = coldstart.measure(imports)
+    inputs = cost.inputs(
+        results,
+        booked,
+        deployed.memory_mb,
+        deployed.recorder_memory_mb,
+        recorder_platform_lines=deployed.recorder_platform_lines,
+        architecture=deployed.architecture,
+        recorder_batch=deployed.recorder_batch,
+    )
+    capacity = budget.capacity(results)
+    scaled = scale.rows(scale.measure(booked, capacity, inputs, deployed.fanout_shards_max))
+    progress("console: the requests of one refresh of the jobs list, on moto")
+    refresh = console.row()
+
+    table: list[Row] = [
+        *expansion.rows(expanded),
+        *throughput.rows(results),
+        *budget.defaults_rows(results),
+        *coldstart.rows(cold),
+        *per_firing.request_rows(results, booked),
+        *per_firing.write_rows(booked),
+        *cost.rows(inputs),
+        *deferred.rows(waiting),
+        refresh,
+        *scaled,
+        *_targets(results, booked, cold, inputs, scaled, refresh),
+    ]
+    _report(args, time.perf_counter() - started, table, cold, expanded)
     for line in cost.model_lines(inputs, booked):
         print(line)
     return 1 if expanded.mismatches else 0

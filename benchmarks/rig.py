@@ -56,7 +56,7 @@ FIRST_MINUTE = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
 _CHUNK = 2000  # jobs per cron text: cron.yaml's node limit is per file
 
 
-def job_names(count: int, shards: int = 8) -> list[str]:
+def job_names(count: int, shards: int = 8, prefix: str = "bench-job") -> list[str]:
     """``count`` job names. When ``count`` divides by ``shards``, every shard of the fan-out
     (crc32 of the name) holds exactly ``count / shards`` of them."""
     names: list[str] = []
@@ -64,7 +64,7 @@ def job_names(count: int, shards: int = 8) -> list[str]:
     held: Counter[int] = Counter()
     index = 0
     while len(names) < count:
-        name = f"bench-job-{index:05d}"
+        name = f"{prefix}-{index:05d}"
         index += 1
         bucket = zlib.crc32(name.encode()) % shards
         if held[bucket] < per_shard:
@@ -73,17 +73,25 @@ def job_names(count: int, shards: int = 8) -> list[str]:
     return names
 
 
-def cron_file(jobs: int, statement: str = "0 * * * * ?", shards: int = 8) -> CronFile:
+def cron_file(
+    jobs: int,
+    statement: str = "0 * * * * ?",
+    shards: int = 8,
+    *,
+    overlap: str = "allow",
+    prefix: str = "bench-job",
+) -> CronFile:
     """``jobs`` Lambda jobs, by default firing at second 0 of every minute: a tick of them has
     ``jobs`` due firings, all due at once (nothing to wait for, everything to dispatch). When
-    ``jobs`` divides by ``shards``, each shard of the fan-out holds as many."""
-    names = job_names(jobs, shards)
+    ``jobs`` divides by ``shards``, each shard of the fan-out holds as many. ``overlap``: the
+    jobs' (``skip``: a firing takes its job's slot, and waits for the run before to end)."""
+    names = job_names(jobs, shards, prefix)
     loaded: list[CronFile] = []
     for first in range(0, jobs, _CHUNK):
         lines = ["jobs:"]
         lines.extend(
             f'  - {{name: "{name}", cron: "{statement}", service: "{TARGET}", '
-            'parameters: {region: "east"}}'
+            f'overlap: {overlap}, parameters: {{region: "east"}}}}'
             for name in names[first : first + _CHUNK]
         )
         loaded.append(load("\n".join(lines) + "\n", source=f"bench-{jobs}"))
@@ -95,7 +103,7 @@ def cron_file(jobs: int, statement: str = "0 * * * * ?", shards: int = 8) -> Cro
     return dataclasses.replace(
         loaded[0],
         jobs=tuple(job for part in loaded for job in part.jobs),
-        version=f"bench-{jobs}-{statement}-{shards}",
+        version=f"{prefix}-{jobs}-{statement}-{shards}-{overlap}",
     )
 
 
@@ -319,15 +327,7 @@ class Rig:
             emulator_after = process_cpu(self.emulator_pid)
             runtime.flush()  # the handler's finally: the invocation's last metrics
         counts = self.stub.counts()
-        seen: dict[str, int] = counts["firings"]
-        once = sum(1 for fid in expected if seen.get(fid) == 1)
-        twice = sorted(fid for fid, n in seen.items() if n != 1)
-        stray = sorted(set(seen) - expected)
-        if once != len(expected) or twice or stray:
-            raise AssertionError(
-                f"tick {minute:%H:%M} dispatched {once} of {len(expected)} firings exactly once; "
-                f"more than once: {twice[:5]}; not due: {stray[:5]}; summary {summary.to_json()}"
-            )
+        once = _dispatched_once(counts["firings"], expected, minute, summary)
         log_bytes, log_lines = self.logs.take()
         emf_bytes, emf_lines = self.emf.take()
         last = bench.log.last_invoke
@@ -352,6 +352,21 @@ class Rig:
                 else None
             ),
         )
+
+
+def _dispatched_once(
+    seen: Mapping[str, int], expected: set[str], minute: datetime, summary: TickSummary
+) -> int:
+    """The expected firings the stub saw exactly once; AssertionError unless all, and no other."""
+    once = sum(1 for fid in expected if seen.get(fid) == 1)
+    twice = sorted(fid for fid, n in seen.items() if n != 1)
+    stray = sorted(set(seen) - expected)
+    if once != len(expected) or twice or stray:
+        raise AssertionError(
+            f"tick {minute:%H:%M} dispatched {once} of {len(expected)} firings exactly once; "
+            f"more than once: {twice[:5]}; not due: {stray[:5]}; summary {summary.to_json()}"
+        )
+    return once
 
 
 @contextlib.contextmanager

@@ -12,11 +12,12 @@ from pathlib import Path
 import boto3
 import pytest
 from benchmarks import __main__ as bench_main
-from benchmarks import accounting, coldstart, cost, defaults, expansion, throughput
+from benchmarks import accounting, budget, coldstart, cost, defaults, expansion
 from benchmarks.stub_lambda import StubLambda
 from benchmarks.table import Row, render
 from botocore.config import Config
 
+from mini_scheduler.claims.dynamodb_watch import watch_item
 from mini_scheduler.config import Settings
 
 
@@ -29,49 +30,16 @@ def test_item_sizes_follow_dynamodbs_rules() -> None:
     assert [accounting.wru(size) for size in (0, 1024, 1025)] == [1, 1, 2]
 
 
-def _sizes(**changes: object) -> accounting.Sizes:
-    values: dict[str, object] = {
-        "claimed": 300,
-        "dispatched": 340,
-        "ended": 330,
-        "slot_taken": 120,
-        "slot_released": 90,
-        "watermark": 60,
-        "watch_fixed": 70,
-        "watch_per_firing": 37.0,
-    }
-    values.update(changes)
-    return accounting.Sizes(**values)  # type: ignore[arg-type]
-
-
-def test_write_units_of_small_items() -> None:
-    units = accounting.units(_sizes())
-    assert (units.claim, units.mark, units.close, units.slot, units.tick_writes) == (1, 1, 1, 2, 1)
-    assert (units.per_firing, units.per_firing_skip) == (3, 5)
-    assert units.reads_per_firing == 0.5  # the sweep's eventually consistent read of the run
-    # the watch item of 1,000 firings: 37,070 B, put and deleted; read once (4 KB a unit)
-    assert units.watch_writes(1000) == 2 * 37
-    assert units.watch_reads(1000) == 10
-    assert units.watch_writes(0) == units.watch_reads(0) == 0
-
-
-def test_write_units_of_larger_items() -> None:
-    units = accounting.units(_sizes(claimed=1000, dispatched=1100, ended=2100, slot_taken=1500))
-    # mark: the larger of before and after; close likewise; the slot twice at its larger size
-    assert (units.claim, units.mark, units.close, units.slot) == (1, 2, 3, 4)
-    assert units.reads_per_firing == 0.5
-    assert accounting.units(_sizes(ended=4097)).reads_per_firing == 1
-
-
 def test_a_watch_item_is_sized_beside_its_firing_ids() -> None:
     ids = ["a@2026-11-30T14:00:00Z", "bb@2026-11-30T14:00:00Z"]
-    item = accounting.modelled_watch(ids, datetime(2026, 11, 30, 14, tzinfo=UTC), timedelta(0))
+    at = datetime(2026, 11, 30, 14, tzinfo=UTC)
+    item = watch_item(ids, at, timedelta(0))
     fixed, per_id = accounting.watch_sizes(item)
     assert fixed + per_id * 2 == accounting.item_size(item)
     # "jobs": a map (3) of one instant (its 20 bytes, 1) to a list (3) of "a" and "bb" (1 each)
     assert per_id == (len("jobs") + 3 + 20 + 1 + 3 + (1 + 1) + (2 + 1)) / 2
     many = [f"job-{n:05d}@2026-11-30T14:00:00Z" for n in range(250)]
-    item = accounting.modelled_watch(many, datetime(2026, 11, 30, 14, tzinfo=UTC), timedelta(0))
+    item = watch_item(many, at, timedelta(0))
     assert accounting.watch_sizes(item)[1] < len("job-00000") + 1.2  # the job's name and a byte
 
 
@@ -101,8 +69,8 @@ def test_the_template_defaults_are_read_with_the_code_as_fallback(tmp_path: Path
 
 
 def test_a_default_stack_serves_within_the_cpu_budget() -> None:
-    def capacity(cpu: float, shard_cpu: float) -> throughput.Capacity:
-        return throughput.Capacity(1769, 2000, 8, cpu, shard_cpu, 1250, 0.1, 10_000)
+    def capacity(cpu: float, shard_cpu: float) -> budget.Capacity:
+        return budget.Capacity(1769, 2000, 8, cpu, shard_cpu, 1250, 0.1, 10_000)
 
     # 1 vCPU: 10 s is 2,000 firings at 5 ms, each of 8 shards 2,000 more at 5 ms
     assert capacity(0.005, 0.005).serves() == 16_000
@@ -158,11 +126,13 @@ def test_the_cost_model_grows_with_the_work() -> None:
     assert bills[100, False, 0].eventbridge == 0  # within EventBridge Scheduler's free tier
     assert bills[10_000, True, 0].eventbridge == pytest.approx((438e6 - 14e6) / 1e6)
     rows = cost.rows(_inputs())
-    assert [r.section for r in rows] == ["5 cost"] * 9
+    assert [r.section for r in rows] == ["5 cost"] * 10
     target = bills[10_000, True, 0]
     assert target.per_million == pytest.approx(target.total / 438)
-    assert rows[-1].target == "<= $3.00"
-    assert rows[-1].met is (target.per_million <= 3.0)
+    assert rows[-2].target == "<= $1.00"  # issue 28: EventBridge Scheduler's price
+    assert rows[-2].met is (target.per_million <= 1.0)
+    assert rows[-1].target == "<= 400 B"  # the bytes logged per firing
+    assert rows[-1].value == f"{700 + 800 + 264} B"  # ticker, recorder, its platform lines
 
 
 def test_the_watch_item_and_the_sweeps_reads_are_priced() -> None:
@@ -263,12 +233,19 @@ def test_make_bench_runs_every_benchmark_at_a_tiny_size(capsys: pytest.CaptureFi
         "4 writes",
         "5 cost",
         "6 deferred",
+        "8 scale",
+        "issue 28",
     ):
         assert section in out
     deferred_rows = [line for line in out.splitlines() if line.startswith("6 deferred")]
     assert len(deferred_rows) == 4 and all(" NO" not in line for line in deferred_rows)
     assert "the floor" in out
-    assert "claim 1 + mark 1 + close 1" in out
+    assert "WRU per firing, overlap: allow, full history" in out
+    assert "partition WATCH" in out and "partition RUN#<job>" in out
+    targets = [line for line in out.splitlines() if line.startswith("issue 28")]
+    numbers = [line.split("|")[1].split()[0] for line in targets]
+    assert numbers == sorted(numbers, key=int) and {"1", "2", "3", "4", "6", "8"} <= set(numbers)
+    assert all(line.rstrip().endswith(("yes", "NO")) for line in targets)
     assert "$ per million firings" in out
     assert "all exactly once" in out
     assert "Cost model" in out
