@@ -648,6 +648,8 @@ def test_the_recorder_reads_the_completion_queue(aws: None, moto_template: Templ
     queue = stack.outputs["CompletionQueueUrl"]
     attributes = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["All"])["Attributes"]
     assert attributes["QueueArn"] == stack.outputs["CompletionQueueArn"]
+    # a fixed name: a target's template builds the ARN (docs/deploy.md, Wire your own targets)
+    assert attributes["QueueArn"] == f"arn:aws:sqs:us-east-1:{ACCOUNT}:mini-scheduler-completions"
     assert int(attributes["VisibilityTimeout"]) >= 6 * recorder["Timeout"]
     redrive = json.loads(attributes["RedrivePolicy"])
     dead = sqs.get_queue_attributes(
