@@ -6,7 +6,8 @@ message's body is one of those events, recorded one after another; the answer na
 messages whose completion could not be written (a store that failed), so that only those come
 back after the queue's visibility timeout (``ReportBatchItemFailures``). A completion sent to
 the function itself (a destination that still names the recorder, ``aws lambda invoke``) is
-recorded alone, as before."""
+recorded alone, as before. The invocation's counts (RunsSucceeded...) ride in its last end's
+log line (handlers/_runtime.py carry_metrics)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from mini_scheduler.dispatch.stepfunctions import ExecutionInputs
 from mini_scheduler.errors import EventError, StoreError
 from mini_scheduler.handlers._runtime import (
     EmfMetrics,
+    carry_metrics,
     error_answer,
     flush,
     logger,
@@ -76,7 +78,9 @@ def record_batch(
     the same way every time); one whose write failed comes back, and recording it again is
     harmless (a run closes once: the store's writes are conditional)."""
     failed: list[dict[str, str]] = []
-    for message in messages:
+    for index, message in enumerate(messages, 1):
+        if index == len(messages):
+            carry_metrics()  # the last end's line carries the batch's counts
         try:
             if isinstance(message.event, EventError):
                 _rejected(message, message.event)
@@ -108,6 +112,7 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
         messages = queued_messages(event)
         if messages is not None:
             return record_batch(recorder, messages, execution_input)
+        carry_metrics()
         try:
             return record_event(recorder, event, execution_input)
         except EventError as exc:
