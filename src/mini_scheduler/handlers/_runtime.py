@@ -97,11 +97,21 @@ class FiringLines(logging.Filter):
         return True
 
 
+def lambda_stamps_lines(env: Mapping[str, str] = os.environ) -> bool:
+    """Whether the function logs in Lambda's text format (the ticker's), where each line is
+    stored as written and stamped by Lambda (``@timestamp``, to the millisecond): a line's own
+    ``timestamp`` would only repeat it. In Lambda's JSON format (the recorder's) Lambda reads
+    the line's ``timestamp``, and adds one to a line without."""
+    return env.get("AWS_LAMBDA_LOG_FORMAT", "").upper() != "JSON"
+
+
 def trim_context_keys() -> None:
-    """Drop :data:`UNLOGGED_CONTEXT_KEYS` and :data:`UNLOGGED_KEYS` from this invocation's lines
-    (call it first in a handler ``inject_lambda_context`` wraps: the decorator adds them at each
-    invocation, the service again with its state cleared)."""
-    logger.remove_keys([*UNLOGGED_CONTEXT_KEYS, *UNLOGGED_KEYS])
+    """Drop :data:`UNLOGGED_CONTEXT_KEYS` and :data:`UNLOGGED_KEYS` from this invocation's lines,
+    and ``timestamp`` where :func:`lambda_stamps_lines` (call it first in a handler
+    ``inject_lambda_context`` wraps: the decorator adds them at each invocation, the others again
+    with its state cleared)."""
+    stamped = ["timestamp"] if lambda_stamps_lines() else []
+    logger.remove_keys([*UNLOGGED_CONTEXT_KEYS, *UNLOGGED_KEYS, *stamped])
 
 
 if not any(isinstance(f, FiringLines) for f in logger.registered_handler.filters):

@@ -7,11 +7,13 @@ WARNING), the function's handler module imported first, events from events/ (or 
 sent against moto. Its stdout is the function's log stream.
 
 Every line of the "Log lines" table (docs/reference.md) that the events produce must be there,
-matched by the table's own text, as JSON with ``level``, ``message``, ``timestamp``, the
-invocation's keys and the keys the line carries (``extra``); and nothing may be written twice or
-as plain text. A firing's own line (its dispatch, a run's end at INFO: one each for every firing)
-goes without the invocation's keys and the job and firing its message names, and a run's end
-carries the recorder's counts as an embedded metric document instead of a line of their own.
+matched by the table's own text, as JSON with ``level``, ``message``, the invocation's keys and the
+keys the line carries (``extra``); and nothing may be written twice or as plain text. A line has a
+``timestamp`` in Lambda's JSON log format (the recorder's), which reads it, and none in its text
+format (the ticker's), where Lambda stamps each line. A firing's own line (its dispatch, a run's
+end at INFO: one each for every firing) goes without the invocation's keys and the job and firing
+its message names, and a run's end carries the recorder's counts as an embedded metric document
+instead of a line of their own.
 The rows no event produces here need a failing store or a dead ticker:
 ``Environment store ... unreadable`` (both), ``not claimed this tick - firing <id>: <error>`` and
 ``taken over``.
@@ -65,7 +67,7 @@ RECORDER_LINES = [
     ("Event rejected:", "WARNING", set()),
 ]
 EXPECTED = {"ticker": TICKER_LINES, "recorder": RECORDER_LINES}
-INVOCATION_KEYS = {"timestamp", "function_request_id", "cold_start"}
+INVOCATION_KEYS = {"function_request_id", "cold_start"}
 FIRING_LINES = ["Job <job> dispatched to", "Job <job> ended"]  # at INFO
 """A firing's own lines (model.FIRING_LINE): the message names the job and the firing, and the
 invocation's other lines (and Lambda's REPORT line) its request id and cold start."""
@@ -179,14 +181,13 @@ def test_each_documented_line_is_written_as_json_at_info(function: str) -> None:
     assert missing(lines, EXPECTED[function]) == []
     for line in lines:
         if is_firing_line(line):
-            assert {"level", "message", "timestamp"} <= set(line), line
+            assert {"level", "message"} <= set(line), line
             assert not LEFT_OFF_FIRING_LINES & set(line), line
         else:
             assert {"level", "message", *INVOCATION_KEYS} <= set(line), line
         # service only as a dimension of the metrics a run's end carries
         assert not UNLOGGED_KEYS & set(line) - ({"service"} if "_aws" in line else set()), line
-        # RFC 3339 in UTC, which Lambda's JSON log format reads as the line's time
-        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", line["timestamp"]), line
+        assert "timestamp" not in line, line  # Lambda's text format stamps each line
     # once each: the core's line (once per container) and the Powertools logger's own
     once = ["Scheduler instance us-east-1/prod", "Event rejected:"]
     assert [sum(line["message"].startswith(text) for line in lines) for text in once] == [1, 1]
@@ -207,6 +208,8 @@ def test_log_level_holds_under_lambdas_application_log_level(function: str) -> N
     decides what the handlers write, and the metrics still come out."""
     written = run_function(function, "WARNING", lambda_log_level="INFO")
     lines = log_lines(written)
+    for line in lines:  # RFC 3339 in UTC, which Lambda's JSON log format reads as the line's time
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", line["timestamp"]), line
     assert [line["message"] for line in lines if line["level"] in ("DEBUG", "INFO")] == []
     assert missing(lines, [row for row in EXPECTED[function] if row[1] != "INFO"]) == []
     assert metrics(written) != []
