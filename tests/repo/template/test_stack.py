@@ -43,6 +43,8 @@ NOT_IN_MOTO = {
     "AWS::SNS::Subscription",
     "AWS::SNS::TopicPolicy",
     "AWS::SQS::QueuePolicy",
+    "AWS::ApplicationAutoScaling::ScalableTarget",  # StateTableBilling provisioned's
+    "AWS::ApplicationAutoScaling::ScalingPolicy",
 }
 NOT_DELIVERED_BY_MOTO = {"FailureEventsRule"}
 """Rules whose target moto cannot send to (an SNS topic: a matching PutEvents raises there);
