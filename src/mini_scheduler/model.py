@@ -230,9 +230,21 @@ def job_of(firing_id: str) -> str:
     return firing_id.rpartition("@")[0]
 
 
-def log_keys(job: str, firing_id: str | None = None, **more: Any) -> dict[str, Any]:
+FIRING_LINE = "firingLine"
+"""The mark (a log record's key) of a firing's own line, written once for each firing: its
+dispatch, and a run's end at INFO. On Lambda it goes without the invocation's keys, and a run's
+end carries the invocation's metrics (handlers/_runtime.py); the mark itself is not written."""
+
+
+def log_keys(
+    job: str, firing_id: str | None = None, *, named: bool = False, **more: Any
+) -> dict[str, Any]:
     """A job's log line's structured keys (JSON keys in the functions' logs), so a search can
-    use them without parsing the message."""
+    use them without parsing the message. ``named``: a firing's own line (:data:`FIRING_LINE`),
+    whose message names the job and the firing: the keys do not repeat them, and the line is
+    marked, which leaves out more on Lambda (docs/reference.md, "Log lines")."""
+    if named:
+        return {FIRING_LINE: True, **more}
     keys: dict[str, Any] = {"job": job, **more}
     if firing_id:
         keys["firingId"] = firing_id

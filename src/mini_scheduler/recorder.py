@@ -122,9 +122,9 @@ class Recorder:
         late = before.swept and count == seen
         began = redrive.at if redrive and count > seen else before.redriven_at
         took = _millis(began or before.started_at or before.claimed_at or ended, ended)
-        self._log_end(before, completion, took, late)
         # Each run counts once, at its first end: a late end was counted as RunsTimedOut, a
-        # redriven run at the end it had before its redrive.
+        # redriven run at the end it had before its redrive. Counted before the end's line,
+        # which may carry the count on Lambda (model.FIRING_LINE).
         if before.status.open and not before.earlier_ends:
             self.metrics.add(
                 {
@@ -133,6 +133,7 @@ class Recorder:
                     RunStatus.TIMED_OUT: m.RUNS_TIMED_OUT,
                 }[completion.status]
             )
+        self._log_end(before, completion, took, late)
         if final:  # the run as the store wrote it
             after = after_end(
                 before, completion.status, now=ended, error=completion.error, redrive=redrive
@@ -223,6 +224,9 @@ class Recorder:
         level = logging.ERROR
         if completion.status is RunStatus.SUCCEEDED:
             level = logging.WARNING if late else logging.INFO
+        error = {"error": completion.error} if completion.error else {}
+        # a run's end like most (SUCCEEDED, in time): a firing's own line, the job named in it
+        keys = log_keys(before.job, completion.firing_id, named=level == logging.INFO, **error)
         log.log(
             level,
             "Job %s ended %s after %d ms - firing %s%s",
@@ -231,9 +235,7 @@ class Recorder:
             took,
             completion.firing_id,
             notes,
-            extra=log_keys(before.job, completion.firing_id, error=completion.error)
-            if completion.error
-            else log_keys(before.job, completion.firing_id),
+            extra=keys,
         )
 
     def _redriven(self, found: Redriven) -> dict[str, Any]:

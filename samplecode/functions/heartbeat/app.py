@@ -1,7 +1,7 @@
 """Sample target: a heartbeat every 15 seconds, and the worker step of the sample cleanup flow.
 
 It logs the firing and answers it; its OnSuccess destination hands the answer to the
-scheduler's recorder, which closes the run. Nothing here needs to run exactly once.
+scheduler's completion queue, whose recorder closes the run. Nothing here needs to run exactly once.
 
 To see a retry, or a final failure and its event, give it ``failAttempts`` (a parameter): it
 fails every attempt up to that one, e.g. ``{"failAttempts": 1}`` fails the first and succeeds on

@@ -12,8 +12,9 @@ The event (docs/how-a-tick-works.md, "Dispatch")::
      "scheduledTime": "2026-11-30T14:00:00Z", "origin": "us-east-1/prod",
      "manual": false, "parameters": {"region": "east", "recipients": ["ops@example.com"]}}
 
-Its answer goes, through the function's OnSuccess destination, to the scheduler's recorder,
-which closes the run; an exception goes there through OnFailure, after Lambda's retries.
+Its answer goes, through the function's OnSuccess destination, to the scheduler's completion
+queue, whose recorder closes the run; an exception goes there through OnFailure, after Lambda's
+retries.
 """
 
 from __future__ import annotations

@@ -12,6 +12,9 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools import Metrics as PowertoolsMetrics
 from aws_lambda_powertools.logging.filters import SuppressFilter
 from aws_lambda_powertools.metrics import MetricUnit, single_metric
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
+
+from mini_scheduler.model import FIRING_LINE
 
 NAMESPACE = "MiniScheduler"
 PACKAGE_LOGGER = "mini_scheduler"
@@ -54,11 +57,17 @@ logger = Logger(
     service="mini-scheduler",
     # Keys Powertools adds to every line that tell nothing here: the line of code (each message
     # is found by its text), and the X-Ray trace id (the functions are not traced). The
-    # timestamp in RFC 3339, the form Lambda's JSON log format reads.
+    # timestamp in RFC 3339 (UTC, milliseconds, Z), the form Lambda's JSON log format reads;
+    # time.strftime's, which Powertools fills %F of with the record's milliseconds.
     location=None,
     xray_trace_id=None,
-    use_rfc3339=True,
+    datefmt="%Y-%m-%dT%H:%M:%S.%FZ",
+    utc=True,
 )
+UNLOGGED_KEYS = ("service",)
+"""Powertools' own keys a line goes without: ``service``, the same name on every line of a
+function's own log group (its metrics keep it: a dimension of each)."""
+logger.remove_keys(list(UNLOGGED_KEYS))
 logging.getLogger(logger.name).setLevel(log_level())
 route_package_logs(logger)
 
@@ -68,11 +77,45 @@ log group names the function, and its memory is its configuration. Each costs 40
 on every line, and a firing writes two lines (make bench, "logs")."""
 
 
-def trim_context_keys() -> None:
-    """Drop :data:`UNLOGGED_CONTEXT_KEYS` from this invocation's lines (call it first in a
-    handler ``inject_lambda_context`` wraps: the decorator adds them at each invocation)."""
-    logger.remove_keys(list(UNLOGGED_CONTEXT_KEYS))
+FIRING_LINE_LEAVES_OUT = ("function_request_id", "cold_start")
+"""The invocation's keys, which a firing's own line (model.FIRING_LINE: a dispatch, a run's end,
+one for each firing) goes without: the invocation's other lines and Lambda's REPORT line say
+them, and a tick of 1,000 firings would repeat them 1,000 times."""
 
+
+class FiringLines(logging.Filter):
+    """On the handler the package and the Powertools logger write through: a firing's own line
+    without :data:`FIRING_LINE_LEAVES_OUT` (Powertools leaves a key out whose value is None), and,
+    when :func:`carry_metrics` asked for it, with the invocation's counts embedded (EMF reads a
+    metric document, ``_aws`` and its values, in any JSON log line): no line of their own."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.__dict__.pop(FIRING_LINE, False):
+            for key in FIRING_LINE_LEAVES_OUT:
+                setattr(record, key, None)
+            record.__dict__.update(_carried())
+        return True
+
+
+def lambda_stamps_lines(env: Mapping[str, str] = os.environ) -> bool:
+    """Whether the function logs in Lambda's text format (the ticker's), where each line is
+    stored as written and stamped by Lambda (``@timestamp``, to the millisecond): a line's own
+    ``timestamp`` would only repeat it. In Lambda's JSON format (the recorder's) Lambda reads
+    the line's ``timestamp``, and adds one to a line without."""
+    return env.get("AWS_LAMBDA_LOG_FORMAT", "").upper() != "JSON"
+
+
+def trim_context_keys() -> None:
+    """Drop :data:`UNLOGGED_CONTEXT_KEYS` and :data:`UNLOGGED_KEYS` from this invocation's lines,
+    and ``timestamp`` where :func:`lambda_stamps_lines` (call it first in a handler
+    ``inject_lambda_context`` wraps: the decorator adds them at each invocation, the others again
+    with its state cleared)."""
+    stamped = ["timestamp"] if lambda_stamps_lines() else []
+    logger.remove_keys([*UNLOGGED_CONTEXT_KEYS, *UNLOGGED_KEYS, *stamped])
+
+
+if not any(isinstance(f, FiringLines) for f in logger.registered_handler.filters):
+    logger.registered_handler.addFilter(FiringLines())
 
 powertools_metrics = PowertoolsMetrics(namespace=NAMESPACE, service="mini-scheduler")
 
@@ -86,6 +129,7 @@ _UNITS = {
 _lock = threading.Lock()
 _counts: dict[str, float] = {}  # Count metrics added since the last flush, summed
 _by: dict[tuple[str, tuple[tuple[str, str], ...]], float] = {}  # those with dimensions too
+_carry = [False]  # carry_metrics asked: the next firing's line carries the counts
 
 
 class EmfMetrics:
@@ -119,6 +163,29 @@ class EmfMetrics:
                 )
 
 
+def carry_metrics() -> None:
+    """The next firing's own line (a run's end) carries the counts added until it is written,
+    instead of a line of their own at :func:`flush`. The recorder asks before its invocation's
+    last completion, whose end is most often such a line; when it is not (a failure, a duplicate,
+    a line below LOG_LEVEL), the counts are written at the flush as before."""
+    with _lock:
+        _carry[0] = True
+
+
+def _carried() -> dict[str, Any]:
+    """The counts as an EMF document, once :func:`carry_metrics` asked (then forgotten)."""
+    with _lock:
+        if not _carry[0] or not _counts or is_metrics_disabled():
+            return {}
+        _carry[0] = False
+        for name, value in _counts.items():
+            powertools_metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
+        _counts.clear()
+        document: dict[str, Any] = dict(powertools_metrics.serialize_metric_set())
+        powertools_metrics.clear_metrics()
+        return document
+
+
 def set_dimensions(**dimensions: str) -> None:
     powertools_metrics.set_default_dimensions(**dimensions)
 
@@ -126,6 +193,7 @@ def set_dimensions(**dimensions: str) -> None:
 def flush() -> None:
     """Write the invocation's metrics (an invocation that added none writes nothing)."""
     with _lock:
+        _carry[0] = False
         for name, value in _counts.items():
             powertools_metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
         _counts.clear()

@@ -65,7 +65,7 @@ class Dispatching(Part):
             job.name,
             job.service,
             firing.id,
-            extra=log_keys(job.name, firing.id, reference=reference),
+            extra=log_keys(job.name, firing.id, named=True, reference=reference),
         )
         tally.add("dispatched")
         self.metrics.add(m.FIRINGS_DISPATCHED)

@@ -115,15 +115,12 @@ def test_the_state_table_follows_the_mode(template: Template, mode: str) -> None
 def test_regional_mode_keeps_the_state_table_as_it_was(template: Template) -> None:
     """The default mode: the same logical id and properties, so `sam deploy` of this template
     over an older stack changes nothing of the table (the condition is always true there)."""
-    table = dict(template["Resources"]["StateTable"])
+    table = dict(_stack(template, "regional")["Resources"]["StateTable"])
     assert table.pop("Condition") == "RegionalState"
     table.pop("Metadata")  # checkov's notes
-    assert table == STATE_TABLE_BEFORE
+    assert table == STATE_TABLE_BEFORE  # on-demand, StateTableBilling's default
     assert template["Parameters"]["StateTableMode"]["Default"] == "regional"
-    assert (
-        _stack(template, "regional")["Resources"]["StateTable"]
-        == template["Resources"]["StateTable"]
-    )
+    assert template["Parameters"]["StateTableBilling"]["Default"] == "on-demand"
 
 
 # -- the global table ------------------------------------------------------------------------------
@@ -136,7 +133,7 @@ def test_the_global_table_has_the_state_table_s_schema_in_strong_consistency(
     replica (PITR is set per replica: AWS does not synchronise it), kept when the stack goes,
     and MRSC: a conditional write is evaluated against the latest version of the item in any
     region, which is what a claim needs. No TTL: MRSC global tables do not support it."""
-    regional = template["Resources"]["StateTable"]["Properties"]
+    regional = _stack(template, "regional")["Resources"]["StateTable"]["Properties"]
     created = _stack(template, "global, the home stack")["Resources"]["GlobalStateTable"]
     table = created["Properties"]
     assert created["Type"] == "AWS::DynamoDB::GlobalTable"

@@ -256,7 +256,8 @@ def test_the_recorder_role_only_closes_runs(template: Template) -> None:
     is redriven (BatchWriteItem). A final failure is an event (PutEvents); for a job with
     pause_after_failures it reads the job's history and the pauses (Query), and may pause it
     (PutItem). A retry due in the minute of its failure wakes the ticker (InvokeFunction of the
-    stack's ticker only)."""
+    stack's ticker only). Its Completions event source mapping reads the completion queue with
+    this role (receive, delete, the queue's attributes), that queue only."""
     assert _grants(template, "RecorderRole") == {
         "Logs": (["logs:CreateLogStream", "logs:PutLogEvents"], ["<RecorderLogGroup.Arn>"]),
         "StateTable": (
@@ -277,6 +278,10 @@ def test_the_recorder_role_only_closes_runs(template: Template) -> None:
             ],
         ),
         "FailedEvents": (["sqs:SendMessage"], ["<DeadLetterQueue.Arn>"]),
+        "Completions": (
+            ["sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"],
+            ["<CompletionQueue.Arn>"],
+        ),
         "FailureEvents": (
             ["events:PutEvents"],
             [
@@ -351,3 +356,37 @@ def test_resource_policies_name_their_callers(translated: Template) -> None:
         else:
             assert principal.get("Fn::GetAtt", [""])[0].endswith("Role"), name
         assert properties["Action"] == "lambda:InvokeFunction", name
+
+
+@pytest.mark.parametrize("role", ["SampleReportRole", "SampleHeartbeatRole"])
+def test_a_sample_target_may_send_its_end_to_the_completion_queue_only(
+    template: Template, role: str
+) -> None:
+    """Lambda sends a function's destination record with the function's own role: the sample
+    targets may send to the completion queue, and invoke nothing."""
+    grants = _grants(template, role)
+    assert grants["Completions"] == (["sqs:SendMessage"], ["<CompletionQueue.Arn>"])
+    assert not any(
+        action.startswith("lambda:") for actions, _ in grants.values() for action in actions
+    )
+
+
+def test_the_completion_queue_takes_the_flow_rule_s_events_only(template: Template) -> None:
+    """The queue's resource policy lets EventBridge send to it on behalf of the stack's
+    FlowEndedRule alone (its ARN as the source): no other rule, no other principal. The targets'
+    destinations need no statement there: their roles grant it (same account)."""
+    (policy,) = [
+        r["Properties"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::SQS::QueuePolicy"
+    ]
+    assert policy["Queues"] == [{"Ref": "CompletionQueue"}]
+    (statement,) = cfn.statements(policy["PolicyDocument"])
+    assert statement == {
+        "Sid": "FlowEnds",
+        "Effect": "Allow",
+        "Principal": {"Service": "events.amazonaws.com"},
+        "Action": "sqs:SendMessage",
+        "Resource": {"Fn::GetAtt": ["CompletionQueue", "Arn"]},
+        "Condition": {"ArnEquals": {"aws:SourceArn": {"Fn::GetAtt": ["FlowEndedRule", "Arn"]}}},
+    }

@@ -73,11 +73,18 @@ def test_the_state_table_is_the_one_create_state_table_makes(template: Template)
     create_state_table(client, "state")  # type: ignore[arg-type]
     made = client.calls["create_table"]
     table = template["Resources"]["StateTable"]["Properties"]
+    # on-demand unless StateTableBilling is provisioned (test_provisioned_capacity.py)
+    condition, provisioned, on_demand = table["BillingMode"]["Fn::If"]
+    assert (condition, provisioned, on_demand) == (
+        "ProvisionedState",
+        "PROVISIONED",
+        made["BillingMode"],
+    )
 
     def by_name(items: list[dict[str, Any]]) -> dict[str, Any]:
         return {str(item.get("AttributeName") or item["IndexName"]): item for item in items}
 
-    assert table["BillingMode"] == made["BillingMode"] == "PAY_PER_REQUEST"
+    assert made["BillingMode"] == "PAY_PER_REQUEST"
     assert by_name(table["AttributeDefinitions"]) == by_name(made["AttributeDefinitions"])
     assert table["KeySchema"] == made["KeySchema"]
     # No secondary index: an entry moving with every status costs more than the run's writes.
@@ -524,39 +531,73 @@ def test_the_sample_cron_file_names_the_sample_targets(template: Template) -> No
     assert services == deployed
 
 
+COMPLETION_QUEUE = {"Fn::GetAtt": ["CompletionQueue", "Arn"]}
+
+
 @pytest.mark.parametrize("name", ["SampleReportFunction", "SampleHeartbeatFunction"])
-def test_a_sample_function_hands_its_end_to_the_recorder(template: Template, name: str) -> None:
+def test_a_sample_function_hands_its_end_to_the_completion_queue(
+    template: Template, name: str
+) -> None:
     function = template["Resources"][name]
     destinations = function["Properties"]["EventInvokeConfig"]["DestinationConfig"]
-    recorder = {"Fn::GetAtt": ["RecorderFunction", "Arn"]}
     assert destinations == {
-        "OnSuccess": {"Type": "Lambda", "Destination": recorder},
-        "OnFailure": {"Type": "Lambda", "Destination": recorder},
+        "OnSuccess": {"Type": "SQS", "Destination": COMPLETION_QUEUE},
+        "OnFailure": {"Type": "SQS", "Destination": COMPLETION_QUEUE},
     }
     role = function["Properties"]["Role"]["Fn::GetAtt"][0]
     document = template["Resources"][role]["Properties"]["Policies"][0]["PolicyDocument"]
     assert {
-        "Sid": "Recorder",
+        "Sid": "Completions",
         "Effect": "Allow",
-        "Action": "lambda:InvokeFunction",
-        "Resource": recorder,
+        "Action": "sqs:SendMessage",
+        "Resource": COMPLETION_QUEUE,
     } in cfn.statements(document)
-    permissions = [
-        p["Properties"] for p in _resources(template, "AWS::Lambda::Permission").values()
-    ]
-    assert {
-        "Action": "lambda:InvokeFunction",
-        "FunctionName": recorder,
-        "Principal": {"Fn::GetAtt": [role, "Arn"]},
-    } in permissions
+    # nothing invokes the recorder any more: no permission on it
+    assert _resources(template, "AWS::Lambda::Permission") == {}
 
 
-def test_the_recorder_hears_every_flow_the_ticker_may_start(template: Template) -> None:
+def test_the_recorder_reads_the_completion_queue_in_batches(template: Template) -> None:
+    """An event source mapping: at least 10 ends an invocation, a window of a few seconds, and
+    a partial batch response (handlers/recorder.py answers batchItemFailures). The queue hides a
+    message 6 times the recorder's timeout (AWS's advice for an event source), and sends what
+    failed 5 times to its redrive queue, whose alarm rings."""
     recorder = template["Resources"]["RecorderFunction"]["Properties"]
     assert recorder["Handler"] == "mini_scheduler.handlers.recorder.handler"
     (event,) = recorder["Events"].values()
-    assert event["Type"] == "EventBridgeRule"
-    pattern = event["Properties"]["Pattern"]
+    assert event["Type"] == "SQS"
+    mapping = event["Properties"]
+    assert mapping["Queue"] == COMPLETION_QUEUE
+    assert mapping["BatchSize"] >= 10
+    assert 1 <= mapping["MaximumBatchingWindowInSeconds"] <= 10
+    assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    queue = template["Resources"]["CompletionQueue"]["Properties"]
+    assert queue["VisibilityTimeout"] >= 6 * recorder["Timeout"]
+    assert queue["SqsManagedSseEnabled"] is True
+    assert queue["RedrivePolicy"] == {
+        "deadLetterTargetArn": {"Fn::GetAtt": ["CompletionDeadLetterQueue", "Arn"]},
+        "maxReceiveCount": 5,
+    }
+    dead = template["Resources"]["CompletionDeadLetterQueue"]["Properties"]
+    assert dead["SqsManagedSseEnabled"] is True
+    assert dead["MessageRetentionPeriod"] > queue["MessageRetentionPeriod"]
+    alarm = template["Resources"]["CompletionDeadLettersAlarm"]["Properties"]
+    assert alarm["Dimensions"] == [
+        {"Name": "QueueName", "Value": {"Fn::GetAtt": ["CompletionDeadLetterQueue", "QueueName"]}}
+    ]
+    assert alarm["AlarmActions"] == [{"Ref": "AlarmTopic"}]
+    # your targets' destinations name it (docs/deploy.md, Wire your own targets)
+    assert template["Outputs"]["CompletionQueueArn"]["Value"] == COMPLETION_QUEUE
+
+
+def test_the_completion_queue_hears_every_flow_the_ticker_may_start(template: Template) -> None:
+    rule = template["Resources"]["FlowEndedRule"]
+    assert rule["Type"] == "AWS::Events::Rule"
+    properties = rule["Properties"]
+    assert properties["State"] == "ENABLED"
+    (target,) = properties["Targets"]
+    assert target["Arn"] == COMPLETION_QUEUE
+    assert target["RetryPolicy"]["MaximumRetryAttempts"] >= 1
+    pattern = properties["EventPattern"]
     assert pattern["source"] == ["aws.states"]
     assert pattern["detail-type"] == ["Step Functions Execution Status Change"]
     # every end, and a redrive's RUNNING (a first start is not sent: it changes nothing)

@@ -81,6 +81,10 @@ jobs:
   - name: "hourly-cleanup"
     cron: "0 15 * * * ?"
     service: "flow://mini-scheduler-sample-cleanup"
+  - name: "heartbeat"
+    cron: "0 * * * * ?"
+    service: "mini-scheduler-sample-heartbeat"
+    timeout: 3600
 """
 
 
@@ -146,6 +150,21 @@ def recorder_events() -> None:
     recorder_handler.handler(event("lambda-destination-success.json"), context)
     recorder_handler.handler(event("sfn-status-failed.json"), context)
     recorder_handler.handler({"nonsense": True}, context)
+    recorder_handler.handler(heartbeats_queued(), context)
+
+
+def heartbeats_queued() -> dict[str, Any]:
+    """A batch of the completion queue: the heartbeats of 14:00 and 14:15 succeeded."""
+    batch = event("sqs-completions.json")
+    records = [batch["Records"][0], dict(batch["Records"][0])]
+    for record, minute in zip(records, ("00", "15"), strict=True):
+        body = json.loads(record["body"])
+        body["requestPayload"].update(
+            job="heartbeat", firingId=f"heartbeat@2026-11-30T14:{minute}:00Z", parameters={}
+        )
+        body["timestamp"] = f"2026-11-30T14:{minute}:03.512Z"
+        record.update(body=json.dumps(body), messageId=f"message-{minute}")
+    return {"Records": records}
 
 
 def create_targets() -> None:

@@ -7,9 +7,14 @@ WARNING), the function's handler module imported first, events from events/ (or 
 sent against moto. Its stdout is the function's log stream.
 
 Every line of the "Log lines" table (docs/reference.md) that the events produce must be there,
-matched by the table's own text, as JSON with ``level``, ``message``, ``service``, the
-invocation's keys and the keys the line carries (``extra``); and nothing may be written twice or
-as plain text. The rows no event produces here need a failing store or a dead ticker:
+matched by the table's own text, as JSON with ``level``, ``message``, the invocation's keys and the
+keys the line carries (``extra``); and nothing may be written twice or as plain text. A line has a
+``timestamp`` in Lambda's JSON log format (the recorder's), which reads it, and none in its text
+format (the ticker's), where Lambda stamps each line. A firing's own line (its dispatch, a run's
+end at INFO: one each for every firing) goes without the invocation's keys and the job and firing
+its message names, and a run's end carries the recorder's counts as an embedded metric document
+instead of a line of their own.
+The rows no event produces here need a failing store or a dead ticker:
 ``Environment store ... unreadable`` (both), ``not claimed this tick - firing <id>: <error>`` and
 ``taken over``.
 """
@@ -37,7 +42,7 @@ TICKER_LINES = [
     ("Scheduler environment", "INFO", set()),
     ("Defer execution", "INFO", {"job", "firingId"}),
     ("Standby:", "INFO", {"job"}),
-    ("Job <job> dispatched to", "INFO", {"job", "firingId", "reference"}),
+    ("Job <job> dispatched to", "INFO", {"reference"}),  # a firing's line
     ("Job <job> ended", "WARNING", {"job", "firingId"}),  # TIMED_OUT by the sweep
     ("Job <job> skipped - its previous run", "INFO", {"job", "firingId"}),
     ("Job <job> missed", "WARNING", {"job"}),
@@ -53,11 +58,7 @@ TICKER_LINES = [
     ("Event rejected:", "WARNING", set()),
 ]
 RECORDER_LINES = [
-    (
-        "Job <job> ended",
-        "INFO",
-        {"job", "firingId"},
-    ),  # SUCCEEDED, from lambda-destination-success.json
+    ("Job <job> ended", "INFO", set()),  # SUCCEEDED: a firing's line
     (
         "Job <job> ended",
         "ERROR",
@@ -66,10 +67,15 @@ RECORDER_LINES = [
     ("Event rejected:", "WARNING", set()),
 ]
 EXPECTED = {"ticker": TICKER_LINES, "recorder": RECORDER_LINES}
-INVOCATION_KEYS = {"timestamp", "function_request_id", "cold_start"}
+INVOCATION_KEYS = {"function_request_id", "cold_start"}
+FIRING_LINES = ["Job <job> dispatched to", "Job <job> ended"]  # at INFO
+"""A firing's own lines (model.FIRING_LINE): the message names the job and the firing, and the
+invocation's other lines (and Lambda's REPORT line) its request id and cold start."""
+LEFT_OFF_FIRING_LINES = {"job", "firingId", "function_request_id", "cold_start"}
 # handlers/_runtime.py: bytes on every line, and nothing they tell (the log group names the
 # function; each message is found by its text; the functions are not traced)
 UNLOGGED_KEYS = {
+    "service",  # the same on every line of the function's own log group
     "function_arn",
     "function_memory_size",
     "function_name",
@@ -138,13 +144,19 @@ def run_function(
 
 
 def log_lines(written: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The log lines (the rest are EMF metrics)."""
-    return [line for line in written if "_aws" not in line]
+    """The log lines (the rest are EMF metrics; a run's end may carry one too)."""
+    return [line for line in written if "message" in line]
 
 
 def metrics(written: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The EMF metric objects."""
+    """The EMF metric objects, alone or in a log line."""
     return [line for line in written if "_aws" in line]
+
+
+def is_firing_line(line: dict[str, Any]) -> bool:
+    return line["level"] == "INFO" and any(
+        row_pattern(words).fullmatch(line["message"]) for words in FIRING_LINES
+    )
 
 
 def missing(lines: list[dict[str, Any]], expected: list[tuple[str, str, set[str]]]) -> list[str]:
@@ -168,13 +180,14 @@ def test_each_documented_line_is_written_as_json_at_info(function: str) -> None:
     lines = log_lines(run_function(function, "INFO"))
     assert missing(lines, EXPECTED[function]) == []
     for line in lines:
-        assert {"level", "message", "service", *INVOCATION_KEYS} <= set(line), line
-        assert not UNLOGGED_KEYS & set(line), line
-        assert line["service"] == "mini-scheduler", line
-        # RFC 3339, which Lambda's JSON log format reads as the line's time
-        assert re.fullmatch(
-            r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d", line["timestamp"]
-        ), line
+        if is_firing_line(line):
+            assert {"level", "message"} <= set(line), line
+            assert not LEFT_OFF_FIRING_LINES & set(line), line
+        else:
+            assert {"level", "message", *INVOCATION_KEYS} <= set(line), line
+        # service only as a dimension of the metrics a run's end carries
+        assert not UNLOGGED_KEYS & set(line) - ({"service"} if "_aws" in line else set()), line
+        assert "timestamp" not in line, line  # Lambda's text format stamps each line
     # once each: the core's line (once per container) and the Powertools logger's own
     once = ["Scheduler instance us-east-1/prod", "Event rejected:"]
     assert [sum(line["message"].startswith(text) for line in lines) for text in once] == [1, 1]
@@ -195,6 +208,8 @@ def test_log_level_holds_under_lambdas_application_log_level(function: str) -> N
     decides what the handlers write, and the metrics still come out."""
     written = run_function(function, "WARNING", lambda_log_level="INFO")
     lines = log_lines(written)
+    for line in lines:  # RFC 3339 in UTC, which Lambda's JSON log format reads as the line's time
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", line["timestamp"]), line
     assert [line["message"] for line in lines if line["level"] in ("DEBUG", "INFO")] == []
     assert missing(lines, [row for row in EXPECTED[function] if row[1] != "INFO"]) == []
     assert metrics(written) != []
@@ -211,3 +226,27 @@ def test_a_count_is_written_once_an_invocation() -> None:
                 if metric["Unit"] == "Count":
                     value = blob[metric["Name"]]
                     assert not isinstance(value, list) or len(value) == 1, (metric, value)
+
+
+def test_a_run_s_end_carries_the_recorder_s_counts() -> None:
+    """EMF reads a metric document in any JSON log line: the recorder writes its counts in the
+    invocation's last end line (a batch of the queue's: the batch's sum), not in a line of
+    their own; counts no such line carried (a failure's) come out at the flush, as before."""
+    written = run_function("recorder", "INFO")
+    carried = [line for line in metrics(written) if "message" in line]
+    assert [(line["message"].split(" - ")[0], line["RunsSucceeded"]) for line in carried] == [
+        ("Job morning-report ended SUCCEEDED after 3512 ms", [1.0]),  # sent to it alone
+        ("Job heartbeat ended SUCCEEDED after 3512 ms", [2.0]),  # the batch's last end
+    ]
+    for line in carried:
+        (directive,) = line["_aws"]["CloudWatchMetrics"]
+        assert directive["Namespace"] == "MiniScheduler"
+        assert directive["Dimensions"] == [["Environment", "Region", "service"]]
+        assert (line["Environment"], line["Region"], line["service"]) == (
+            "prod",
+            "us-east-1",
+            "mini-scheduler",
+        )
+    alone = [line for line in metrics(written) if "message" not in line]
+    assert not any("RunsSucceeded" in line for line in alone)
+    assert any("RunsFailed" in line for line in alone)  # sfn-status-failed.json's

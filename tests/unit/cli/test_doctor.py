@@ -19,6 +19,7 @@ from tests.unit.cli.test_operator import ENV, Run, cells, cli
 
 STACK = "sched"  # the full stack of these tests (the fixture's has no parameters)
 RECORDER = "mini-scheduler-recorder"
+COMPLETIONS = "mini-scheduler-completions"
 SAMPLE = (ROOT / "samplecode" / "cron.yaml").read_bytes()
 NAMES = {"us-east-1": "prod", "us-west-2": "DR"}
 BOTH = ",".join(REGIONS)
@@ -66,12 +67,18 @@ def deploy(
     environment: str | None = None,
 ) -> None:
     """The parts of a deployed stack doctor reads: the ticker's package with the cron file,
-    the recorder wired to the sample targets, the tick schedule, and the stack's outputs."""
+    the sample targets' ends sent to the completion queue (the report's, and the flow's rule)
+    or to the recorder itself (the heartbeat's: wired before the queue), the tick schedule, and
+    the stack's outputs."""
     lam = aws.client("lambda", region)
     lam.update_function_code(FunctionName=TICKER, ZipFile=_package({"cron.yaml": cron}))
     url = lam.get_function(FunctionName=TICKER)["Code"]["Location"]
     downloads.packages[url] = _package({"cron.yaml": cron})
     role = lam.get_function_configuration(FunctionName=TICKER)["Role"]
+    sqs = aws.client("sqs", region)
+    queue = sqs.get_queue_attributes(
+        QueueUrl=sqs.create_queue(QueueName=COMPLETIONS)["QueueUrl"], AttributeNames=["QueueArn"]
+    )["Attributes"]["QueueArn"]
     try:
         recorder = lam.get_function_configuration(FunctionName=RECORDER)["FunctionArn"]
     except lam.exceptions.ResourceNotFoundException:
@@ -83,11 +90,12 @@ def deploy(
             Code={"ZipFile": _package({})},
         )["FunctionArn"]
         for function in FUNCTIONS:
+            ears = recorder if function.endswith("heartbeat") else queue
             lam.put_function_event_invoke_config(
                 FunctionName=function,
                 DestinationConfig={
-                    "OnSuccess": {"Destination": recorder},
-                    "OnFailure": {"Destination": recorder},
+                    "OnSuccess": {"Destination": ears},
+                    "OnFailure": {"Destination": ears},
                 },
             )
         events = aws.client("events", region)
@@ -96,7 +104,7 @@ def deploy(
             EventPattern=json.dumps({"source": ["aws.states"]}),
             State="ENABLED",
         )
-        events.put_targets(Rule=f"{STACK}-flow-ended", Targets=[{"Id": "r", "Arn": recorder}])
+        events.put_targets(Rule=f"{STACK}-flow-ended", Targets=[{"Id": "q", "Arn": queue}])
         aws.client("scheduler", region).create_schedule(
             Name=f"{STACK}-tick",
             ScheduleExpression="cron(* * * * ? *)",
@@ -107,6 +115,7 @@ def deploy(
         "StateTableName": TABLE,
         "TickerFunctionName": TICKER,
         "RecorderFunctionArn": recorder,
+        "CompletionQueueArn": queue,
         "ActiveEnvironmentParameter": PARAMETER,
         "EnvironmentName": environment or NAMES[region],
     }
@@ -264,6 +273,7 @@ def test_doctor_of_a_healthy_deployment(
         assert f"{region}  OK" in text
     assert "active prod (no value: the default) in ssm:/mini-scheduler/active-environment" in text
     assert "sched-tick ENABLED" in text
+    assert "mini-scheduler-sample-report exists, its ends go to the completion queue" in text
     assert "mini-scheduler-sample-heartbeat exists, its ends go to the recorder" in text
     assert f"flow://{FLOW} exists; the recorder's rule hears its ends" in text
     report = doctor(capsys, downloads, "--json").json()
@@ -329,8 +339,8 @@ def test_doctor_finds_what_stops_the_jobs_and_says_what_to_do(
     )
     assert "deploy the function in us-west-2" in missing["fix"]
     unwired = problems[("us-east-1", "job heartbeat")]
-    assert unwired["level"] == "warning" and "RecorderFunctionArn" not in unwired["fix"]
-    assert RECORDER in unwired["fix"]
+    assert unwired["level"] == "warning" and "CompletionQueueArn" not in unwired["fix"]
+    assert f"Type SQS, arn:aws:sqs:us-east-1:123456789012:{COMPLETIONS}" in unwired["fix"]
     assert problems[("us-west-2", "schedule")]["message"].startswith("sched-tick is DISABLED")
     # as text: each finding, then what to do
     text = doctor(capsys, downloads)

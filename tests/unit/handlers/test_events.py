@@ -316,6 +316,14 @@ def _closed(firing_id: str, status: RunStatus, error: str | None) -> Check:
     return check
 
 
+def _batch_recorded(answer: dict[str, Any], aws: Aws, event: dict[str, Any]) -> None:
+    """Both completions of the queue's batch recorded: none to deliver again."""
+    assert answer == {"batchItemFailures": []}
+    for firing_id in ("morning-report@2026-11-30T14:00:00Z", "hourly-cleanup@2026-11-30T14:15:00Z"):
+        run = aws.store().run(firing_id)
+        assert run is not None and run.status is RunStatus.SUCCEEDED, firing_id
+
+
 def _failed_14_15(aws: Aws, ticker: Invoke) -> None:
     """hourly-cleanup's flow started at 14:15, and failed."""
     _dispatched_14_15(aws, ticker)
@@ -454,6 +462,7 @@ EVENT_FILE_EXPECTATIONS: dict[str, EventExpectation] = {
         _dispatched_14_15,
     ),
     "sfn-status-redriven.json": EventExpectation("recorder", _redriven, _failed_14_15),
+    "sqs-completions.json": EventExpectation("recorder", _batch_recorded, _dispatched_14_15),
     "schedule-create.json": EventExpectation("ticker", _schedules_created),
     "schedule-list.json": EventExpectation("ticker", _schedules_listed, _schedules_made),
     "schedule-delete.json": EventExpectation("ticker", _schedule_deleted, _schedules_made),

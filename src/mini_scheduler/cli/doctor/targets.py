@@ -1,9 +1,12 @@
 """doctor's checks of the jobs of a region's cron file: the file loads, and for each job its
 target exists, the ticker's role may invoke it (the stack's target prefixes, its region and
 account), and the recorder hears its end (a Lambda target's destinations, a flow's EventBridge
-rule)."""
+rule): through the stack's completion queue, or sent to the recorder itself (a stack, or a
+target, wired before the queue)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from mini_scheduler.cli.context import CommandError, Context
 from mini_scheduler.cli.doctor.findings import Finding, Region, Stop, aws
@@ -12,6 +15,30 @@ from mini_scheduler.cli.package import PackageUnreadable
 from mini_scheduler.cli.where import Where, cron_source
 from mini_scheduler.errors import SchedulerError, describe_aws_error
 from mini_scheduler.jobs import Job
+
+
+@dataclass(frozen=True)
+class Ears:
+    """Where the stack hears the runs' ends: its completion queue (``CompletionQueueArn``) and
+    its recorder (``RecorderFunctionArn``), each empty when the stack has no such output."""
+
+    queue: str
+    recorder: str
+
+    @property
+    def arns(self) -> tuple[str, ...]:
+        return tuple(arn for arn in (self.queue, self.recorder) if arn)
+
+    def name(self, arn: str) -> str:
+        return "the completion queue" if arn == self.queue else "the recorder"
+
+    def fix(self) -> str:
+        if self.queue:
+            return f"Lambda destinations OnSuccess and OnFailure, Type SQS, {self.queue}"
+        return (
+            "Lambda destinations OnSuccess and OnFailure "
+            f"{self.recorder or 'the stack output CompletionQueueArn'}"
+        )
 
 
 def check_jobs(context: Context, seen: Region, where: Where) -> list[Finding]:
@@ -46,30 +73,33 @@ def check_jobs(context: Context, seen: Region, where: Where) -> list[Finding]:
         (region,),
         account,
     )
-    recorder = seen.outputs.get("RecorderFunctionArn", "")
+    ears = Ears(
+        seen.outputs.get("CompletionQueueArn", ""), seen.outputs.get("RecorderFunctionArn", "")
+    )
     flows = any(job.target.kind == "flow" for job in cron_file.jobs)
-    rule = _flow_rule(context, region, recorder) if flows else None
-    found.extend(_job(context, region, job, grant, recorder, rule) for job in cron_file.jobs)
+    rule = _flow_rule(context, region, ears) if flows else None
+    found.extend(_job(context, region, job, grant, ears, rule) for job in cron_file.jobs)
     return found
 
 
-def _flow_rule(context: Context, region: str, recorder: str) -> str | None:
+def _flow_rule(context: Context, region: str, ears: Ears) -> str | None:
     """Why the recorder hears no flow's end in ``region`` (no enabled EventBridge rule of
-    Step Functions status events targets it), or None."""
+    Step Functions status events targets the completion queue or the recorder), or None."""
     from botocore.exceptions import BotoCoreError, ClientError
 
-    if not recorder:
-        return "the stack has no output RecorderFunctionArn"
+    if not ears.arns:
+        return "the stack has no output CompletionQueueArn"
     events = context.clients(region)("events")
     try:
-        names = events.list_rule_names_by_target(TargetArn=recorder).get("RuleNames", [])
-        for name in names:
-            rule = events.describe_rule(Name=name)
-            if rule.get("State") == "ENABLED" and "aws.states" in rule.get("EventPattern", ""):
-                return None
+        for arn in ears.arns:
+            names = events.list_rule_names_by_target(TargetArn=arn).get("RuleNames", [])
+            for name in names:
+                rule = events.describe_rule(Name=name)
+                if rule.get("State") == "ENABLED" and "aws.states" in rule.get("EventPattern", ""):
+                    return None
     except (BotoCoreError, ClientError) as exc:
         return f"EventBridge ListRuleNamesByTarget failed - {describe_aws_error(exc)}"
-    return "no enabled EventBridge rule sends Step Functions status events to the recorder"
+    return "no enabled EventBridge rule sends Step Functions status events to the completion queue"
 
 
 def _account(context: Context, where: Where) -> str | None:
@@ -89,7 +119,7 @@ def _account(context: Context, where: Where) -> str | None:
 
 
 def _job(
-    context: Context, region: str, job: Job, grant: Grant, recorder: str, rule: str | None
+    context: Context, region: str, job: Job, grant: Grant, ears: Ears, rule: str | None
 ) -> Finding:
     check = f"job {job.name}"
     refused = target_problem(job.target, grant)
@@ -98,12 +128,12 @@ def _job(
     try:
         if job.target.kind == "flow":
             return _flow(context, region, job, check, grant.account, rule)
-        return _function(context, region, job, check, recorder)
+        return _function(context, region, job, check, ears)
     except Stop as stop:
         return stop.finding
 
 
-def _function(context: Context, region: str, job: Job, check: str, recorder: str) -> Finding:
+def _function(context: Context, region: str, job: Job, check: str, ears: Ears) -> Finding:
     from botocore.exceptions import BotoCoreError, ClientError
 
     client = context.clients(region)("lambda")
@@ -124,9 +154,8 @@ def _function(context: Context, region: str, job: Job, check: str, recorder: str
     except BotoCoreError as exc:
         raise aws(region, check, f"Lambda GetFunctionConfiguration {job.service}")(exc) from exc
     fix = (
-        "send its end to the recorder: Lambda destinations OnSuccess and OnFailure "
-        f"{recorder or 'the stack output RecorderFunctionArn'} (docs/deploy.md, Wire your "
-        "own targets); until then each run ends TIMED_OUT"
+        f"send its end to the recorder: {ears.fix()} (docs/deploy.md, Wire your own targets); "
+        "until then each run ends TIMED_OUT"
     )
     try:
         config = client.get_function_event_invoke_config(FunctionName=job.target.name)
@@ -137,20 +166,20 @@ def _function(context: Context, region: str, job: Job, check: str, recorder: str
     except BotoCoreError as exc:
         raise aws(region, check, f"Lambda GetFunctionEventInvokeConfig {job.service}")(exc) from exc
     destinations = config.get("DestinationConfig", {})
-    missing = [
-        end
-        for end in ("OnSuccess", "OnFailure")
-        if not recorder or destinations.get(end, {}).get("Destination") != recorder
-    ]
+    heard = {
+        end: destinations.get(end, {}).get("Destination") for end in ("OnSuccess", "OnFailure")
+    }
+    missing = [end for end, arn in heard.items() if arn not in ears.arns]
     if missing:
         return Finding(
             region,
             "warning",
             check,
-            f"{job.service}: its {' and '.join(missing)} destination is not the recorder",
+            f"{job.service}: its {' and '.join(missing)} destination is not the recorder's queue",
             fix,
         )
-    return Finding(region, "ok", check, f"{job.service} exists, its ends go to the recorder")
+    where = " and ".join(sorted({ears.name(str(arn)) for arn in heard.values()}))
+    return Finding(region, "ok", check, f"{job.service} exists, its ends go to {where}")
 
 
 def _flow(
@@ -198,7 +227,6 @@ def _flow(
             "warning",
             check,
             f"{job.service} exists, but the recorder does not hear its ends: {rule}",
-            "deploy the stack again (its recorder's FlowEnded rule); until then each run ends "
-            "TIMED_OUT",
+            "deploy the stack again (its FlowEndedRule); until then each run ends TIMED_OUT",
         )
     return Finding(region, "ok", check, f"{job.service} exists; the recorder's rule hears its ends")

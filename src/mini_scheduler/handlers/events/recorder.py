@@ -1,12 +1,14 @@
 """The recorder's events, parsed into the run's end or redrive each reports (see
 :mod:`mini_scheduler.handlers.events`): a Lambda destination record, or a Step Functions
-"Execution Status Change" event."""
+"Execution Status Change" event, each alone or as the body of a message of the completion
+queue (an SQS batch, :func:`queued_messages`)."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -32,6 +34,44 @@ _EXECUTION_NAME = re.compile(
 )
 _ERROR_LIMIT = 2000
 _REDRIVES_MAX = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message of an SQS batch: its id (what a partial batch response names) and its body,
+    the destination record or EventBridge event the queue was sent, or EventError when the body
+    is not a JSON object."""
+
+    message_id: str
+    event: Any
+
+
+def queued_messages(event: Any) -> list[Message] | None:
+    """The messages of an SQS batch (the completion queue's event source mapping), or None for
+    an event that is not one (a completion sent to the function itself)."""
+    if not isinstance(event, Mapping):
+        return None
+    records = event.get("Records")
+    if not isinstance(records, list) or not records:
+        return None
+    if not all(isinstance(r, Mapping) and r.get("eventSource") == "aws:sqs" for r in records):
+        return None
+    return [_message(record) for record in records]
+
+
+def _message(record: Mapping[str, Any]) -> Message:
+    message_id = str(record.get("messageId") or "")
+    body = record.get("body")
+    try:
+        parsed = json.loads(body) if isinstance(body, str) else None
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, Mapping):
+        parsed = EventError(
+            f"SQS message {message_id[:80]}: its body is not a JSON object (a Lambda "
+            "destination record or a Step Functions status event)"
+        )
+    return Message(message_id, parsed)
 
 
 def completion_from_event(
