@@ -85,12 +85,27 @@ PRICES = {
         "per EventBridge Scheduler invocation after 14M free a month",
         "https://aws.amazon.com/eventbridge/pricing/",
     ),
+    "sqs_request": (
+        0.40 / 1e6,
+        "per SQS request (standard queue, 64 KB chunk), after 1M free a month",
+        "https://aws.amazon.com/sqs/pricing/",
+    ),
     "logs_gb": (
         0.50,
         "per GB ingested, CloudWatch Logs Standard",
         "https://aws.amazon.com/cloudwatch/pricing/",
     ),
 }
+
+
+def queue_requests(batch: int) -> float:
+    """SQS requests per run when the recorder reads a completion queue (``batch`` > 1): the
+    destination's SendMessage, and its share of a ReceiveMessage and a DeleteMessageBatch (10
+    messages each at most). The event source's idle long polls, a few hundred thousand a month
+    whatever the load, are left out. Nothing with no queue (``batch`` 1: an Invoke a run)."""
+    return 0.0 if batch <= 1 else 1.0 + 2.0 / min(batch, 10)
+
+
 SCHEDULER_FREE = 14_000_000  # EventBridge Scheduler invocations free each month (per account)
 PER_MILLION_TARGET = 1.00  # issue 28: USD per million firings, all in (EventBridge Scheduler's)
 LOG_BYTES_TARGET = 400  # issue 28: bytes logged per firing, ticker and recorder
@@ -338,6 +353,7 @@ def bill(s: Scenario, i: Inputs) -> Bill:
     recorder = s.firings * (
         price("lambda_request") / i.recorder_batch
         + i.recorder_seconds * i.recorder_gb * i.gb_second
+        + queue_requests(i.recorder_batch) * price("sqs_request")
     )
     writes = s.firings * i.wru_per_firing + TICKS * i.wru_per_tick + watched * watch_writes
     reads = TICKS * i.rru_per_tick + s.firings * i.rru_per_firing + watched * watch_reads
