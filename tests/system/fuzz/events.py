@@ -39,6 +39,7 @@ RECORDER_SAMPLES = (
     "sfn-status-succeeded.json",
     "sfn-status-failed.json",
     "sfn-status-redriven.json",
+    "sqs-completions.json",  # the completion queue's batch: each body one of the above
 )
 assert sorted(TICKER_SAMPLES + RECORDER_SAMPLES) == sorted(p.name for p in EVENTS.glob("*.json"))
 
