@@ -249,11 +249,12 @@ def _state(latest: RunRecord, slot: str | None = None) -> JobState:
 
 def _retried(run: RunRecord) -> Firing | None:
     """The next attempt of a run that failed, when the policy it was dispatched with leaves
-    one (:func:`mini_scheduler.retries.attempt_left`'s rule: never a manual run's)."""
+    one (:func:`mini_scheduler.retries.attempt_left` decides: never a manual run's)."""
+    from mini_scheduler.retries import attempt_left  # the console's read, not a cold start's
+
     if run.status not in (RunStatus.FAILED, RunStatus.TIMED_OUT):
         return None
     firing = firing_from_id(run.firing_id)
-    retry = run.policy.retry if run.policy is not None else None
-    if firing.manual or retry is None or firing.attempt >= MAX_ATTEMPT:
+    if firing.attempt >= MAX_ATTEMPT or not attempt_left(run.firing_id, run.policy):
         return None
-    return firing.retry() if retry.delay(firing.attempt) is not None else None
+    return firing.retry()

@@ -185,8 +185,8 @@ class JobSlots:
 
 def _take(firing: Firing, over_skip: bool, lease_until: datetime) -> Write:
     """The take of ``firing``'s slot until its claim's lease."""
-    take = transitions.take_slot(firing.id, over_skip=over_skip)
-    return replace(take, sets={"job": firing.job, **take.sets, "open_until": lease_until})
+    take = transitions.take_slot(firing.id, over_skip=over_skip, lease_until=lease_until)
+    return replace(take, sets={"job": firing.job, **take.sets})
 
 
 def _new_state(job: str, take: Write) -> dict[str, Any]:

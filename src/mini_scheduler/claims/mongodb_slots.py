@@ -72,7 +72,7 @@ class JobSlots:
     ) -> bool:
         """Set the job's ``openFiring`` to this firing unless another firing holds it
         (``over_skip``: for a backfill's claim over the firing's SKIPPED record)."""
-        take = with_lease(transitions.take_slot(firing.id, over_skip=over_skip), lease_until)
+        take = transitions.take_slot(firing.id, over_skip=over_skip, lease_until=lease_until)
         for _ in range(_ATTEMPTS):
             try:
                 update_job(self._states, firing.job, take, upsert=True)
@@ -104,8 +104,9 @@ class JobSlots:
         writes: dict[str, Write] = {}
         for firing, over_skipped in takes:
             if firing.job not in writes:
-                take = transitions.take_slot(firing.id, over_skip=over_skipped)
-                writes[firing.job] = with_lease(take, lease_until)
+                writes[firing.job] = transitions.take_slot(
+                    firing.id, over_skip=over_skipped, lease_until=lease_until
+                )
         failed = update_jobs(self._states, writes) if writes else {}
         taken = {job for job in writes if job not in failed}
         answers: list[ClaimOutcome | None] = []

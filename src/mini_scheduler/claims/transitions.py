@@ -356,13 +356,16 @@ def job_follows(firing_id: str, after: RunRecord) -> Write:
     )
 
 
-def take_slot(firing_id: str, *, over_skip: bool = False) -> Write:
+def take_slot(
+    firing_id: str, *, over_skip: bool = False, lease_until: datetime | None = None
+) -> Write:
     """An exclusive run takes the job's open slot, if no other run holds it; ``over_skip``: for
-    a backfill's claim over its firing's SKIPPED record (:func:`stale_slot`)."""
-    return Write(
-        {"open_firing": firing_id, "open_over_skip": True if over_skip else None},
-        Expect({"open_firing": (None, firing_id)}),
-    )
+    a backfill's claim over its firing's SKIPPED record (:func:`stale_slot`); ``lease_until``:
+    a claim's take notes its lease, how long the slot holds with no run yet (``open_until``)."""
+    sets: dict[str, Any] = {"open_firing": firing_id, "open_over_skip": True if over_skip else None}
+    if lease_until is not None:
+        sets["open_until"] = lease_until
+    return Write(sets, Expect({"open_firing": (None, firing_id)}))
 
 
 def stale_slot(
