@@ -2,31 +2,97 @@
 
 Contract: ``dispatch`` returns once the target accepted the firing (a Lambda asynchronous
 invoke answered 202; a Step Functions execution started, or already existed under the firing's
-name), with a reference to show in logs; it raises DispatchError, naming the target and the
-cause, when the target refused it or could not be reached after the SDK's retries.
+name; an ECS task started, or was found started by this firing), with a reference to show in
+logs. For a target whose answer is the run's end (a queue, a topic or a bus accepted the
+message; a webhook answered), it returns :class:`Ended`. It raises DispatchError, naming the
+target and the cause, when the target refused the firing or could not be reached after the
+SDK's retries.
+
+A :class:`BatchDispatcher` also takes up to ``batch_size`` firings of one target in a request
+(SendMessageBatch, PublishBatch, PutEvents), answering each firing on its own: a partly failed
+batch is retried for its failed entries only, and an entry that still fails answers its
+DispatchError.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Protocol
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 from mini_scheduler.errors import DispatchError
 from mini_scheduler.jobs import Target
+from mini_scheduler.model import RunStatus
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """A dispatch whose answer ends the run: ``status`` SUCCEEDED (the message was accepted, the
+    webhook answered 2xx), or FAILED with ``error`` (the webhook's status and the start of its
+    body)."""
+
+    reference: str
+    status: RunStatus = RunStatus.SUCCEEDED
+    error: str | None = None
+
+
+Answer = str | Ended
+"""What a dispatch answers: a reference to the started run, or the run's end."""
 
 
 class Dispatcher(Protocol):
-    def dispatch(self, target: Target, firing_id: str, payload: Mapping[str, Any]) -> str: ...
+    def dispatch(self, target: Target, firing_id: str, payload: Mapping[str, Any]) -> Answer: ...
+
+
+@runtime_checkable
+class BatchDispatcher(Protocol):
+    batch_size: int
+    """The most firings one request takes."""
+
+    def dispatch(self, target: Target, firing_id: str, payload: Mapping[str, Any]) -> Answer: ...
+
+    def dispatch_batch(
+        self, target: Target, firings: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> list[Answer | DispatchError]:
+        """Each of ``firings`` (its firing id, its payload) dispatched to ``target``, at most
+        ``batch_size``: one answer per firing, in order."""
+        ...
 
 
 class Dispatchers:
-    """Picks the dispatcher for a target's kind (``lambda`` or ``flow``)."""
+    """Picks the dispatcher for a target's kind."""
 
     def __init__(self, by_kind: Mapping[str, Dispatcher]) -> None:
         self._by_kind = dict(by_kind)
 
-    def dispatch(self, target: Target, firing_id: str, payload: Mapping[str, Any]) -> str:
+    def _for(self, target: Target) -> Dispatcher:
         dispatcher = self._by_kind.get(target.kind)
         if dispatcher is None:
             raise DispatchError(f"no dispatcher for {target.kind} targets ({target.service})")
-        return dispatcher.dispatch(target, firing_id, payload)
+        return dispatcher
+
+    def dispatch(self, target: Target, firing_id: str, payload: Mapping[str, Any]) -> Answer:
+        return self._for(target).dispatch(target, firing_id, payload)
+
+    def batch_size(self, target: Target) -> int:
+        """How many firings of ``target`` go in one request (1: each on its own)."""
+        dispatcher = self._by_kind.get(target.kind)
+        return dispatcher.batch_size if isinstance(dispatcher, BatchDispatcher) else 1
+
+    def dispatch_batch(
+        self, target: Target, firings: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> list[Answer | DispatchError]:
+        """``firings`` of ``target`` in as few requests as its kind allows, an answer each."""
+        try:
+            dispatcher = self._for(target)
+        except DispatchError as exc:
+            return [exc] * len(firings)
+        if isinstance(dispatcher, BatchDispatcher):
+            return dispatcher.dispatch_batch(target, firings)
+        answers: list[Answer | DispatchError] = []
+        for firing_id, payload in firings:
+            try:
+                answers.append(dispatcher.dispatch(target, firing_id, payload))
+            except DispatchError as exc:
+                answers.append(exc)
+        return answers

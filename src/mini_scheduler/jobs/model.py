@@ -35,6 +35,7 @@ __all__ = [
     "OVERLAP_POLICIES",
     "RETRY_BOUNDS",
     "RUNTIME_SCHEDULE",
+    "TARGET_PREFIXES",
     "CronFile",
     "FailurePolicy",
     "Job",
@@ -45,6 +46,7 @@ __all__ = [
     "Problem",
     "Retry",
     "Target",
+    "TargetKind",
     "in_retry_bounds",
     "scheduled_line",
 ]
@@ -71,24 +73,39 @@ RUNTIME_SCHEDULE: Final = "runtimeSchedule"
 Level = Literal["error", "warning", "info"]
 Misfire = Literal["fire_now", "fire_all", "skip"]
 Overlap = Literal["allow", "skip"]
+TargetKind = Literal["lambda", "flow", "sqs", "sns", "events", "ecs", "https"]
 MISFIRE_POLICIES: Final[tuple[Misfire, ...]] = ("fire_now", "fire_all", "skip")
 OVERLAP_POLICIES: Final[tuple[Overlap, ...]] = ("allow", "skip")
 FLOW_PREFIX: Final = "flow://"
+TARGET_PREFIXES: Final[Mapping[str, str]] = {
+    "flow": FLOW_PREFIX,
+    "sqs": "sqs://",
+    "sns": "sns://",
+    "events": "events://",
+    "ecs": "ecs://",
+}
+"""The kinds whose ``service`` starts with a scheme of ours; a webhook's is its own URL, a Lambda
+function's its name."""
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """What a job runs: a Lambda function, or a Step Functions state machine (a "flow")."""
+    """What a job runs: a Lambda function, a Step Functions state machine (a "flow"), an SQS
+    queue, an SNS topic, an EventBridge bus, an ECS task, or an HTTPS webhook."""
 
-    kind: Literal["lambda", "flow"]
+    kind: TargetKind
     name: str
     """Lambda: a function name, ``name:alias``/``name:version``, a partial or a full ARN.
-    Flow: a state machine name or ARN (without ``flow://``)."""
+    Flow, queue, topic, bus: a name or ARN (a queue's URL too), without the scheme. ECS:
+    ``CLUSTER/TASK-DEFINITION``. Webhook: the whole URL."""
+    options: Mapping[str, Any] = field(default_factory=dict, hash=False)
+    """The job's mapping for its kind, as read: ``ecs`` for a task, ``http`` for a webhook
+    (empty for the other kinds)."""
 
     @property
     def service(self) -> str:
         """The target as written in cron.yaml (``flow://x`` for a flow)."""
-        return FLOW_PREFIX + self.name if self.kind == "flow" else self.name
+        return TARGET_PREFIXES.get(self.kind, "") + self.name
 
 
 RETRY_BOUNDS: Final[Mapping[str, tuple[int, int, bool]]] = {
