@@ -14,6 +14,14 @@ DEFAULT_PARAMETER = "/mini-scheduler/active-environment"
 REGION_NAME = re.compile(r"[a-z]{2}(?:-[a-z]+)+-\d{1,2}")
 """An AWS region's name (us-east-1), as every option and variable naming one is checked."""
 DEFAULT_KNOWN = ("prod", "DR")  # the names samconfig.toml gives the two stacks
+TARGET_PREFIX_VARIABLES = {
+    "sqs": "TARGET_QUEUE_PREFIX",
+    "sns": "TARGET_TOPIC_PREFIX",
+    "events": "TARGET_EVENT_BUS_PREFIX",
+    "ecs": "TARGET_TASK_DEFINITION_PREFIX",
+    "https": "TARGET_WEBHOOK_PREFIX",
+}
+"""The variable that carries each kind's prefix parameter (jobs.targets.KIND_PARAMETERS)."""
 
 
 def valid_environment_name(value: str) -> bool:
@@ -77,6 +85,10 @@ class Settings:
     # there): the runtime schedules, pauses and waiting firings carried (mini_scheduler.carry).
     peers: tuple[tuple[str, str | None], ...] = ()
     stack_name: str | None = None
+    # For each kind of target besides Lambda and flows, the prefix the template's parameter
+    # gives (TARGET_QUEUE_PREFIX, ...: an empty one turns the kind off); a kind missing is not
+    # checked (outside Lambda). See mini_scheduler.jobs.targets.
+    target_prefixes: tuple[tuple[str, str], ...] = ()
 
     @property
     def origin(self) -> str:
@@ -127,6 +139,11 @@ class Settings:
             event_bus=_event_bus(env),
             peers=peers,
             stack_name=env.get("STACK_NAME", "").strip() or None,
+            target_prefixes=tuple(
+                (kind, env[variable].strip())
+                for kind, variable in TARGET_PREFIX_VARIABLES.items()
+                if variable in env
+            ),
         )
 
 

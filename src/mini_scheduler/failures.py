@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
 from mini_scheduler import metrics as m
-from mini_scheduler.alerts.base import JOB_PAUSED, RUN_FAILED, Alerts
+from mini_scheduler.alerts.base import DEAD_LETTER, JOB_PAUSED, RUN_FAILED, Alerts, dead_letter
 from mini_scheduler.alerts.schema import PAUSED_BY, JobPaused, JobRunFailed
 from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.claims.records import RunRecord
@@ -73,11 +73,12 @@ class FinalFailures:
         """``run`` (its record as it ended) failed for good: publish it (its
         :class:`~mini_scheduler.alerts.schema.JobRunFailed`, never the record), then pause its
         job when it is the ``pause_after``-th final failure in a row (None: never)."""
-        self._publish(
-            RUN_FAILED,
-            run,
-            lambda: self.alerts.run_failed(JobRunFailed.from_run(run, self.origin)),
-        )
+        failed = JobRunFailed.from_run(run, self.origin)
+        self._publish(RUN_FAILED, run, lambda: self.alerts.run_failed(failed))
+        queue = run.policy.dead_letter if run.policy is not None else None
+        if queue is not None:
+            letter = dead_letter(failed, run.parameters)
+            self._publish(DEAD_LETTER, run, lambda: self.alerts.dead_letter(queue, letter))
         if pause_after is None:
             return
         try:
@@ -183,6 +184,7 @@ def dispatch_failed(
         error=error,
         operator=firing.operator,
         manual=firing.manual,
+        parameters=dict(firing.parameters) if firing.manual else dict(job.parameters),
         service=job.service,
         schedule=job.schedule,
         policy=job.failure_policy,

@@ -73,13 +73,16 @@ class Recorder:
         alerts: Alerts | None = None,
         wake: Wake | None = None,
         peers: Peers | None = None,
+        failures: FinalFailures | None = None,
     ) -> None:
+        """``failures``: a ticker's own (its alerts and peers); else made of ``alerts`` and
+        ``peers``."""
         self.claims = claims
         self.wake = wake  # told of a retry deferred, in case it is due in this minute
         self.clock = clock
         self.metrics: Metrics = metrics if metrics is not None else RecordingMetrics()
         self.origin = origin  # who defers a retry: this region's
-        self.failures = FinalFailures(
+        self.failures = failures or FinalFailures(
             claims,
             alerts if alerts is not None else RecordingAlerts(),
             clock,

@@ -98,6 +98,7 @@ def dispatchers(settings: Settings, clients: Clients, account: str | None) -> Di
 
 def cron_source(settings: Settings, clients: Clients) -> Callable[[], CronFile]:
     from mini_scheduler.jobs.locations import CronFileSource
+    from mini_scheduler.jobs.targets import TargetRules
 
     locations = settings.cron_file
     if locations is None:
@@ -108,6 +109,7 @@ def cron_source(settings: Settings, clients: Clients) -> Callable[[], CronFile]:
         locations,
         s3_client=clients("s3") if needs_s3 else None,
         default_timezone=settings.default_timezone,
+        targets=TargetRules(dict(settings.target_prefixes)),
     )
     return source.load
 

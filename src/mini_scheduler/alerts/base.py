@@ -9,6 +9,10 @@ Both are EventBridge events of ``source`` :data:`SOURCE`, their detail one of
 * :data:`JOB_PAUSED` (``Job Paused``): the scheduler paused a job after ``pause_after_failures``
   final failures in a row: :class:`JobPaused`.
 
+And a job with ``dead_letter: sqs://...`` gets its final failure's :func:`dead_letter` message
+on that queue (EventBridge Scheduler's dead-letter queue is the model): the failure's detail
+and the firing's parameters, so the firing can be replayed from it.
+
 Contract: each method returns once the event was accepted (by the bus, or by the local run's
 log), and raises AlertError naming where it went and why after its retries. The caller logs and
 counts that error: an alert never fails the recording of a run
@@ -18,6 +22,7 @@ counts that error: an alert never fails the recording of a run
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Final, Protocol
 
@@ -26,6 +31,7 @@ from mini_scheduler.alerts.schema import JobPaused, JobRunFailed
 SOURCE: Final = "mini-scheduler"
 RUN_FAILED: Final = "Job Run Failed"
 JOB_PAUSED: Final = "Job Paused"
+DEAD_LETTER: Final = "Dead Letter"
 
 
 class Alerts(Protocol):
@@ -36,6 +42,18 @@ class Alerts(Protocol):
     def job_paused(self, paused: JobPaused) -> None:
         """Publish :data:`JOB_PAUSED`."""
         ...
+
+    def dead_letter(self, queue: str, letter: Mapping[str, Any]) -> None:
+        """Send ``letter`` (:func:`dead_letter`) to the job's ``queue`` (``sqs://...``)."""
+        ...
+
+
+def dead_letter(failed: JobRunFailed, parameters: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The message a final failure leaves on its job's dead-letter queue: the failure's detail
+    (job, firing, attempt, status, error, service) and the parameters the firing ran with (the
+    reserved ``_`` keys left out)."""
+    kept = {k: v for k, v in (parameters or {}).items() if not str(k).startswith("_")}
+    return {**failed.to_detail(), "parameters": kept}
 
 
 def detail_json(detail: dict[str, Any]) -> str:

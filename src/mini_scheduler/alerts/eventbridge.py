@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -32,16 +32,23 @@ class EventBridgeAlerts:
         client: Callable[[], Any],
         *,
         sleep: Callable[[float], None] = time.sleep,
+        letters: Callable[[str, Mapping[str, Any]], None] | None = None,
     ) -> None:
         self.bus = bus
         self._client = client
         self._sleep = sleep
+        self._letters = letters  # sends a dead letter to its queue (SQS)
 
     def run_failed(self, failed: JobRunFailed) -> None:
         self._put(RUN_FAILED, detail_json(failed.to_detail()))
 
     def job_paused(self, paused: JobPaused) -> None:
         self._put(JOB_PAUSED, detail_json(paused.to_detail()))
+
+    def dead_letter(self, queue: str, letter: Mapping[str, Any]) -> None:
+        if self._letters is None:
+            raise AlertError(f"dead letter to {queue} not sent: this build sends none")
+        self._letters(queue, letter)
 
     def _put(self, detail_type: str, detail: str) -> None:
         entry = {

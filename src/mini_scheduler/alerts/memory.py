@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from mini_scheduler.alerts.base import (
+    DEAD_LETTER,
     JOB_PAUSED,
     RUN_FAILED,
     detail_json,
@@ -29,6 +31,10 @@ class RecordingAlerts:
 
     def job_paused(self, paused: JobPaused) -> None:
         self._keep(JOB_PAUSED, detail_json(paused.to_detail()))
+
+    def dead_letter(self, queue: str, letter: Mapping[str, Any]) -> None:
+        """Kept as a :data:`DEAD_LETTER` with its ``queue``."""
+        self._keep(DEAD_LETTER, detail_json({"queue": queue, **letter}))
 
     def of(self, detail_type: str) -> list[dict[str, Any]]:
         """The details published of ``detail_type``, oldest first."""

@@ -76,11 +76,15 @@ class ClaimRequest:
 
 @dataclass(frozen=True, slots=True)
 class MarkRequest:
-    """A firing its target accepted: the run becomes DISPATCHED until ``deadline``."""
+    """A firing its target accepted: the run becomes DISPATCHED until ``deadline``. ``ended``:
+    the target's answer was the run's end too (a queue took the message, a webhook answered),
+    with ``error`` for a FAILED one: the run is closed once its mark is written."""
 
     firing: Firing
     deadline: datetime
     start: JobStart
+    ended: RunStatus | None = None
+    error: str | None = None
 
 
 RETRY, SCHEDULE, BACKFILL = "retry", "schedule", "backfill"

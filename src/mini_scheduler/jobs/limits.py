@@ -16,7 +16,7 @@ import decimal
 import json
 import math
 from collections.abc import Mapping
-from typing import Any, Final, Literal, SupportsBytes
+from typing import Any, Final, SupportsBytes
 
 from mini_scheduler.jobs.model import Target
 from mini_scheduler.jobs.text import kind, printable
@@ -27,6 +27,7 @@ __all__ = [
     "LAMBDA_ASYNC_PAYLOAD_LIMIT",
     "MAX_PARAMETER_DEPTH",
     "STEP_FUNCTIONS_INPUT_LIMIT",
+    "TARGET_LIMITS",
     "check_parameters_fit",
     "item_size",
     "parameters_limit",
@@ -92,19 +93,47 @@ def reserved_note(label: str, key: str) -> str:
 # -- what a target accepts --------------------------------------------------------------------
 
 
-def parameters_limit(kind: Literal["lambda", "flow"]) -> int:
+TARGET_LIMITS: Final[Mapping[str, int]] = {
+    "lambda": LAMBDA_ASYNC_PAYLOAD_LIMIT,
+    "flow": STEP_FUNCTIONS_INPUT_LIMIT,
+    "sqs": 1_048_576,
+    "sns": 262_144,
+    "events": 262_144,
+    "ecs": 8_192,
+    "https": 1_048_576,
+}
+"""The most bytes one firing's body can take, by kind: an SQS message (1 MiB), an SNS message
+(256 KiB), a PutEvents entry (256 KiB), an ECS task's overrides (8,192 characters, where the
+body rides in an environment variable), a webhook's body (ours: 1 MiB)."""
+_CARRIERS: Final[Mapping[str, str]] = {
+    "lambda": "an asynchronous Lambda invoke",
+    "flow": "a Step Functions input",
+    "sqs": "an SQS message",
+    "sns": "an SNS message",
+    "events": "an EventBridge entry",
+    "ecs": "an ECS task's overrides",
+    "https": "a webhook's body",
+}
+
+
+def _reserve(kind: str) -> int:
+    """The envelope's share: :data:`DISPATCH_RESERVE`, or a quarter of a small carrier's."""
+    carrier = TARGET_LIMITS[kind]
+    return DISPATCH_RESERVE if carrier > 4 * DISPATCH_RESERVE else carrier // 4
+
+
+def parameters_limit(kind: str) -> int:
     """The most bytes of compact UTF-8 JSON the parameters of a ``kind`` target may take."""
-    carrier = LAMBDA_ASYNC_PAYLOAD_LIMIT if kind == "lambda" else STEP_FUNCTIONS_INPUT_LIMIT
-    return min(carrier, DYNAMODB_ITEM_LIMIT) - DISPATCH_RESERVE
+    return min(TARGET_LIMITS[kind], DYNAMODB_ITEM_LIMIT) - _reserve(kind)
 
 
-def _limit_reason(kind: Literal["lambda", "flow"]) -> str:
-    carrier = LAMBDA_ASYNC_PAYLOAD_LIMIT if kind == "lambda" else STEP_FUNCTIONS_INPUT_LIMIT
+def _limit_reason(kind: str) -> str:
+    carrier = TARGET_LIMITS[kind]
     if carrier <= DYNAMODB_ITEM_LIMIT:
-        what = f"a Step Functions input of {carrier} bytes"
+        what = f"{_CARRIERS[kind]} of {carrier} bytes"
     else:
         what = f"the {DYNAMODB_ITEM_LIMIT}-byte DynamoDB item that records the job's state"
-    return f"{what}, less {DISPATCH_RESERVE} kept for the rest of the dispatch"
+    return f"{what}, less {_reserve(kind)} kept for the rest of the dispatch"
 
 
 def check_parameters_fit(target: Target, parameters: Mapping[str, Any]) -> str | None:
@@ -133,7 +162,7 @@ def check_parameters_fit(target: Target, parameters: Mapping[str, Any]) -> str |
         return f"parameters are not JSON ({type(exc).__name__})"  # its text may quote a value
     limit = parameters_limit(target.kind)
     if size > limit:
-        label = "Lambda" if target.kind == "lambda" else "flow"
+        label = {"lambda": "Lambda", "https": "webhook"}.get(target.kind, target.kind)
         return (
             f"parameters take {size} bytes as JSON, more than the {limit} a {label} target "
             f"allows ({_limit_reason(target.kind)})"

@@ -28,6 +28,7 @@ from mini_scheduler.jobs.model import (
     Job,
     Problem,
 )
+from mini_scheduler.jobs.targets import TargetRules
 from mini_scheduler.jobs.text import describe, quoted, words
 from mini_scheduler.jobs.validate import Reading, read_entry, unknown_key
 from mini_scheduler.jobs.yaml import MAX_FILE_BYTES, Duplicate, compose, decode, entry_nodes
@@ -38,10 +39,15 @@ FILE_KEYS: Final = ("jobs", "deferred.start", "leader.election", "misfire.grace"
 
 
 def load(
-    text: str | bytes, *, source: str = "<string>", default_timezone: str = DEFAULT_TIMEZONE
+    text: str | bytes,
+    *,
+    source: str = "<string>",
+    default_timezone: str = DEFAULT_TIMEZONE,
+    targets: TargetRules | None = None,
 ) -> CronFile:
     """Read a cron file. A whole-file problem raises :class:`CronFileError`; a bad entry is
-    skipped and reported in :attr:`CronFile.problems`."""
+    skipped and reported in :attr:`CronFile.problems`. ``targets``: the kinds of target this
+    deployment may start (None: every kind)."""
     raw = text.encode("utf-8") if isinstance(text, str) else bytes(text)
     if len(raw) > MAX_FILE_BYTES:
         raise CronFileError(
@@ -58,7 +64,8 @@ def load(
     settings = _settings(data, source)
     problems = _file_problems(data, settings.leader_election)
     by_entry = _duplicates_by_entry(root, duplicates, problems)
-    loaded = _read_entries(jobs, by_entry, Reading(default_timezone), problems)
+    reading = Reading(default_timezone, targets=targets or TargetRules())
+    loaded = _read_entries(jobs, by_entry, reading, problems)
     return CronFile(
         jobs=tuple(loaded),
         source=source,

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from mini_scheduler.errors import CronFileError, CronFileUnreadableError
 from mini_scheduler.jobs.loader import load
 from mini_scheduler.jobs.model import DEFAULT_TIMEZONE, CronFile
+from mini_scheduler.jobs.targets import TargetRules
 from mini_scheduler.jobs.yaml import MAX_FILE_BYTES
 
 if TYPE_CHECKING:
@@ -139,9 +140,11 @@ class CronFileSource:
         *,
         s3_client: S3Client | None = None,
         default_timezone: str = DEFAULT_TIMEZONE,
+        targets: TargetRules | None = None,
     ) -> None:
         self.locations = parse_locations(locations)
         self.default_timezone = default_timezone
+        self.targets = targets  # the kinds of target this deployment may start
         self._s3 = s3_client
         self._cache: dict[Location, _Read] = {}
         self._lock = threading.Lock()
@@ -194,7 +197,12 @@ class CronFileSource:
 
     def _parse(self, raw: bytes, location: Location) -> CronFile | str:
         try:
-            return load(raw, source=location.text, default_timezone=self.default_timezone)
+            return load(
+                raw,
+                source=location.text,
+                default_timezone=self.default_timezone,
+                targets=self.targets,
+            )
         except CronFileError as exc:
             return str(exc)
 

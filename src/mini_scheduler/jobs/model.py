@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Literal, Protocol, get_args
 from zoneinfo import ZoneInfo
 
 from mini_scheduler.cron import CronExpression
@@ -21,6 +21,7 @@ __all__ = [
     "DEFAULT_MAX_BACKOFF",
     "DEFAULT_MISFIRE_GRACE",
     "DEFAULT_MISFIRE_MAX",
+    "DEFAULT_TIMEOUTS",
     "DEFAULT_TIMEZONE",
     "FLOW_PREFIX",
     "MAX_BACKOFF",
@@ -35,6 +36,7 @@ __all__ = [
     "OVERLAP_POLICIES",
     "RETRY_BOUNDS",
     "RUNTIME_SCHEDULE",
+    "TARGET_KINDS",
     "TARGET_PREFIXES",
     "CronFile",
     "FailurePolicy",
@@ -56,6 +58,9 @@ MAX_NAME_LENGTH: Final = 64
 MAX_TIMEOUT: Final = 7 * 86400
 DEFAULT_LAMBDA_TIMEOUT: Final = 900
 DEFAULT_FLOW_TIMEOUT: Final = 3600
+DEFAULT_TIMEOUTS: Final[Mapping[str, int]] = {"lambda": DEFAULT_LAMBDA_TIMEOUT, "ecs": 3600}
+"""A run's deadline by its kind of target (a flow's for a kind missing; a queue's, a topic's,
+a bus's and a webhook's run ends with its dispatch)."""
 DEFAULT_MISFIRE_GRACE: Final = 3600
 MAX_MISFIRE_GRACE: Final = 7 * 86400
 DEFAULT_MISFIRE_MAX: Final = 100
@@ -69,11 +74,13 @@ DEFAULT_MAX_BACKOFF: Final = 3600
 MAX_PAUSE_AFTER_FAILURES: Final = 100
 PAUSE_AFTER_FAILURES: Final = "pause_after_failures"
 RUNTIME_SCHEDULE: Final = "runtimeSchedule"
+DEAD_LETTER: Final = "deadLetter"
 
 Level = Literal["error", "warning", "info"]
 Misfire = Literal["fire_now", "fire_all", "skip"]
 Overlap = Literal["allow", "skip"]
 TargetKind = Literal["lambda", "flow", "sqs", "sns", "events", "ecs", "https"]
+TARGET_KINDS: Final[tuple[str, ...]] = get_args(TargetKind)
 MISFIRE_POLICIES: Final[tuple[Misfire, ...]] = ("fire_now", "fire_all", "skip")
 OVERLAP_POLICIES: Final[tuple[Overlap, ...]] = ("allow", "skip")
 FLOW_PREFIX: Final = "flow://"
@@ -187,15 +194,19 @@ class FailurePolicy:
     retry: Retry | None = None
     pause_after: int | None = None
     runtime: Mapping[str, Any] | None = None
+    dead_letter: str | None = None
+    """The ``sqs://`` queue a final failure is sent to (the job's ``dead_letter``)."""
 
     def as_record(self) -> dict[str, Any]:
         """The map a store keeps (the :class:`Retry`'s keys, ``pause_after_failures``,
-        ``runtimeSchedule``)."""
+        ``runtimeSchedule``, ``deadLetter``)."""
         record: dict[str, Any] = self.retry.as_record() if self.retry is not None else {}
         if self.pause_after is not None:
             record[PAUSE_AFTER_FAILURES] = self.pause_after
         if self.runtime is not None:
             record[RUNTIME_SCHEDULE] = dict(self.runtime)
+        if self.dead_letter is not None:
+            record[DEAD_LETTER] = self.dead_letter
         return record
 
     @classmethod
@@ -213,22 +224,29 @@ class FailurePolicy:
         ):
             pause_after = None
         runtime = record.get(RUNTIME_SCHEDULE)
+        queue = record.get(DEAD_LETTER)
         policy = cls(
             Retry.from_record(record),
             pause_after,
             dict(runtime) if isinstance(runtime, Mapping) else None,
+            queue if isinstance(queue, str) and queue.startswith("sqs://") else None,
         )
         return policy if policy != cls() else None
 
     @classmethod
     def of(
-        cls, retry: Retry | None, pause_after: int | None, runtime: Mapping[str, Any] | None
+        cls,
+        retry: Retry | None,
+        pause_after: int | None,
+        runtime: Mapping[str, Any] | None,
+        dead_letter: str | None = None,
     ) -> FailurePolicy | None:
-        """A job's policy; None when it has neither a retry nor a pause after failures (a
-        runtime schedule's entry is kept only with a retry: only a next attempt reads it)."""
-        if retry is None and pause_after is None:
+        """A job's policy; None when it has no retry, no pause after failures and no
+        dead-letter queue (a runtime schedule's entry is kept only with a retry: only a next
+        attempt reads it)."""
+        if retry is None and pause_after is None and dead_letter is None:
             return None
-        return cls(retry, pause_after, dict(runtime) if retry and runtime else None)
+        return cls(retry, pause_after, dict(runtime) if retry and runtime else None, dead_letter)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +276,12 @@ class Job:
     """Pause the job after this many final failures in a row (None: never)."""
     runtime: Mapping[str, Any] | None = field(default=None, hash=False, compare=False)
     """A runtime schedule's stored entry (:mod:`mini_scheduler.schedules`); None: cron.yaml's."""
+    input: Mapping[str, Any] | None = field(default=None, hash=False)
+    """The body its target receives, with the firing's values filled in
+    (:mod:`mini_scheduler.jobs.inputs`); None: the envelope itself."""
+    dead_letter: Target | None = None
+    """An ``sqs://`` queue that receives the firing's envelope and its last error when a run
+    fails for good (None: none)."""
 
     def firings(self, begin: datetime, end: datetime) -> Iterator[datetime]:
         """The job's firings in ``[begin, end)`` that its ``start`` and ``end`` allow, in
@@ -293,7 +317,8 @@ class Job:
     @property
     def failure_policy(self) -> FailurePolicy | None:
         """What its runs keep of ``retry`` and ``pause_after_failures``."""
-        return FailurePolicy.of(self.retry, self.pause_after_failures, self.runtime)
+        queue = self.dead_letter.service if self.dead_letter is not None else None
+        return FailurePolicy.of(self.retry, self.pause_after_failures, self.runtime, queue)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ import re
 from typing import Final
 from urllib.parse import urlsplit
 
-from mini_scheduler.jobs.model import FLOW_PREFIX, MAX_NAME_LENGTH, TARGET_PREFIXES, Target
+from mini_scheduler.jobs.model import MAX_NAME_LENGTH, TARGET_PREFIXES, Target
 from mini_scheduler.jobs.text import quoted
 
 __all__ = ["NAME_CHARS", "name_problem", "parse_service", "readable_name"]

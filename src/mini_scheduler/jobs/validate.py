@@ -29,13 +29,13 @@ from mini_scheduler.cron.unix import unix_hint
 from mini_scheduler.cron.zones import get_zone, is_fixed_offset, suggest_zone
 from mini_scheduler.errors import UnknownTimeZoneError
 from mini_scheduler.instants import iso_seconds, parse_instant
-from mini_scheduler.jobs.limits import check_parameters_fit, reserved_note, split_reserved
+from mini_scheduler.jobs.limits import reserved_note, split_reserved
 from mini_scheduler.jobs.model import (
     DEFAULT_BACKOFF,
     DEFAULT_FACTOR,
     DEFAULT_FLOW_TIMEOUT,
-    DEFAULT_LAMBDA_TIMEOUT,
     DEFAULT_MAX_BACKOFF,
+    DEFAULT_TIMEOUTS,
     MAX_BACKOFF,
     MAX_FACTOR,
     MAX_PAUSE_AFTER_FAILURES,
@@ -52,7 +52,14 @@ from mini_scheduler.jobs.model import (
     in_retry_bounds,
 )
 from mini_scheduler.jobs.names import name_problem, parse_service, readable_name
-from mini_scheduler.jobs.text import describe, kind, printable, quoted, words
+from mini_scheduler.jobs.targets import (
+    TargetRules,
+    read_dead_letter,
+    read_input,
+    target_with_keys,
+)
+from mini_scheduler.jobs.text import describe, kind, quoted, words
+from mini_scheduler.jobs.unknown import unknown_key
 from mini_scheduler.jobs.yaml import Duplicate
 
 __all__ = ["JOB_KEYS", "Entry", "Reading", "read_entry", "unknown_key"]
@@ -75,35 +82,6 @@ _RETRY_RULES: Final = {
     "backoff": f"a whole number of seconds from 0 to {MAX_BACKOFF}",
     "factor": f"a number from 1 to {MAX_FACTOR}",
     "max_backoff": f"a whole number of seconds from 0 to {MAX_BACKOFF}",
-}
-_LIKELY: Final = {
-    "schedule": "cron",
-    "statement": "cron",
-    "expression": "cron",
-    "zone": "timezone",
-    "tz": "timezone",
-    "time_zone": "timezone",
-    "time-zone": "timezone",
-    "function": "service",
-    "target": "service",
-    "lambda": "service",
-    "flow": "service",
-    "params": "parameters",
-    "input": "parameters",
-    "payload": "parameters",
-    "disabled": "enabled",
-    "retries": "retry",
-    "attempts": "retries",
-    "max_attempts": "retries",
-    "max_retries": "retries",
-    "delay": "backoff",
-    "interval": "backoff",
-    "multiplier": "factor",
-    "max_delay": "max_backoff",
-    "max_interval": "max_backoff",
-    "pause_after": "pause_after_failures",
-    "max_failures": "pause_after_failures",
-    "max_consecutive_failures": "pause_after_failures",
 }
 
 
@@ -138,6 +116,7 @@ class Reading:
     statements: dict[str, CronExpression | str] = field(default_factory=dict)
     silent: dict[tuple[str, str], bool] = field(default_factory=dict)
     zone_guesses: dict[str, str | None] = field(default_factory=dict)
+    targets: TargetRules = field(default_factory=TargetRules)
 
     def parse(self, statement: str) -> CronExpression | str:
         """The parsed statement, or the reason it is refused (with its Quartz form when it is
@@ -376,6 +355,18 @@ def _pause_after_failures(value: object, entry: Entry, reading: Reading) -> int 
     return value
 
 
+def _target_key(read: Callable[[object], tuple[Any, str | None]]) -> Reader:
+    """A key of the target's own (``input``, ``dead_letter``: :mod:`.targets`)."""
+
+    def reader(value: object, entry: Entry, reading: Reading) -> Any:
+        found, reason = read(value)
+        if reason:
+            entry.reasons.append(reason)
+        return found
+
+    return reader
+
+
 def _enabled(value: object, entry: Entry, reading: Reading) -> bool | None:
     enabled = True if value is None else value
     if not isinstance(enabled, bool):
@@ -400,6 +391,10 @@ FIELDS: Final[dict[str, Reader]] = {
     "enabled": _enabled,
     "start": _instant("start"),
     "end": _instant("end"),
+    "input": _target_key(read_input),
+    "dead_letter": _target_key(read_dead_letter),
+    "ecs": _ignored,  # read with the service (target_with_keys)
+    "http": _ignored,
 }
 """Every key a job entry may hold, in the order its reasons are listed."""
 JOB_KEYS: Final = tuple(FIELDS)
@@ -424,10 +419,11 @@ def read_entry(
         entry.reasons.append(f"missing {words(missing)}")
     values = {key: reader(raw.get(key), entry, reading) for key, reader in FIELDS.items()}
     target, parameters = values["service"], values["parameters"]
-    if target is not None and parameters is not None:
-        found = check_parameters_fit(target, parameters)
-        if found:
-            entry.reasons.append(found)
+    if target is not None:
+        target, found, warned = target_with_keys(target, raw, parameters, reading.targets)
+        values["service"] = target
+        entry.reasons.extend(found)
+        entry.warnings.extend(warned)
     start, end = values["start"], values["end"]
     if start is not None and end is not None and end <= start:
         entry.reasons.append(f"end {iso_seconds(end)} is not after start {iso_seconds(start)}")
@@ -452,7 +448,7 @@ def _job(entry: Entry, raw: dict[Any, Any], values: dict[str, Any], reading: Rea
         )
     timeout = values["timeout"]
     if timeout is None:
-        timeout = DEFAULT_LAMBDA_TIMEOUT if target.kind == "lambda" else DEFAULT_FLOW_TIMEOUT
+        timeout = DEFAULT_TIMEOUTS.get(target.kind, DEFAULT_FLOW_TIMEOUT)
     return Job(
         name=values["name"],
         statement=statement,
@@ -471,29 +467,6 @@ def _job(entry: Entry, raw: dict[Any, Any], values: dict[str, Any], reading: Rea
         pause_after_failures=values["pause_after_failures"],
         start=values["start"],
         end=values["end"],
+        input=values["input"],
+        dead_letter=values["dead_letter"],
     )
-
-
-def unknown_key(label: str, key: object, known: Sequence[str], prefix: str = "") -> str:
-    """The warning for a key nobody reads, with the key it most likely meant; ``prefix`` is
-    the path of the mapping that holds it (``retry.``)."""
-    guess = _suggest(key, known)
-    shown = printable(key, 40) if isinstance(key, str) else repr(key)[:40]
-    if guess:
-        return f"{label} key {prefix}{shown} ignored - did you mean {prefix}{guess}?"
-    keys = ", ".join(prefix + name for name in known)
-    return f"{label} key {prefix}{shown} ignored - the keys are {keys}"
-
-
-def _suggest(key: object, known: Sequence[str]) -> str | None:
-    if not isinstance(key, str):
-        return None
-    lowered = key.lower()
-    if lowered in _LIKELY and _LIKELY[lowered] in known:
-        return _LIKELY[lowered]
-    if lowered in known:
-        return lowered
-    import difflib  # here only: a key that is wrong, never a valid cron.yaml's load
-
-    close = difflib.get_close_matches(lowered, known, n=1, cutoff=0.6)
-    return close[0] if close else None

@@ -4,8 +4,11 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 from mini_scheduler.alerts.base import (
+    DEAD_LETTER,
     JOB_PAUSED,
     RUN_FAILED,
     detail_json,
@@ -25,3 +28,6 @@ class LogAlerts:
 
     def job_paused(self, paused: JobPaused) -> None:
         log.warning(EVENT_LINE, JOB_PAUSED, detail_json(paused.to_detail()))
+
+    def dead_letter(self, queue: str, letter: Mapping[str, Any]) -> None:
+        log.warning(EVENT_LINE, f"{DEAD_LETTER} to {queue}", detail_json(dict(letter)))

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Final
 from botocore.exceptions import BotoCoreError, ClientError
 
 from mini_scheduler.clock import Clock
+from mini_scheduler.dispatch.base import Answer, Ended
 from mini_scheduler.errors import DispatchError, describe_aws_error
 from mini_scheduler.jobs import Target
 from mini_scheduler.model import execution_name, iso_millis, iso_seconds
@@ -428,9 +429,11 @@ class LocalFlowDispatcher:
         self._lock = threading.Lock()
         self._watching: set[Future[None]] = set()
 
-    def dispatch(self, target: Target, firing_id: str, payload: Mapping[str, Any]) -> str:
+    def dispatch(self, target: Target, firing_id: str, payload: Mapping[str, Any]) -> Answer:
         adopt_region(self._region)
         reference = self._inner.dispatch(target, firing_id, payload)
+        if isinstance(reference, Ended):  # not a flow's: nothing to watch
+            return reference
         arn = reference.split(" ", 1)[0]
         if reference.endswith("(already started)"):
             return reference

@@ -18,8 +18,8 @@ from functools import partial
 from mini_scheduler import metrics as m
 from mini_scheduler.claims.base import ClaimOutcome, ClaimRequest, ClaimResult
 from mini_scheduler.errors import StoreError
-from mini_scheduler.jobs import Job
-from mini_scheduler.model import Firing, SkipReason, floor_minute, iso_seconds, log_keys
+from mini_scheduler.jobs import Job, Target
+from mini_scheduler.model import SkipReason, floor_minute, iso_seconds, log_keys
 from mini_scheduler.tick.dispatch import Dispatching
 from mini_scheduler.tick.means import Means, Part
 from mini_scheduler.tick.plan import Dispatch, TickPlan
@@ -194,13 +194,31 @@ class MinuteWrites(Part):
         ]
         if awaited is not None:  # a batch of one, in order
             if won:
-                self._dispatch_and_mark(won[0].job, won[0].firing, tally, awaited)
+                self._dispatch_and_mark(won, tally, awaited)
             else:
                 awaited.done(None)
             return
         batch_marks = marks.expect(len(won))
-        for d in won:  # each on a dispatch worker of its own
-            marks.work.submit(self._dispatch_and_mark, d.job, d.firing, tally, batch_marks)
+        for group in self._groups(won):  # each on a dispatch worker of its own
+            marks.work.submit(self._dispatch_and_mark, group, tally, batch_marks)
+
+    def _groups(self, won: Sequence[Dispatch]) -> list[list[Dispatch]]:
+        """The firings won, as the dispatches that send them: one each, or a target's firings
+        together in requests of its kind's batch size (a queue's, a topic's, a bus's)."""
+        dispatchers = self.dispatching.dispatchers
+        groups: list[list[Dispatch]] = []
+        open_groups: dict[Target, list[Dispatch]] = {}
+        for d in won:
+            size = dispatchers.batch_size(d.job.target)
+            if size <= 1:
+                groups.append([d])
+                continue
+            group = open_groups.get(d.job.target)
+            if group is None or len(group) >= size:
+                group = open_groups[d.job.target] = []
+                groups.append(group)
+            group.append(d)
+        return groups
 
     def _claimed(self, d: Dispatch, outcome: ClaimOutcome, tally: Tally) -> bool:
         """Whether the claim of ``d`` was won; a claim lost, refused or failed is counted and
@@ -238,12 +256,19 @@ class MinuteWrites(Part):
             extra=log_keys(d.job.name, d.firing.id),
         )
 
-    def _dispatch_and_mark(self, job: Job, firing: Firing, tally: Tally, batch: Awaited) -> None:
-        mark = None
+    def _dispatch_and_mark(self, group: Sequence[Dispatch], tally: Tally, batch: Awaited) -> None:
+        """Dispatch ``group`` (one target's firings), each counted down in ``batch`` whatever
+        happened: the batch's other marks never wait on it."""
+        answered = 0
         try:
-            mark = self.dispatching.dispatch(job, firing, tally)
-        finally:  # counted down whatever happened: the batch's other marks never wait on it
-            batch.done(mark)
+            target = group[0].job.target
+            pairs = [(d.job, d.firing) for d in group]
+            for mark in self.dispatching.dispatch_many(target, pairs, tally):
+                answered += 1
+                batch.done(mark)
+        finally:
+            for _ in range(len(group) - answered):
+                batch.done(None)
 
 
 def _hold(d: Dispatch, tally: Tally) -> None:

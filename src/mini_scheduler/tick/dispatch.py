@@ -7,18 +7,20 @@ own on top of the SDK's retries (:data:`MARK_ATTEMPTS`)."""
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mini_scheduler import metrics as m
 from mini_scheduler.claims.base import MarkRequest
 from mini_scheduler.claims.records import JobStart, RunRecord
-from mini_scheduler.dispatch.base import Dispatchers
+from mini_scheduler.dispatch.base import Answer, Dispatchers, Ended
 from mini_scheduler.errors import DispatchError, StoreError
-from mini_scheduler.jobs import Job
-from mini_scheduler.model import Firing, job_of, log_keys, payload
+from mini_scheduler.jobs import Job, Target
+from mini_scheduler.jobs.inputs import fill_input
+from mini_scheduler.model import Firing, RunStatus, job_of, log_keys, payload
 from mini_scheduler.tick.lines import DISPATCHED
 from mini_scheduler.tick.means import Means, Part
 from mini_scheduler.tick.report import Tally
@@ -26,6 +28,7 @@ from mini_scheduler.wake import Wake
 
 if TYPE_CHECKING:  # failures and retries are imported where a run fails, not at a cold start
     from mini_scheduler.failures import FinalFailures
+    from mini_scheduler.recorder import Recorder
 
 log = logging.getLogger("mini_scheduler.ticker")
 
@@ -49,17 +52,59 @@ class Dispatching(Part):
         self.retry_sleep = retry_sleep  # worker threads back off on it, not on the clock
         self.failures = failures  # a final failure's event and pause (None: neither)
         self.wake = wake  # told of a retry deferred, in case it is due in this minute
+        self._lock = threading.Lock()
+        self._ends: Recorder | None = None  # closes the runs a dispatch ended
 
     def dispatch(self, job: Job, firing: Firing, tally: Tally) -> MarkRequest | None:
         """Dispatch a claimed firing: the mark to write, or None when the dispatch failed (the
         run is then recorded FAILED)."""
+        return self.dispatch_many(job.target, [(job, firing)], tally)[0]
+
+    def dispatch_many(
+        self, target: Target, firings: Sequence[tuple[Job, Firing]], tally: Tally
+    ) -> list[MarkRequest | None]:
+        """Dispatch claimed firings of one ``target``, in as few requests as its kind allows
+        (:meth:`Dispatchers.batch_size`): a mark each, None where the dispatch failed."""
+        bodies = [self._body(job, firing) for job, firing in firings]
+        if len(firings) == 1:
+            firing, body = firings[0][1], bodies[0][1]
+            answers: list[Answer | DispatchError]
+            try:
+                answers = [self.dispatchers.dispatch(target, firing.id, body)]
+            except DispatchError as exc:
+                answers = [exc]
+        else:
+            sent = [
+                (firing.id, body) for (_, firing), (_, body) in zip(firings, bodies, strict=True)
+            ]
+            answers = self.dispatchers.dispatch_batch(target, sent)
+        return [
+            self._answered(job, firing, parameters, answer, tally)
+            for (job, firing), (parameters, _), answer in zip(firings, bodies, answers, strict=True)
+        ]
+
+    def _body(self, job: Job, firing: Firing) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The firing's parameters, and what its target receives (the envelope, or the job's
+        ``input`` filled in from it)."""
         parameters = dict(firing.parameters) if firing.manual else dict(job.parameters)
         body = payload(firing, parameters, self.settings.origin)
-        try:
-            reference = self.dispatchers.dispatch(job.target, firing.id, body)
-        except DispatchError as exc:
-            self._failed(job, firing, exc, tally)
+        if job.input is not None:
+            body = fill_input(job.input, body)
+        return parameters, body
+
+    def _answered(
+        self,
+        job: Job,
+        firing: Firing,
+        parameters: dict[str, Any],
+        answer: Answer | DispatchError,
+        tally: Tally,
+    ) -> MarkRequest | None:
+        if isinstance(answer, DispatchError):
+            self._failed(job, firing, answer, tally)
             return None
+        ended = answer if isinstance(answer, Ended) else None
+        reference = answer.reference if isinstance(answer, Ended) else answer
         log.info(
             DISPATCHED,
             job.name,
@@ -75,8 +120,10 @@ class Dispatching(Part):
             {**parameters, "_origin": self.settings.origin},
             job.failure_policy,
         )
-        now = self.clock.now()
-        return MarkRequest(firing, now + timedelta(seconds=job.timeout), start)
+        deadline = self.clock.now() + timedelta(seconds=job.timeout)
+        if ended is None:
+            return MarkRequest(firing, deadline, start)
+        return MarkRequest(firing, deadline, start, ended.status, ended.error)
 
     def _failed(self, job: Job, firing: Firing, exc: DispatchError, tally: Tally) -> None:
         """A dispatch that failed: said, its run recorded FAILED, and its retry deferred."""
@@ -122,7 +169,11 @@ class Dispatching(Part):
                 errors = [exc] * len(batch)
             left = [(mark, e) for mark, e in zip(batch, errors, strict=True) if e is not None]
             if not left:
-                return
+                break
+        unmarked = {id(mark) for mark, _ in left}
+        ended = [mark for mark in marks if mark.ended is not None and id(mark) not in unmarked]
+        if ended:
+            self._close(ended, tally)
         for mark, error in left:
             tally.add("errors")
             job = mark.firing.job
@@ -134,6 +185,51 @@ class Dispatching(Part):
                 error,
                 extra=log_keys(job, mark.firing.id),
             )
+
+    def _close(self, marks: Sequence[MarkRequest], tally: Tally) -> None:
+        """Close the runs whose dispatch answered their end, as the recorder closes a run from
+        its completion (its line, its metric, a failed run's retry or final failure). A close
+        that cannot be written leaves the run DISPATCHED: the sweep times it out at its
+        deadline, and its retry follows from there."""
+        from mini_scheduler.recorder import Completion
+
+        recorder = self._recorder()
+        for mark in marks:
+            status = mark.ended or RunStatus.SUCCEEDED
+            completion = Completion(
+                mark.firing.id, status, self.clock.now(), mark.error, source="dispatch"
+            )
+            try:
+                recorder.record(completion)
+            except StoreError as exc:
+                tally.add("errors")
+                job = mark.firing.job
+                log.error(
+                    "Job %s - the end of firing %s (%s) was not recorded; the sweep times it "
+                    "out at its deadline: %s",
+                    job,
+                    mark.firing.id,
+                    status,
+                    exc,
+                    extra=log_keys(job, mark.firing.id),
+                )
+
+    def _recorder(self) -> Recorder:
+        """The recorder of the runs a dispatch ended, made on first use (a tick of Lambda and
+        flow targets never imports it)."""
+        with self._lock:
+            if self._ends is None:
+                from mini_scheduler.recorder import Recorder
+
+                self._ends = Recorder(
+                    self.claims,
+                    self.clock,
+                    self.metrics,
+                    origin=self.settings.origin,
+                    failures=self.failures,
+                    wake=self.wake,
+                )
+            return self._ends
 
     def dispatch_now(self, job: Job, firing: Firing, tally: Tally) -> None:
         """Dispatch one claimed firing and mark it, outside a tick's batches."""

@@ -27,6 +27,7 @@ from mini_scheduler.dispatch.base import Dispatchers
 from mini_scheduler.environment.active import ActiveEnvironment
 from mini_scheduler.environment.base import EnvironmentStore
 from mini_scheduler.jobs import CronFile, Target
+from mini_scheduler.jobs.model import TARGET_KINDS
 from mini_scheduler.logs import Capture, package_logs
 from mini_scheduler.model import floor_minute
 from mini_scheduler.tick.dryrun_report import DryRun, paused_jobs, report
@@ -61,7 +62,7 @@ def dry_run(
         environment=ActiveEnvironment(
             environment, settings.environment_name, settings.known_environments
         ),
-        dispatchers=Dispatchers({"lambda": sent, "flow": sent}),
+        dispatchers=Dispatchers(dict.fromkeys(TARGET_KINDS, sent)),
         clock=clock,
         rng=rng,
         fanout=shards.append,

@@ -170,7 +170,7 @@ def test_null_optional_keys_mean_absent() -> None:
         pytest.param(
             {"service": "my function"},
             "service 'my function' is not a Lambda function name (1 to 64 letters, digits, '-' "
-            "or '_'), name:alias, name:version, or function ARN, nor flow://<state machine>",
+            "or '_'), name:alias, name:version, or function ARN, nor one of flow://, sqs://, sns://, events://, ecs:// or https://",
             id="service-space",
         ),
         pytest.param(
@@ -426,7 +426,7 @@ def test_valid_services(service: str, target: Target) -> None:
         "flow://" + "s" * 81,
         "flow://arn:aws:states:us-east-1:123456789012:activity:x",
         "flow:/cleanup",
-        "https://example.com/fn",
+        "https://user:secret@example.com/fn",
         " report-fn",
     ],
 )
@@ -486,7 +486,7 @@ def test_unknown_job_key_warns_and_the_entry_loads() -> None:
         "Job report key timezon ignored - did you mean timezone?",
         "Job report key color ignored - the keys are name, cron, service, timezone, "
         "parameters, description, resolver, misfire, overlap, timeout, retry, "
-        "pause_after_failures, enabled, start, end",
+        "pause_after_failures, enabled, start, end, input, dead_letter, ecs, http",
         "Job report key schedule ignored - did you mean cron?",
     ]
 

@@ -19,6 +19,7 @@ from mini_scheduler.environment.active import ActiveEnvironment
 from mini_scheduler.environment.memory import MemoryEnvironmentStore
 from mini_scheduler.errors import DispatchError
 from mini_scheduler.jobs import CronFile, Target, load
+from mini_scheduler.jobs.model import TARGET_KINDS
 from mini_scheduler.metrics import RecordingMetrics
 from mini_scheduler.tick import Ticker
 from mini_scheduler.wake import Wake
@@ -106,7 +107,7 @@ def rig(
         cron=cron,
         claims=claims,
         environment=ActiveEnvironment(store, environment),
-        dispatchers=Dispatchers({"lambda": dispatcher, "flow": dispatcher}),
+        dispatchers=Dispatchers(dict.fromkeys(TARGET_KINDS, dispatcher)),
         clock=clock,
         metrics=metrics,
         alerts=alerts,

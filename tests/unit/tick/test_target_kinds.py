@@ -1,0 +1,175 @@
+"""Issue 29 in the tick: a queue's, a topic's or a bus's firings go to their target a batch at a
+time (never two targets in one batch), and a dispatch whose answer is the run's end closes the
+run: SUCCEEDED, or FAILED with its retry deferred; an entry of a batch that failed fails alone.
+A job's ``input`` is what its target receives, filled in from the firing."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mini_scheduler.alerts import RecordingAlerts
+from mini_scheduler.alerts.base import DEAD_LETTER
+from mini_scheduler.dispatch.base import Answer, BatchDispatcher, Ended
+from mini_scheduler.errors import DispatchError
+from mini_scheduler.jobs import Target
+from mini_scheduler.model import RunStatus
+from tests.unit.tick.harness import FakeDispatcher, rig
+
+MINUTE = "2026-11-30T14:01:00Z"
+
+
+class Batched(FakeDispatcher):
+    """A queue's dispatcher: ten firings a request, each answered as its run's end. A firing id
+    in ``refused`` fails alone; a target in ``answering`` ends its runs FAILED."""
+
+    batch_size = 10
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[tuple[str, list[str]]] = []
+        self.refused: set[str] = set()
+        self.answering: set[str] = set()
+        self._batch_lock = threading.Lock()
+
+    def dispatch(self, target: Target, firing_id: str, payload: Mapping[str, Any]) -> Answer:
+        (answer,) = self.dispatch_batch(target, [(firing_id, payload)])
+        if isinstance(answer, DispatchError):
+            raise answer
+        return answer
+
+    def dispatch_batch(
+        self, target: Target, firings: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> list[Answer | DispatchError]:
+        with self._batch_lock:
+            self.batches.append((target.name, [firing_id for firing_id, _ in firings]))
+        answers: list[Answer | DispatchError] = []
+        for firing_id, payload in firings:
+            if firing_id in self.refused:
+                answers.append(DispatchError(f"SQS SendMessageBatch {target.name}: refused"))
+                continue
+            super().dispatch(target, firing_id, payload)
+            if target.name in self.answering:
+                answers.append(Ended(f"hook:{firing_id}", RunStatus.FAILED, "HTTP 503: busy"))
+            else:
+                answers.append(Ended(f"sqs:{target.name}:{firing_id}"))
+        return answers
+
+
+def _cron(*entries: str) -> str:
+    return "jobs:\n" + "".join(f"  - {entry}\n" for entry in entries)
+
+
+def _queue_jobs(count: int, queue: str = "jobs", prefix: str = "q") -> list[str]:
+    return [
+        f'{{name: "{prefix}-{i:02d}", cron: "0 * * * * ?", service: "sqs://{queue}"}}'
+        for i in range(count)
+    ]
+
+
+def test_the_fake_is_a_batch_dispatcher() -> None:
+    assert isinstance(Batched(), BatchDispatcher)
+
+
+def test_a_queues_firings_go_ten_to_a_request_and_their_runs_end_succeeded() -> None:
+    dispatcher = Batched()
+    r = rig(_cron(*_queue_jobs(25)), dispatcher=dispatcher)
+    summary = r.tick(MINUTE)
+    assert summary["counts"]["dispatched"] == 25
+    assert sorted(len(ids) for _, ids in dispatcher.batches) == [5, 10, 10]
+    for firing_id in dispatcher.firing_ids:
+        run = r.claims.run(firing_id)
+        assert run is not None and run.status is RunStatus.SUCCEEDED
+        assert run.started_at is not None and run.ended_at is not None
+    assert r.metrics.totals["RunsSucceeded"] == 25
+
+
+def test_two_queues_never_share_a_batch() -> None:
+    dispatcher = Batched()
+    r = rig(_cron(*_queue_jobs(6, "a", "a"), *_queue_jobs(6, "b", "b")), dispatcher=dispatcher)
+    r.tick(MINUTE)
+    for queue, ids in dispatcher.batches:
+        assert {firing_id.split("-")[0] for firing_id in ids} == {queue}
+    assert sum(len(ids) for _, ids in dispatcher.batches) == 12
+
+
+def test_an_entry_that_failed_fails_alone_and_its_retry_is_deferred() -> None:
+    dispatcher = Batched()
+    dispatcher.refused = {"q-03@2026-11-30T14:01:00Z"}
+    entries = _queue_jobs(5)
+    entries[3] = entries[3].replace("}", ", retry: {retries: 2, backoff: 60}}")
+    r = rig(_cron(*entries), dispatcher=dispatcher)
+    summary = r.tick(MINUTE)
+    assert summary["counts"]["dispatched"] == 4 and summary["counts"]["errors"] == 1
+    failed = r.claims.run("q-03@2026-11-30T14:01:00Z")
+    assert failed is not None and failed.status is RunStatus.FAILED
+    assert "refused" in (failed.error or "")
+    assert [d.firing.id for d in r.claims.pending_deferred("retry")] == [
+        "q-03@2026-11-30T14:01:00Z#2"
+    ]
+    others = [r.claims.run(f"q-{i:02d}@2026-11-30T14:01:00Z") for i in (0, 1, 2, 4)]
+    assert all(run is not None and run.status is RunStatus.SUCCEEDED for run in others)
+
+
+def test_an_answer_that_is_a_failure_ends_the_run_failed_with_its_retry() -> None:
+    dispatcher = Batched()
+    dispatcher.answering = {"hooks"}
+    r = rig(
+        _cron(
+            '{name: "hook", cron: "0 * * * * ?", service: "events://hooks", '
+            "retry: {retries: 1, backoff: 30}}"
+        ),
+        dispatcher=dispatcher,
+    )
+    r.tick(MINUTE)
+    run = r.claims.run("hook@2026-11-30T14:01:00Z")
+    assert run is not None and run.status is RunStatus.FAILED
+    assert run.error == "HTTP 503: busy"
+    assert [d.firing.id for d in r.claims.pending_deferred("retry")] == [
+        "hook@2026-11-30T14:01:00Z#2"
+    ]
+    assert r.metrics.totals["RunsFailed"] == 1
+
+
+def test_a_jobs_input_is_what_its_target_receives() -> None:
+    dispatcher = Batched()
+    r = rig(
+        _cron(
+            '{name: "shaped", cron: "0 * * * * ?", service: "sns://alerts", '
+            "parameters: {team: ops}, input: {kind: nightly, id: '<firingId>', "
+            "team: '<parameters.team>', try: '<attempt>', text: 'run <job> at <scheduledTime>'}}"
+        ),
+        dispatcher=dispatcher,
+    )
+    r.tick(MINUTE)
+    ((_, _, body, _),) = dispatcher.calls
+    assert body == {
+        "kind": "nightly",
+        "id": "shaped@2026-11-30T14:01:00Z",
+        "team": "ops",
+        "try": 1,
+        "text": "run shaped at 2026-11-30T14:01:00Z",
+    }
+
+
+def test_a_final_failure_leaves_a_letter_on_the_jobs_dead_letter_queue() -> None:
+    dispatcher = Batched()
+    dispatcher.refused = {"export@2026-11-30T14:01:00Z"}
+    alerts = RecordingAlerts()
+    r = rig(
+        _cron(
+            '{name: "export", cron: "0 * * * * ?", service: "sqs://work", '
+            "parameters: {day: today}, dead_letter: 'sqs://work-dlq'}",
+            '{name: "calm", cron: "0 * * * * ?", service: "sqs://work", '
+            "dead_letter: 'sqs://work-dlq'}",
+        ),
+        dispatcher=dispatcher,
+        alerts=alerts,
+    )
+    r.tick(MINUTE)
+    (letter,) = alerts.of(DEAD_LETTER)
+    assert letter["queue"] == "sqs://work-dlq"
+    assert letter["firingId"] == "export@2026-11-30T14:01:00Z"
+    assert letter["status"] == "FAILED" and "refused" in letter["error"]
+    assert letter["parameters"] == {"day": "today"}
