@@ -1,6 +1,7 @@
-"""A client's batch requests of one operation, seen and bent through botocore's event hooks:
-the entries each request carried, a request made to raise, and an answer rewritten so that
-chosen entries failed (moto never fails an entry of a batch itself)."""
+"""What the batched dispatchers' tests share: firings to dispatch, an SQS queue's messages
+read back, and a client's requests of one operation seen and bent through botocore's event
+hooks (the entries each request carried, a request made to raise, an answer rewritten so that
+chosen entries failed: moto never fails an entry of a batch itself)."""
 
 from __future__ import annotations
 
@@ -65,3 +66,27 @@ class Requests:
             entry_id = self.entries[number][position]["Id"]
             parsed["Successful"] = [e for e in parsed["Successful"] if e["Id"] != entry_id]
             parsed.setdefault("Failed", []).append({"Id": entry_id, **failure})
+
+
+def firing(index: int, job: str = "nightly-report") -> tuple[str, dict[str, Any]]:
+    firing_id = f"{job}@2026-12-04T03:{index // 60:02d}:{index % 60:02d}Z"
+    return firing_id, {"job": job, "firingId": firing_id, "attempt": 1, "parameters": {}}
+
+
+class Sleeps(list[float]):
+    def __call__(self, seconds: float) -> None:
+        self.append(seconds)
+
+
+def received(sqs: Any, url: str) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    while batch := sqs.receive_message(
+        QueueUrl=url,
+        MaxNumberOfMessages=10,
+        MessageAttributeNames=["All"],
+        MessageSystemAttributeNames=["All"],
+    ).get("Messages"):
+        messages += batch
+        for message in batch:
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    return messages

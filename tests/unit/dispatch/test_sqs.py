@@ -20,15 +20,9 @@ from mini_scheduler.errors import DispatchError
 from mini_scheduler.jobs import Target
 from mini_scheduler.model import RunStatus
 from tests.fakeaws import use_test_credentials
-from tests.unit.dispatch.batch_hooks import Requests
+from tests.unit.dispatch.batch_hooks import Requests, Sleeps, firing, received
 
 ACCOUNT = "123456789012"  # moto's
-FIRING = "nightly-report@2026-12-04T03:00:00Z"
-
-
-def firing(index: int, job: str = "nightly-report") -> tuple[str, dict[str, Any]]:
-    firing_id = f"{job}@2026-12-04T03:{index // 60:02d}:{index % 60:02d}Z"
-    return firing_id, {"job": job, "firingId": firing_id, "attempt": 1, "parameters": {}}
 
 
 @pytest.fixture
@@ -36,25 +30,6 @@ def sqs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     use_test_credentials(monkeypatch)
     with mock_aws():
         yield boto3.client("sqs", region_name="us-east-1")
-
-
-class Sleeps(list[float]):
-    def __call__(self, seconds: float) -> None:
-        self.append(seconds)
-
-
-def received(sqs: Any, url: str) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = []
-    while batch := sqs.receive_message(
-        QueueUrl=url,
-        MaxNumberOfMessages=10,
-        MessageAttributeNames=["All"],
-        MessageSystemAttributeNames=["All"],
-    ).get("Messages"):
-        messages += batch
-        for message in batch:
-            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
-    return messages
 
 
 def test_each_dispatcher_is_a_batch_dispatcher(sqs: Any) -> None:
