@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -19,13 +19,20 @@ from mini_scheduler.aws import Clients, partition
 from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.clock import Clock, SystemClock
 from mini_scheduler.config import Settings
-from mini_scheduler.dispatch.base import Dispatcher, Dispatchers
+from mini_scheduler.dispatch.base import Dispatcher, Dispatchers, OnFirstUse
 from mini_scheduler.dispatch.lambda_ import finish_invoke
 from mini_scheduler.environment.active import ActiveEnvironment
 from mini_scheduler.environment.base import EnvironmentStore
-from mini_scheduler.errors import ConfigurationError, DispatchError, describe_aws_error
+from mini_scheduler.errors import (
+    AlertError,
+    ConfigurationError,
+    DispatchError,
+    describe_aws_error,
+)
 from mini_scheduler.metrics import Metrics
 from mini_scheduler.wake import Wake, waker
+
+BATCH_ENTRIES = 10  # SendMessageBatch, PublishBatch and PutEvents take ten entries a request
 
 if TYPE_CHECKING:
     from mini_scheduler.alerts import Alerts
@@ -84,16 +91,71 @@ def dispatchers(settings: Settings, clients: Clients, account: str | None) -> Di
         account = os.environ.get("AWS_ACCOUNT_ID") or None
     if account is None:
         account = str(clients("sts").get_caller_identity()["Account"])
+    where = {"region": settings.region, "account": account, "partition": partition(settings.region)}
     by_kind: dict[str, Dispatcher] = {
         "lambda": LambdaDispatcher(clients("lambda")),
-        "flow": StepFunctionsDispatcher(
-            clients("stepfunctions"),
-            region=settings.region,
-            account=account,
-            partition=partition(settings.region),
-        ),
+        "flow": StepFunctionsDispatcher(clients("stepfunctions"), **where),
     }
+    by_kind.update(_more_kinds(settings, clients, where))
     return Dispatchers(by_kind)
+
+
+def _more_kinds(
+    settings: Settings, clients: Clients, where: dict[str, str]
+) -> dict[str, Dispatcher]:
+    """The dispatchers of the kinds this deployment may start besides Lambda and flows: those
+    whose prefix is set (every kind outside Lambda, where none is), each module imported and
+    client made at its kind's first firing."""
+    off = {kind for kind, prefix in settings.target_prefixes if not prefix}
+
+    def sns() -> Dispatcher:
+        from mini_scheduler.dispatch.sns import SnsDispatcher
+
+        return SnsDispatcher(
+            clients("sns"),
+            region=where["region"],
+            account=where["account"],
+            partition=where["partition"],
+        )
+
+    def events() -> Dispatcher:
+        from mini_scheduler.dispatch.events import EventBridgeDispatcher
+
+        return EventBridgeDispatcher(clients("events"))
+
+    makers: dict[str, tuple[Callable[[], Dispatcher], int]] = {
+        "sqs": (lambda: queue_dispatcher(clients), BATCH_ENTRIES),
+        "sns": (sns, BATCH_ENTRIES),
+        "events": (events, BATCH_ENTRIES),
+    }
+    return {
+        kind: OnFirstUse(make, size) for kind, (make, size) in makers.items() if kind not in off
+    }
+
+
+def queue_dispatcher(clients: Clients) -> Dispatcher:
+    """The SQS dispatcher: ``sqs://`` targets, and the dead-letter queues."""
+    from mini_scheduler.dispatch.sqs import SqsDispatcher
+
+    return SqsDispatcher(clients("sqs"))
+
+
+def dead_letters(clients: Clients) -> Callable[[str, Mapping[str, Any]], None]:
+    """Sends a final failure's letter to its job's ``sqs://`` queue (made at the first)."""
+    from mini_scheduler.jobs.names import parse_service
+
+    queues = OnFirstUse(lambda: queue_dispatcher(clients))
+
+    def send(queue: str, letter: Mapping[str, Any]) -> None:
+        target = parse_service(queue)
+        if isinstance(target, str) or target.kind != "sqs":
+            raise AlertError(f"dead letter not sent: {queue[:120]!r} is not an sqs:// queue")
+        try:
+            queues.dispatch(target, str(letter.get("firingId", "")), letter)
+        except DispatchError as exc:
+            raise AlertError(f"dead letter to {queue} not sent - {exc}") from exc
+
+    return send
 
 
 def cron_source(settings: Settings, clients: Clients) -> Callable[[], CronFile]:
@@ -145,7 +207,9 @@ def alert_publisher(settings: Settings, clients: Clients) -> Alerts:
     """EventBridge on ``settings.event_bus``; its client is made on the first alert."""
     from mini_scheduler.alerts.eventbridge import EventBridgeAlerts
 
-    return EventBridgeAlerts(settings.event_bus, lambda: clients("events"))
+    return EventBridgeAlerts(
+        settings.event_bus, lambda: clients("events"), letters=dead_letters(clients)
+    )
 
 
 def peers(settings: Settings, clients: Clients) -> Peers | None:

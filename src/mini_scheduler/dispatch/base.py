@@ -16,7 +16,8 @@ DispatchError.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -57,6 +58,31 @@ class BatchDispatcher(Protocol):
         """Each of ``firings`` (its firing id, its payload) dispatched to ``target``, at most
         ``batch_size``: one answer per firing, in order."""
         ...
+
+
+class OnFirstUse:
+    """A dispatcher made at its kind's first firing (``make``): a tick that starts none of its
+    kind never builds its client. ``batch_size`` is the made one's."""
+
+    def __init__(self, make: Callable[[], Dispatcher], batch_size: int = 1) -> None:
+        self._make = make
+        self._made: Dispatcher | None = None
+        self._lock = threading.Lock()
+        self.batch_size = batch_size
+
+    def _dispatcher(self) -> Dispatcher:
+        with self._lock:
+            if self._made is None:
+                self._made = self._make()
+            return self._made
+
+    def dispatch(self, target: Target, firing_id: str, payload: Mapping[str, Any]) -> Answer:
+        return self._dispatcher().dispatch(target, firing_id, payload)
+
+    def dispatch_batch(
+        self, target: Target, firings: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> list[Answer | DispatchError]:
+        return Dispatchers({target.kind: self._dispatcher()}).dispatch_batch(target, firings)
 
 
 class Dispatchers:

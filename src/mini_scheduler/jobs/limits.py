@@ -98,13 +98,14 @@ TARGET_LIMITS: Final[Mapping[str, int]] = {
     "flow": STEP_FUNCTIONS_INPUT_LIMIT,
     "sqs": 1_048_576,
     "sns": 262_144,
-    "events": 262_144,
+    "events": 1_000_000,
     "ecs": 8_192,
     "https": 1_048_576,
 }
 """The most bytes one firing's body can take, by kind: an SQS message (1 MiB), an SNS message
-(256 KiB), a PutEvents entry (256 KiB), an ECS task's overrides (8,192 characters, where the
-body rides in an environment variable), a webhook's body (ours: 1 MiB)."""
+(256 KiB unless the topic allows more), a PutEvents entry (1 MB since January 2026), an ECS
+task's overrides (8,192 characters: the body rides in an environment variable), a webhook's body
+(ours: 1 MiB)."""
 _CARRIERS: Final[Mapping[str, str]] = {
     "lambda": "an asynchronous Lambda invoke",
     "flow": "a Step Functions input",

@@ -115,8 +115,8 @@ def target_with_keys(
     reasons: list[str] = []
     warnings: list[str] = []
     problem = rules.problem(target)
-    if problem:
-        reasons.append(problem)
+    if problem:  # a kind that is off, or a name outside it: nothing else is worth saying
+        return None, [problem], warnings
     for key, owner in (("ecs", "ecs"), ("http", "https")):
         if raw.get(key) is not None and target.kind != owner:
             what = "an ecs:// target" if owner == "ecs" else "an https:// webhook"

@@ -170,7 +170,8 @@ def test_null_optional_keys_mean_absent() -> None:
         pytest.param(
             {"service": "my function"},
             "service 'my function' is not a Lambda function name (1 to 64 letters, digits, '-' "
-            "or '_'), name:alias, name:version, or function ARN, nor one of flow://, sqs://, sns://, events://, ecs:// or https://",
+            "or '_'), name:alias, name:version, or function ARN, nor one of flow://, sqs://, "
+            "sns://, events://, ecs:// or https://",
             id="service-space",
         ),
         pytest.param(
