@@ -116,6 +116,21 @@ DR_REGION                   ?= us-west-2
 DR_ENVIRONMENT              ?= DR
 TARGET_FUNCTION_PREFIX      ?= mini-scheduler-
 TARGET_STATE_MACHINE_PREFIX ?= mini-scheduler-
+# The other kinds of target (docs/targets.md), each off while its prefix is empty (the template's
+# default): the build fails on a job of a kind that is off, and the deploy passes the same values.
+TARGET_QUEUE_PREFIX           ?=
+TARGET_TOPIC_PREFIX           ?=
+TARGET_EVENT_BUS_PREFIX       ?=
+TARGET_TASK_DEFINITION_PREFIX ?=
+TARGET_WEBHOOK_PREFIX         ?=
+TARGET_KINDS_ENV = TARGET_QUEUE_PREFIX="$(TARGET_QUEUE_PREFIX)" TARGET_TOPIC_PREFIX="$(TARGET_TOPIC_PREFIX)" \
+  TARGET_EVENT_BUS_PREFIX="$(TARGET_EVENT_BUS_PREFIX)" TARGET_TASK_DEFINITION_PREFIX="$(TARGET_TASK_DEFINITION_PREFIX)" \
+  TARGET_WEBHOOK_PREFIX="$(TARGET_WEBHOOK_PREFIX)"
+TARGET_KINDS_PARAMETERS = $(if $(TARGET_QUEUE_PREFIX),TargetQueuePrefix=$(TARGET_QUEUE_PREFIX)) \
+  $(if $(TARGET_TOPIC_PREFIX),TargetTopicPrefix=$(TARGET_TOPIC_PREFIX)) \
+  $(if $(TARGET_EVENT_BUS_PREFIX),TargetEventBusPrefix=$(TARGET_EVENT_BUS_PREFIX)) \
+  $(if $(TARGET_TASK_DEFINITION_PREFIX),TargetTaskDefinitionPrefix=$(TARGET_TASK_DEFINITION_PREFIX)) \
+  $(if $(TARGET_WEBHOOK_PREFIX),TargetWebhookPrefix=$(TARGET_WEBHOOK_PREFIX))
 # Each region's CronFile parameter (empty: the packaged cron.yaml), its own copy, e.g.
 # PRIMARY_CRON_FILE=s3://my-bucket-us-east-1/cron.yaml,file:cron.yaml
 PRIMARY_CRON_FILE ?=
@@ -152,7 +167,7 @@ build: $(SAM_STAMP)
 	@test -f "$(CRON_YAML)" || { echo "CRON_YAML=$(CRON_YAML): no such file" >&2; exit 1; }
 	MINI_SCHEDULER_CRON_YAML="$(abspath $(CRON_YAML))" BUILD_PYTHON="$(abspath $(SAM_VENV))/bin/python" \
 	  TARGET_FUNCTION_PREFIX="$(TARGET_FUNCTION_PREFIX)" TARGET_STATE_MACHINE_PREFIX="$(TARGET_STATE_MACHINE_PREFIX)" \
-	  CHECK_REGIONS="$(PRIMARY_REGION),$(DR_REGION)" STRICT="$(or $(STRICT),1)" \
+	  $(TARGET_KINDS_ENV) CHECK_REGIONS="$(PRIMARY_REGION),$(DR_REGION)" STRICT="$(or $(STRICT),1)" \
 	  $(SAM) build $(SAM_BUILD_ARGS)
 
 # Each region's parameters are made here, never taken whole from DEPLOY_ARGS or samconfig.toml
@@ -162,8 +177,8 @@ lower = $(shell printf '%s' '$(1)' | tr '[:upper:]' '[:lower:]')
 deploy_guard = $(strip \
   $(foreach flag,--parameter-overrides --region --config-env --stack-name,$(if $(filter $(flag) $(flag)=%,$(DEPLOY_ARGS)),\
     $(error DEPLOY_ARGS may not hold $(flag): make deploy sets each region's. Give template parameters as PARAMETERS='Key=Value ...', the regions as PRIMARY_REGION and DR_REGION))) \
-  $(foreach name,EnvironmentName KnownEnvironments PeerRegions TargetFunctionPrefix TargetStateMachinePrefix CronFile,$(if $(filter $(name)=%,$(PARAMETERS)),\
-    $(error PARAMETERS may not set $(name): make deploy sets it for each region (PRIMARY_ENVIRONMENT, DR_ENVIRONMENT, PRIMARY_REGION and DR_REGION, TARGET_FUNCTION_PREFIX, TARGET_STATE_MACHINE_PREFIX, PRIMARY_CRON_FILE, DR_CRON_FILE)))) \
+  $(foreach name,EnvironmentName KnownEnvironments PeerRegions TargetFunctionPrefix TargetStateMachinePrefix TargetQueuePrefix TargetTopicPrefix TargetEventBusPrefix TargetTaskDefinitionPrefix TargetWebhookPrefix CronFile,$(if $(filter $(name)=%,$(PARAMETERS)),\
+    $(error PARAMETERS may not set $(name): make deploy sets it for each region (PRIMARY_ENVIRONMENT, DR_ENVIRONMENT, PRIMARY_REGION and DR_REGION, TARGET_FUNCTION_PREFIX, TARGET_STATE_MACHINE_PREFIX, TARGET_QUEUE_PREFIX, TARGET_TOPIC_PREFIX, TARGET_EVENT_BUS_PREFIX, TARGET_TASK_DEFINITION_PREFIX, TARGET_WEBHOOK_PREFIX, PRIMARY_CRON_FILE, DR_CRON_FILE)))) \
   $(if $(filter $(call lower,$(PRIMARY_ENVIRONMENT)),$(call lower,$(DR_ENVIRONMENT))),\
     $(error DR_ENVIRONMENT=$(DR_ENVIRONMENT) is the primary's name ($(PRIMARY_ENVIRONMENT)): both regions would be active. Give the DR stack its own name)) \
   $(if $(filter $(PRIMARY_REGION),$(DR_REGION)),\
@@ -174,7 +189,8 @@ deploy_guard = $(strip \
 deploy_to = $(SAM) deploy --config-env $(1) --region $(2) $(DEPLOY_ARGS) --parameter-overrides \
   EnvironmentName=$(3) KnownEnvironments=$(PRIMARY_ENVIRONMENT),$(DR_ENVIRONMENT) PeerRegions=$(5) \
   TargetFunctionPrefix=$(TARGET_FUNCTION_PREFIX) \
-  TargetStateMachinePrefix=$(TARGET_STATE_MACHINE_PREFIX) $(if $(4),CronFile=$(4)) $(PARAMETERS)
+  TargetStateMachinePrefix=$(TARGET_STATE_MACHINE_PREFIX) $(strip $(TARGET_KINDS_PARAMETERS)) \
+  $(if $(4),CronFile=$(4)) $(PARAMETERS)
 
 deploy-guard:
 	@: $(deploy_guard)

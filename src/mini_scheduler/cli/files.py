@@ -8,7 +8,7 @@ import argparse
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
@@ -21,6 +21,7 @@ from mini_scheduler.cron.zones import get_zone, is_fixed_offset, suggest_zone
 from mini_scheduler.errors import CronFileError, UnknownTimeZoneError
 from mini_scheduler.jobs import DEFAULT_TIMEZONE, CronFile, Problem, Target
 from mini_scheduler.jobs.locations import CronFileSource
+from mini_scheduler.jobs.targets import KIND_PARAMETERS, TargetRules
 
 MAX_COUNT: Final = 1000
 _UTC_NAMES: Final = frozenset({"UTC", "Etc/UTC"})
@@ -50,6 +51,8 @@ class Grant:
     state_machine_prefix: str = DEFAULT_TARGET_PREFIX
     regions: tuple[str, ...] = ()
     account: str | None = None
+    targets: TargetRules = field(default_factory=TargetRules)
+    """The other kinds' prefixes (a kind missing: not checked)."""
 
     def describe(self) -> str:
         where = ", ".join(self.regions) or "its region"
@@ -77,6 +80,8 @@ def _target_parts(target: Target) -> tuple[str | None, str | None, str]:
 def target_problem(target: Target, grant: Grant) -> str | None:
     """Why a ticker deployed with ``grant`` cannot invoke ``target`` (what to do included), or
     None when every region of the grant may."""
+    if target.kind in KIND_PARAMETERS:
+        return grant.targets.problem(target)
     region, account, name = _target_parts(target)
     if target.kind == "flow":
         prefix, parameter, what = grant.state_machine_prefix, "TargetStateMachinePrefix", "start"
@@ -187,6 +192,17 @@ def add_validate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help=f"the stack's TargetStateMachinePrefix (default {DEFAULT_TARGET_PREFIX})",
     )
     deploy.add_argument(
+        "--target-prefix",
+        dest="target_prefixes",
+        action="append",
+        type=_kind_prefix,
+        default=[],
+        metavar="KIND=PREFIX",
+        help="the prefix parameter of another kind of target (sqs, sns, events, ecs, https: "
+        "TargetQueuePrefix, ...), once each; a kind not given is off, as the template's "
+        "default is",
+    )
+    deploy.add_argument(
         "--regions",
         "--region",
         dest="regions",
@@ -211,7 +227,17 @@ def _grant(args: argparse.Namespace, context: Context) -> Grant | None:
                 "--deploy: give --regions (every region the file goes to)", EXIT_USAGE
             )
         regions = _regions(region)
-    return Grant(args.function_prefix, args.state_machine_prefix, regions, args.account)
+    targets = TargetRules({**dict.fromkeys(KIND_PARAMETERS, ""), **dict(args.target_prefixes)})
+    return Grant(args.function_prefix, args.state_machine_prefix, regions, args.account, targets)
+
+
+def _kind_prefix(text: str) -> tuple[str, str]:
+    kind, equals, prefix = text.partition("=")
+    if not equals or kind not in KIND_PARAMETERS:
+        raise argparse.ArgumentTypeError(
+            f"not KIND=PREFIX: {text[:100]!r} (KIND is one of {', '.join(KIND_PARAMETERS)})"
+        )
+    return kind, prefix.strip()
 
 
 def validate(args: argparse.Namespace, context: Context) -> int:

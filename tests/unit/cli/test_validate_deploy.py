@@ -177,3 +177,40 @@ def test_validate_deploy_needs_the_regions(capsys: pytest.CaptureFixture[str]) -
     assert code == 2 and "not an AWS region: 'east'" in err
     code, _, err = run(capsys, "validate", str(SAMPLE), "--deploy", "--account", "12")
     assert code == 2 and "not an AWS account id: '12'" in err
+
+
+def test_validate_deploy_holds_the_other_kinds_to_their_prefix_parameters(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A queue, a topic or a bus loads anywhere; --deploy refuses a kind whose prefix is not
+    given (off, as the template's default is), and a name outside the prefix given."""
+    path = tmp_path / "cron.yaml"
+    path.write_text(
+        document(
+            {**BASE, "name": "queue", "service": "sqs://mini-work"},
+            {**BASE, "name": "bus", "service": "events://default"},
+        )
+    )
+    assert run(capsys, "validate", str(path))[0] == 0
+    code, out, _ = run(capsys, "validate", str(path), "--deploy", AWS_REGION="eu-west-1")
+    assert code == 1
+    assert "sqs targets are off in this deployment - set the template parameter " in out
+    assert "TargetQueuePrefix" in out and "TargetEventBusPrefix" in out
+    both = ["--target-prefix", "sqs=mini-", "--target-prefix", "events=default"]
+    assert run(capsys, "validate", str(path), "--deploy", *both, AWS_REGION="eu-west-1")[0] == 0
+    code, out, _ = run(
+        capsys,
+        "validate",
+        str(path),
+        "--deploy",
+        "--target-prefix",
+        "sqs=other-",
+        "--target-prefix",
+        "events=default",
+        AWS_REGION="eu-west-1",
+    )
+    assert code == 1 and "is outside TargetQueuePrefix 'other-'" in out
+    code, _, err = run(
+        capsys, "validate", str(path), "--deploy", "--target-prefix", "kafka=x", AWS_REGION="x"
+    )
+    assert code == 2 and "not KIND=PREFIX" in err

@@ -15,6 +15,7 @@ from mini_scheduler.cli.package import PackageUnreadable
 from mini_scheduler.cli.where import Where, cron_source
 from mini_scheduler.errors import SchedulerError, describe_aws_error
 from mini_scheduler.jobs import Job
+from mini_scheduler.jobs.targets import KIND_PARAMETERS, TargetRules
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,7 @@ def check_jobs(context: Context, seen: Region, where: Where) -> list[Finding]:
         seen.parameters.get("TargetStateMachinePrefix", "mini-scheduler-"),
         (region,),
         account,
+        TargetRules({k: seen.parameters.get(p, "") for k, p in KIND_PARAMETERS.items()}),
     )
     ears = Ears(
         seen.outputs.get("CompletionQueueArn", ""), seen.outputs.get("RecorderFunctionArn", "")
@@ -125,6 +127,9 @@ def _job(
     refused = target_problem(job.target, grant)
     if refused is not None:
         return Finding(region, "error", check, f"{job.service}: the ticker cannot run it", refused)
+    if job.target.kind in KIND_PARAMETERS:  # allowed by its prefix; not probed further
+        parameter = KIND_PARAMETERS[job.target.kind]
+        return Finding(region, "ok", check, f"{job.service}: within {parameter}", "")
     try:
         if job.target.kind == "flow":
             return _flow(context, region, job, check, grant.account, rule)
