@@ -13,7 +13,7 @@ import pytest
 
 from tests.docs import code_block, section
 
-LAYOUT = "docs/development.md"
+LAYOUT = "docs/layout.md"
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "src" / "mini_scheduler"
 _CITED = re.compile(
