@@ -1,7 +1,7 @@
 """ECS task targets (``ecs://<cluster>/<task definition>``): RunTask of one task, placed as the
 job's ``ecs`` mapping says (:mod:`mini_scheduler.jobs.ecs_options`). The answer is the task's
 ARN; the run ends later, when the task's "ECS Task State Change" event says STOPPED (the
-recorder: :mod:`mini_scheduler.handlers.events.ecs`).
+recorder: :mod:`mini_scheduler.handlers.events.recorder`).
 
 One container is overridden: the mapping's ``container``, else the task definition's first
 essential container (read with DescribeTaskDefinition once per task definition and ticker
