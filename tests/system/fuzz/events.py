@@ -39,6 +39,8 @@ RECORDER_SAMPLES = (
     "sfn-status-succeeded.json",
     "sfn-status-failed.json",
     "sfn-status-redriven.json",
+    "ecs-task-stopped.json",
+    "ecs-task-failed.json",
     "sqs-completions.json",  # the completion queue's batch: each body one of the above
 )
 assert sorted(TICKER_SAMPLES + RECORDER_SAMPLES) == sorted(p.name for p in EVENTS.glob("*.json"))
@@ -88,6 +90,15 @@ KEYS = (
     "errorType",
     "errorMessage",
     "timestamp",
+    "lastStatus",
+    "startedBy",
+    "overrides",
+    "containerOverrides",
+    "containers",
+    "exitCode",
+    "stopCode",
+    "stoppedReason",
+    "stoppedAt",
 )
 
 # Strings that are almost right, or right, for one of those keys.
@@ -151,6 +162,11 @@ STRINGS = (
     "RUNNING",
     "PENDING_REDRIVE",
     "aws.states",
+    "aws.ecs",
+    "ECS Task State Change",
+    "STOPPED",
+    "TaskFailedToStart",
+    "MINI_SCHEDULER_FIRING_ID",
     "aws.events",
     "Scheduled Event",
     "Step Functions Execution Status Change",

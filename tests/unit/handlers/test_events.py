@@ -303,6 +303,16 @@ def _paused(paused: bool) -> Check:
     return check
 
 
+def _task_started_14_00(aws: Aws, ticker: Invoke) -> None:
+    """nightly-export's ECS task started at 14:00: its run written as a tick's dispatch writes
+    it (the sample cron.yaml has no ECS job; the events' task is a deployment's)."""
+    firing = Firing("nightly-export", T0)
+    store = aws.store()
+    store.claim(firing, now=T0, lease_until=T0 + timedelta(seconds=120), origin="us-east-1/prod")
+    start = JobStart("ecs://batch/nightly-export", "0 0 14 * * ? @UTC", {"format": "parquet"})
+    store.mark_dispatched(firing, now=T0, deadline=T0 + timedelta(hours=1), start=start)
+
+
 def _closed(firing_id: str, status: RunStatus, error: str | None) -> Check:
     """The recorder's answer for a run it closed, and the run as recorded."""
 
@@ -462,6 +472,20 @@ EVENT_FILE_EXPECTATIONS: dict[str, EventExpectation] = {
         _dispatched_14_15,
     ),
     "sfn-status-redriven.json": EventExpectation("recorder", _redriven, _failed_14_15),
+    "ecs-task-stopped.json": EventExpectation(
+        "recorder",
+        _closed("nightly-export@2026-11-30T14:00:00Z", RunStatus.SUCCEEDED, None),
+        _task_started_14_00,
+    ),
+    "ecs-task-failed.json": EventExpectation(
+        "recorder",
+        _closed(
+            "nightly-export@2026-11-30T14:00:00Z",
+            RunStatus.FAILED,
+            "EssentialContainerExited: Essential container in task exited; export exit 1",
+        ),
+        _task_started_14_00,
+    ),
     "sqs-completions.json": EventExpectation("recorder", _batch_recorded, _dispatched_14_15),
     "schedule-create.json": EventExpectation("ticker", _schedules_created),
     "schedule-list.json": EventExpectation("ticker", _schedules_listed, _schedules_made),

@@ -19,6 +19,11 @@ The recorder's (:func:`.recorder.completion_from_event`):
   when Step Functions left the input out (a large one: ``input`` null, ``inputDetails.included``
   false), the execution's name does, unless it was cut (a long job name): then the input is read
   with DescribeExecution.
+* An "ECS Task State Change" event from EventBridge (source ``aws.ecs``) of a task the ticker
+  started (``startedBy`` begins with ``ms-``): once ``lastStatus`` is STOPPED it closes the run
+  its overridden container's ``MINI_SCHEDULER_FIRING_ID`` names, SUCCEEDED when every container
+  that gave an exit code gave 0 (and none stopped with a reason and no code), else FAILED (a
+  task that failed to start too). Any other ECS event is not the end of a run.
 
 Two modules, so that the recorder function never loads the ticker's events (nor the tick).
 """

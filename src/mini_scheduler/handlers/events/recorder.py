@@ -1,7 +1,8 @@
 """The recorder's events, parsed into the run's end or redrive each reports (see
-:mod:`mini_scheduler.handlers.events`): a Lambda destination record, or a Step Functions
-"Execution Status Change" event, each alone or as the body of a message of the completion
-queue (an SQS batch, :func:`queued_messages`)."""
+:mod:`mini_scheduler.handlers.events`): a Lambda destination record, a Step Functions
+"Execution Status Change" event, or an "ECS Task State Change" event of a task the ticker
+started, each alone or as the body of a message of the completion queue (an SQS batch,
+:func:`queued_messages`)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from mini_scheduler.errors import EventError
+from mini_scheduler.dispatch.ecs import FIRING_VARIABLE, STARTED_BY_PREFIX
+from mini_scheduler.errors import EventError, one_line
 from mini_scheduler.jobs import name_problem
 from mini_scheduler.model import RunStatus, attempt_number, firing_from_id, job_of, parse_instant
 from mini_scheduler.recorder import Completion, Redriven
@@ -88,12 +90,15 @@ def completion_from_event(
         )
     if event.get("source") == "aws.states" or "Step Functions" in str(event.get("detail-type")):
         return _from_step_functions(event, execution_input)
+    if event.get("source") == "aws.ecs":
+        return _from_ecs(event)
     context = event.get("requestContext")
     if isinstance(context, Mapping) and "condition" in context:
         return _from_lambda_destination(event, context)
     raise EventError(
         "unknown event: expected a Lambda destination record (requestContext."
-        'condition) or a Step Functions "Execution Status Change" event'
+        'condition), a Step Functions "Execution Status Change" or an "ECS Task State Change" '
+        "event"
     )
 
 
@@ -246,3 +251,63 @@ def _when(value: Any) -> datetime | None:
         except ValueError:
             return None
     return None
+
+
+_ECS_TASK_EVENT = "ECS Task State Change"
+_ECS_ERROR_LIMIT = 500
+
+
+def _from_ecs(event: Mapping[str, Any]) -> Completion | None:
+    """A task's STOPPED event closes its run, if the ticker started it (its ``startedBy``);
+    None for any other ECS event (a task starting, another's task, a container instance's)."""
+    detail = event.get("detail")
+    if event.get("detail-type") != _ECS_TASK_EVENT:
+        return None
+    if not isinstance(detail, Mapping):
+        raise EventError("ECS task event without detail")
+    started = detail.get("startedBy")
+    if detail.get("lastStatus") != "STOPPED" or not str(started).startswith(STARTED_BY_PREFIX):
+        return None
+    task = str(detail.get("taskArn") or "a task")[:200]
+    firing_id = _firing_id(_ecs_run_id(detail), f"ECS task {task}")
+    ended = _when(detail.get("stoppedAt")) or _when(event.get("time"))
+    error = _ecs_failure(detail)
+    status = RunStatus.SUCCEEDED if error is None else RunStatus.FAILED
+    return Completion(firing_id, status, ended, error, "ecs")
+
+
+def _ecs_run_id(detail: Mapping[str, Any]) -> Any:
+    """The run id the dispatcher gave the task's overridden container (None: none)."""
+    overrides = detail.get("overrides")
+    containers = overrides.get("containerOverrides") if isinstance(overrides, Mapping) else None
+    for container in containers if isinstance(containers, list) else []:
+        variables = container.get("environment") if isinstance(container, Mapping) else None
+        for variable in variables if isinstance(variables, list) else []:
+            if isinstance(variable, Mapping) and variable.get("name") == FIRING_VARIABLE:
+                return variable.get("value")
+    return None
+
+
+def _ecs_failure(detail: Mapping[str, Any]) -> str | None:
+    """None when every container that says how it ended exited 0 (one at least); else what
+    went wrong: the stop code, the reason, each container's exit code or reason."""
+    raw = detail.get("containers")
+    containers = [c for c in raw if isinstance(c, Mapping)] if isinstance(raw, list) else []
+    ends = []
+    failed = detail.get("stopCode") == "TaskFailedToStart"
+    exited_zero = False
+    for container in containers:
+        code, reason = container.get("exitCode"), container.get("reason")
+        if code is None and not reason:
+            continue
+        failed = failed or code != 0
+        exited_zero = exited_zero or code == 0
+        said = f"exit {code}" if code is not None else "no exit code"
+        ends.append(f"{container.get('name', '?')} {said}" + (f" ({reason})" if reason else ""))
+    if exited_zero and not failed:
+        return None
+    parts = [str(p) for p in (detail.get("stopCode"), detail.get("stoppedReason")) if p]
+    text = ": ".join(parts) or "the task stopped"
+    if ends:
+        text += "; " + ", ".join(ends)
+    return one_line(text, _ECS_ERROR_LIMIT)
