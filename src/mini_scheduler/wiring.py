@@ -123,10 +123,32 @@ def _more_kinds(
 
         return EventBridgeDispatcher(clients("events"))
 
+    def ecs() -> Dispatcher:
+        from mini_scheduler.dispatch.ecs import EcsDispatcher
+
+        return EcsDispatcher(
+            clients("ecs"),
+            region=where["region"],
+            account=where["account"],
+            partition=where["partition"],
+        )
+
+    def webhooks() -> Dispatcher:
+        import boto3
+
+        from mini_scheduler.dispatch.https import WebhookDispatcher, secret_reader
+
+        session = clients.session or boto3.session.Session()
+        return WebhookDispatcher(
+            secrets=secret_reader(clients), credentials=session.get_credentials
+        )
+
     makers: dict[str, tuple[Callable[[], Dispatcher], int]] = {
         "sqs": (lambda: queue_dispatcher(clients), BATCH_ENTRIES),
         "sns": (sns, BATCH_ENTRIES),
         "events": (events, BATCH_ENTRIES),
+        "ecs": (ecs, 1),
+        "https": (webhooks, 1),
     }
     return {
         kind: OnFirstUse(make, size) for kind, (make, size) in makers.items() if kind not in off

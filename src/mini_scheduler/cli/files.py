@@ -191,17 +191,7 @@ def add_validate(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         metavar="PREFIX",
         help=f"the stack's TargetStateMachinePrefix (default {DEFAULT_TARGET_PREFIX})",
     )
-    deploy.add_argument(
-        "--target-prefix",
-        dest="target_prefixes",
-        action="append",
-        type=_kind_prefix,
-        default=[],
-        metavar="KIND=PREFIX",
-        help="the prefix parameter of another kind of target (sqs, sns, events, ecs, https: "
-        "TargetQueuePrefix, ...), once each; a kind not given is off, as the template's "
-        "default is",
-    )
+    _add_kind_prefixes(deploy)
     deploy.add_argument(
         "--regions",
         "--region",
@@ -229,6 +219,20 @@ def _grant(args: argparse.Namespace, context: Context) -> Grant | None:
         regions = _regions(region)
     targets = TargetRules({**dict.fromkeys(KIND_PARAMETERS, ""), **dict(args.target_prefixes)})
     return Grant(args.function_prefix, args.state_machine_prefix, regions, args.account, targets)
+
+
+def _add_kind_prefixes(deploy: argparse._ArgumentGroup) -> None:
+    deploy.add_argument(
+        "--target-prefix",
+        dest="target_prefixes",
+        action="append",
+        type=_kind_prefix,
+        default=[],
+        metavar="KIND=PREFIX",
+        help="the prefix parameter of another kind of target (sqs, sns, events, ecs, https: "
+        "TargetQueuePrefix, ...), once each; a kind not given is off, as the template's "
+        "default is",
+    )
 
 
 def _kind_prefix(text: str) -> tuple[str, str]:

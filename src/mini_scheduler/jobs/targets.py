@@ -108,10 +108,11 @@ def target_with_keys(
     raw: Mapping[str, Any],
     parameters: Mapping[str, Any] | None,
     rules: TargetRules,
+    label: str,
 ) -> tuple[Target | None, list[str], list[str]]:
     """``target`` with the mapping of its kind read into its ``options``, and every reason
-    the entry's target keys are bad, and the warnings they give (unknown keys inside the
-    mapping)."""
+    the entry's target keys are bad, and the warnings they give (a key nobody reads inside the
+    mapping, a header that looks like a secret), each starting with ``label``."""
     reasons: list[str] = []
     warnings: list[str] = []
     problem = rules.problem(target)
@@ -128,17 +129,19 @@ def target_with_keys(
         )
     options: dict[str, Any] | None = {}
     if target.kind == "ecs":
-        from mini_scheduler.jobs.ecs_options import read_ecs
+        from mini_scheduler.jobs.ecs_options import ecs_warnings, read_ecs
 
         if raw.get("ecs") is None:
             reasons.append("an ecs:// target needs an ecs mapping (launch_type, subnets, ...)")
         options, found = read_ecs(raw.get("ecs"))
         reasons.extend(found)
+        warnings.extend(ecs_warnings(raw.get("ecs"), label))
     elif target.kind == "https":
-        from mini_scheduler.jobs.http_options import read_http
+        from mini_scheduler.jobs.http_options import http_warnings, read_http
 
         options, found = read_http(raw.get("http"), target.name)
         reasons.extend(found)
+        warnings.extend(http_warnings(raw.get("http"), label))
     if parameters is not None:
         fit = check_parameters_fit(target, parameters)
         if fit:

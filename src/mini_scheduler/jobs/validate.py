@@ -420,10 +420,12 @@ def read_entry(
     values = {key: reader(raw.get(key), entry, reading) for key, reader in FIELDS.items()}
     target, parameters = values["service"], values["parameters"]
     if target is not None:
-        target, found, warned = target_with_keys(target, raw, parameters, reading.targets)
+        target, found, warned = target_with_keys(
+            target, raw, parameters, reading.targets, entry.label
+        )
         values["service"] = target
         entry.reasons.extend(found)
-        entry.warnings.extend(warned)
+        entry.notes.extend(warned)
     start, end = values["start"], values["end"]
     if start is not None and end is not None and end <= start:
         entry.reasons.append(f"end {iso_seconds(end)} is not after start {iso_seconds(start)}")

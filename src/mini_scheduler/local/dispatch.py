@@ -432,11 +432,9 @@ class LocalFlowDispatcher:
     def dispatch(self, target: Target, firing_id: str, payload: Mapping[str, Any]) -> Answer:
         adopt_region(self._region)
         reference = self._inner.dispatch(target, firing_id, payload)
-        if isinstance(reference, Ended):  # not a flow's: nothing to watch
-            return reference
+        if isinstance(reference, Ended) or reference.endswith("(already started)"):
+            return reference  # nothing to watch: not a flow's, or watched since its start
         arn = reference.split(" ", 1)[0]
-        if reference.endswith("(already started)"):
-            return reference
         started = self._clock.now()
         try:
             future = self._pool.submit(self._watch, arn, firing_id, started)

@@ -219,6 +219,12 @@ def test_the_functions_point_at_the_stack_s_resources(aws: None, moto_template: 
         "FANOUT_SHARDS": "40",
         "EVENT_BUS_NAME": "default",
         "STACK_NAME": "mini-scheduler",  # PEER_STATE_TABLES: none without PeerRegions
+        # the other kinds of target: off by default
+        "TARGET_QUEUE_PREFIX": "",
+        "TARGET_TOPIC_PREFIX": "",
+        "TARGET_EVENT_BUS_PREFIX": "",
+        "TARGET_TASK_DEFINITION_PREFIX": "",
+        "TARGET_WEBHOOK_PREFIX": "",
         "POWERTOOLS_SERVICE_NAME": "mini-scheduler",
         "POWERTOOLS_METRICS_NAMESPACE": "MiniScheduler",
         "LOG_LEVEL": "INFO",

@@ -138,6 +138,11 @@ def test_the_ticker_is_configured_by_reference(template: Template) -> None:
             "Fn::If": ["HasPeers", {"Ref": "PeerRegions"}, {"Ref": "AWS::NoValue"}]
         },
         "STACK_NAME": {"Ref": "AWS::StackName"},
+        "TARGET_QUEUE_PREFIX": {"Ref": "TargetQueuePrefix"},
+        "TARGET_TOPIC_PREFIX": {"Ref": "TargetTopicPrefix"},
+        "TARGET_EVENT_BUS_PREFIX": {"Ref": "TargetEventBusPrefix"},
+        "TARGET_TASK_DEFINITION_PREFIX": {"Ref": "TargetTaskDefinitionPrefix"},
+        "TARGET_WEBHOOK_PREFIX": {"Ref": "TargetWebhookPrefix"},
         "POWERTOOLS_SERVICE_NAME": "mini-scheduler",
         "POWERTOOLS_METRICS_NAMESPACE": _runtime.NAMESPACE,
         "LOG_LEVEL": {"Ref": "LogLevel"},
