@@ -114,6 +114,22 @@ class Recorder:
         if before is None:
             self._retry_again(completion)
             return self._ignored(completion.firing_id, completion.source, count)
+        return self._recorded(before, completion, ended, redrive)
+
+    def ended_at_dispatch(self, before: RunRecord, completion: Completion) -> dict[str, Any]:
+        """What follows a run's end written in its mark (its dispatch answered its end:
+        :func:`.transitions.marked`), ``before`` the run as its mark found it: its line, its
+        count, a failed run's retry or final failure, as for an end the store closed here."""
+        return self._recorded(before, completion, completion.ended_at or self.clock.now(), None)
+
+    def _recorded(
+        self,
+        before: RunRecord,
+        completion: Completion,
+        ended: datetime,
+        redrive: Redrive | None,
+    ) -> dict[str, Any]:
+        count = completion.redrive_count
         final = False  # a failure no attempt follows, heard for the first time
         if completion.status in _RETRIED and before.status.open:
             first = not before.earlier_ends  # a redriven run was counted at its first end

@@ -221,7 +221,13 @@ class DynamoDBClaims(DynamoDBReads, OneByOne):
         updates = [
             Update(
                 run_key(mark.firing),
-                transitions.dispatched(now=now, deadline=mark.deadline, start=mark.start),
+                transitions.marked(
+                    now=now,
+                    deadline=mark.deadline,
+                    start=mark.start,
+                    ended=mark.ended,
+                    error=mark.error,
+                ),
                 RUN,
             )
             for mark in marks

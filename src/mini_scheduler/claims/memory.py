@@ -34,6 +34,7 @@ from mini_scheduler.claims.transitions import (
     dispatched,
     job_follows,
     job_started,
+    marked,
     replaces,
     take_slot,
     taken_over,
@@ -220,7 +221,22 @@ class MemoryClaimStore(RunEnds):
 
     def mark_many(self, marks: Sequence[MarkRequest], *, now: datetime) -> list[StoreError | None]:
         for mark in marks:
-            self.mark_dispatched(mark.firing, now=now, deadline=mark.deadline, start=mark.start)
+            if mark.ended is None:
+                self.mark_dispatched(mark.firing, now=now, deadline=mark.deadline, start=mark.start)
+                continue
+            write = marked(
+                now=now,
+                deadline=mark.deadline,
+                start=mark.start,
+                ended=mark.ended,
+                error=mark.error,
+            )
+            with self._operation():
+                done = self._write(mark.firing, write)
+                run = done[1] if done is not None else self._runs.get(self._key(mark.firing))
+                if run is not None and not run.status.open:  # ended here, or before its mark
+                    latest = job_started(mark.firing, now=now, start=mark.start, ended=run)
+                    self._write_job(mark.firing.job, latest)
         return [None] * len(marks)
 
     def due_runs(

@@ -225,9 +225,12 @@ class MongoDBClaims(MongoDBReads, OneByOne):
             return []
         self.ensure_indexes()
         errors: list[StoreError | None] = [None] * len(marks)
-        mark = transitions.dispatched
+        mark = transitions.marked
         requests = [
-            run_update(m.firing.id, mark(now=now, deadline=m.deadline, start=m.start))
+            run_update(
+                m.firing.id,
+                mark(now=now, deadline=m.deadline, start=m.start, ended=m.ended, error=m.error),
+            )
             for m in marks
         ]
         try:
@@ -248,7 +251,9 @@ class MongoDBClaims(MongoDBReads, OneByOne):
             ends = self._marked(marked, now)
         last = {m.firing.job: m for m in marked if m.firing.id in ends}  # a job's last firing
         started = {
-            job: transitions.job_started(m.firing, now=now, start=m.start, ended=ends[m.firing.id])
+            job: transitions.job_started(
+                m.firing, now=now, start=m.start, ended=ends[m.firing.id], status=m.ended
+            )
             for job, m in last.items()
         }
         for job, reason in (update_jobs(self.states, started) if started else {}).items():

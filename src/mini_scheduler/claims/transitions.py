@@ -224,6 +224,25 @@ def dispatched(*, now: datetime, deadline: datetime, start: JobStart | None = No
     return Write(sets, Expect({"status": (RunStatus.CLAIMED,)}))
 
 
+def marked(
+    *,
+    now: datetime,
+    deadline: datetime,
+    start: JobStart,
+    ended: RunStatus | None = None,
+    error: str | None = None,
+) -> Write:
+    """A mark (:func:`dispatched`), or for a run whose dispatch answered its end (a queue took
+    the message, a webhook answered: ``ended``) that end in the same write: CLAIMED to ended,
+    started and ended at ``now``. One write where a mark and a close were two; the job's latest
+    state follows it as it follows a run that ended before its mark."""
+    write = dispatched(now=now, deadline=deadline, start=start)
+    if ended is None:
+        return write
+    more = {name: value for name, value in write.sets.items() if name != "status"}
+    return _closing(ended, now, error, write.expect, **more)
+
+
 def _started(start: JobStart) -> dict[str, Any]:
     """What a run records of its dispatch: the service, schedule and parameters it went with
     (its origin is a field of its own, not the ``_origin`` parameter of the job's state)."""
@@ -331,10 +350,20 @@ def change_run(
 
 
 def job_started(
-    firing: Firing, *, now: datetime, start: JobStart, ended: RunRecord | None
+    firing: Firing,
+    *,
+    now: datetime,
+    start: JobStart,
+    ended: RunRecord | None,
+    status: RunStatus | None = None,
 ) -> Write:
     """The job's latest state at a dispatch; with ``ended``, of a run whose completion came
-    before the dispatch was marked (its status and end, not DISPATCHED)."""
+    before the dispatch was marked (its status and end, not DISPATCHED); with ``status``, the
+    end its mark wrote (:func:`marked`)."""
+    if ended is not None:
+        last, end = ended.status, ended.ended_at
+    else:
+        last, end = (status, now) if status is not None else (RunStatus.DISPATCHED, None)
     return Write(
         {
             "service": start.service,
@@ -342,8 +371,8 @@ def job_started(
             "parameters": dict(start.parameters),
             "start": now,
             "last_firing_id": firing.id,
-            "last_status": ended.status if ended else RunStatus.DISPATCHED,
-            "end": ended.ended_at if ended else None,
+            "last_status": last,
+            "end": end,
         }
     )
 

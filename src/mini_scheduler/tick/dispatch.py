@@ -7,7 +7,6 @@ own on top of the SDK's retries (:data:`MARK_ATTEMPTS`)."""
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import timedelta
@@ -20,7 +19,8 @@ from mini_scheduler.dispatch.base import Answer, Dispatchers, Ended
 from mini_scheduler.errors import DispatchError, StoreError
 from mini_scheduler.jobs import Job, Target
 from mini_scheduler.jobs.inputs import fill_input
-from mini_scheduler.model import Firing, RunStatus, job_of, log_keys, payload
+from mini_scheduler.model import Firing, job_of, log_keys, payload
+from mini_scheduler.tick.ends import DispatchEnds
 from mini_scheduler.tick.lines import DISPATCHED
 from mini_scheduler.tick.means import Means, Part
 from mini_scheduler.tick.report import Tally
@@ -28,7 +28,6 @@ from mini_scheduler.wake import Wake
 
 if TYPE_CHECKING:  # failures and retries are imported where a run fails, not at a cold start
     from mini_scheduler.failures import FinalFailures
-    from mini_scheduler.recorder import Recorder
 
 log = logging.getLogger("mini_scheduler.ticker")
 
@@ -52,8 +51,14 @@ class Dispatching(Part):
         self.retry_sleep = retry_sleep  # worker threads back off on it, not on the clock
         self.failures = failures  # a final failure's event and pause (None: neither)
         self.wake = wake  # told of a retry deferred, in case it is due in this minute
-        self._lock = threading.Lock()
-        self._ends: Recorder | None = None  # closes the runs a dispatch ended
+        self.ends = DispatchEnds(
+            self.claims,
+            self.clock,
+            self.metrics,
+            origin=self.settings.origin,
+            failures=failures,
+            wake=wake,
+        )  # what follows the runs a dispatch ended
 
     def dispatch(self, job: Job, firing: Firing, tally: Tally) -> MarkRequest | None:
         """Dispatch a claimed firing: the mark to write, or None when the dispatch failed (the
@@ -123,6 +128,9 @@ class Dispatching(Part):
         deadline = self.clock.now() + timedelta(seconds=job.timeout)
         if ended is None:
             return MarkRequest(firing, deadline, start)
+        if job.overlap == "skip":  # its slot is released by the store's close
+            self.ends.hold(firing.id, ended.status, ended.error)
+            return MarkRequest(firing, deadline, start)
         return MarkRequest(firing, deadline, start, ended.status, ended.error)
 
     def _failed(self, job: Job, firing: Firing, exc: DispatchError, tally: Tally) -> None:
@@ -171,9 +179,7 @@ class Dispatching(Part):
             if not left:
                 break
         unmarked = {id(mark) for mark, _ in left}
-        ended = [mark for mark in marks if mark.ended is not None and id(mark) not in unmarked]
-        if ended:
-            self._close(ended, tally)
+        self.ends.marked([mark for mark in marks if id(mark) not in unmarked], tally)
         for mark, error in left:
             tally.add("errors")
             job = mark.firing.job
@@ -185,51 +191,6 @@ class Dispatching(Part):
                 error,
                 extra=log_keys(job, mark.firing.id),
             )
-
-    def _close(self, marks: Sequence[MarkRequest], tally: Tally) -> None:
-        """Close the runs whose dispatch answered their end, as the recorder closes a run from
-        its completion (its line, its metric, a failed run's retry or final failure). A close
-        that cannot be written leaves the run DISPATCHED: the sweep times it out at its
-        deadline, and its retry follows from there."""
-        from mini_scheduler.recorder import Completion
-
-        recorder = self._recorder()
-        for mark in marks:
-            status = mark.ended or RunStatus.SUCCEEDED
-            completion = Completion(
-                mark.firing.id, status, self.clock.now(), mark.error, source="dispatch"
-            )
-            try:
-                recorder.record(completion)
-            except StoreError as exc:
-                tally.add("errors")
-                job = mark.firing.job
-                log.error(
-                    "Job %s - the end of firing %s (%s) was not recorded; the sweep times it "
-                    "out at its deadline: %s",
-                    job,
-                    mark.firing.id,
-                    status,
-                    exc,
-                    extra=log_keys(job, mark.firing.id),
-                )
-
-    def _recorder(self) -> Recorder:
-        """The recorder of the runs a dispatch ended, made on first use (a tick of Lambda and
-        flow targets never imports it)."""
-        with self._lock:
-            if self._ends is None:
-                from mini_scheduler.recorder import Recorder
-
-                self._ends = Recorder(
-                    self.claims,
-                    self.clock,
-                    self.metrics,
-                    origin=self.settings.origin,
-                    failures=self.failures,
-                    wake=self.wake,
-                )
-            return self._ends
 
     def dispatch_now(self, job: Job, firing: Firing, tally: Tally) -> None:
         """Dispatch one claimed firing and mark it, outside a tick's batches."""

@@ -716,6 +716,35 @@ def test_a_batch_of_marks_marks_each_run_and_leaves_an_ended_one_ended(
     assert state.start == started and state.service == START.service
 
 
+def test_a_mark_that_carries_its_runs_end_ends_the_run_in_the_same_write(
+    claim_store: ClaimStore,
+) -> None:
+    """Issue 29: a queue's or a webhook's dispatch answers its run's end, which the mark writes
+    (one write a firing): the run ended, started and ended at the mark, with the error of a
+    FAILED one; the job's latest state says so; a later close changes nothing."""
+    firings = [Firing(f"hook-{i}", T0) for i in range(3)]
+    _claim_many(claim_store, [ClaimRequest(f) for f in firings])
+    at = T0 + timedelta(seconds=1)
+    deadline = at + timedelta(seconds=900)
+    marks = [
+        MarkRequest(firings[0], deadline, START, RunStatus.SUCCEEDED),
+        MarkRequest(firings[1], deadline, START, RunStatus.FAILED, "HTTP 503 Service Unavailable"),
+        MarkRequest(firings[2], deadline, START),
+    ]
+    assert claim_store.mark_many(marks, now=at) == [None] * 3
+    ok, failed, open_run = (claim_store.run(f.id) for f in firings)
+    assert ok is not None and ok.status is RunStatus.SUCCEEDED
+    assert ok.started_at == at and ok.ended_at == at and ok.service == START.service
+    assert failed is not None and failed.status is RunStatus.FAILED
+    assert failed.error == "HTTP 503 Service Unavailable"
+    assert open_run is not None and open_run.status is RunStatus.DISPATCHED
+    state = claim_store.job_state(firings[1].job)
+    assert state is not None and state.last_status is RunStatus.FAILED and state.start == at
+    assert claim_store.close(firings[0].id, RunStatus.FAILED, now=at) is None
+    due = claim_store.due_runs(deadline + timedelta(seconds=1))
+    assert [r.firing_id for r in due] == [firings[2].id]
+
+
 def test_a_settled_sweep_forgets_ended_runs_and_lists_open_ones_again(
     claim_store: ClaimStore,
 ) -> None:

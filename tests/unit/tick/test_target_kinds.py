@@ -173,3 +173,42 @@ def test_a_final_failure_leaves_a_letter_on_the_jobs_dead_letter_queue() -> None
     assert letter["firingId"] == "export@2026-11-30T14:01:00Z"
     assert letter["status"] == "FAILED" and "refused" in letter["error"]
     assert letter["parameters"] == {"day": "today"}
+
+
+def test_an_exclusive_queue_job_releases_its_slot_when_its_message_is_taken() -> None:
+    """``overlap: skip`` holds the job's slot, which the store's close releases: the next
+    minute's firing runs, it is not skipped for an overlap."""
+    dispatcher = Batched()
+    r = rig(
+        _cron('{name: "solo", cron: "0 * * * * ?", service: "sqs://work", overlap: skip}'),
+        dispatcher=dispatcher,
+    )
+    r.tick(MINUTE)
+    summary = r.tick("2026-11-30T14:02:00Z")
+    assert summary["counts"]["dispatched"] == 1, summary
+    for minute in ("14:01", "14:02"):
+        run = r.claims.run(f"solo@2026-11-30T{minute}:00Z")
+        assert run is not None and run.status is RunStatus.SUCCEEDED
+    state = r.claims.job_state("solo")
+    assert state is not None and state.open_firing is None
+
+
+def test_a_queue_firing_costs_its_claim_and_one_mark_no_close() -> None:
+    """The end rides in the mark: the store is asked to close no run."""
+    dispatcher = Batched()
+    r = rig(_cron(*_queue_jobs(30)), dispatcher=dispatcher)
+    closes: list[str] = []
+    close = r.claims.close
+
+    def counted(firing_id: str, *args: Any, **kwargs: Any) -> Any:
+        closes.append(firing_id)
+        return close(firing_id, *args, **kwargs)
+
+    r.claims.close = counted  # type: ignore[method-assign]
+    r.tick(MINUTE)
+    assert closes == []
+    assert all(
+        (run := r.claims.run(f"q-{i:02d}@{MINUTE}")) is not None
+        and run.status is RunStatus.SUCCEEDED
+        for i in range(30)
+    )
