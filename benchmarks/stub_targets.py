@@ -257,7 +257,7 @@ class StubTargets(StubLambda):
 
     module = "benchmarks.stub_targets"
 
-    def endpoints(self) -> dict[str, str | None]:
+    def endpoints(self) -> Mapping[str, str | None]:
         """The variables that send the three services' calls here (by botocore's service ids:
         EventBridge's is ``EVENTBRIDGE``), and any other service's without a variable of its
         own (``AWS_ENDPOINT_URL``: answered 400, never sent further)."""
