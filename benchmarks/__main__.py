@@ -12,7 +12,9 @@ booked from its size read back), 5 monthly cost per region and per million firin
 EventBridge Scheduler, and the bytes logged per firing, 6 deferred firings at scale (a tick's
 requests with 100,000 one-time schedules pending, the batched writes of creating 1,000), 7 the
 console's refresh (its AWS requests for 50 jobs in two regions, on moto), 8 a
-million firings a minute on paper (shards, partitions against DynamoDB's limits, cost). Then
+million firings a minute on paper (shards, partitions against DynamoDB's limits, cost), 9 the
+target kinds of issue 29 (a tick of 1,000 firings of an SQS queue, an SNS topic, an EventBridge
+bus on a stub of the three: requests and CPU per firing, beside the bare call per firing). Then
 "issue 28": one row per target of issue 28, each its section's row. Every target is a ratio or
 a count taken in one run, never a timed assert. Progress goes to stderr. The exit status is 1
 when a correctness check fails (expansion mismatches; a firing not dispatched exactly once
@@ -38,6 +40,7 @@ from benchmarks import (
     expansion,
     per_firing,
     scale,
+    target_kinds,
     targets,
     throughput,
 )
@@ -165,6 +168,13 @@ def main(argv: list[str] | None = None) -> int:
         waiting = deferred.run(
             bench_rig, pending=pending, created=created, workers=plan.workers, progress=progress
         )
+        kinds = target_kinds.run(
+            bench_rig,
+            firings=30 if args.quick else 1000,
+            workers=plan.workers,
+            latency=latency,
+            progress=progress,
+        )
     progress(f"cold start: imports in fresh interpreters, best of {imports}")
     cold = coldstart.measure(imports)
     inputs = cost.inputs(
@@ -192,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         *deferred.rows(waiting),
         refresh,
         *scaled,
+        *target_kinds.rows(kinds),
         *_targets(results, booked, cold, inputs, scaled, refresh),
     ]
     _report(args, time.perf_counter() - started, table, cold, expanded)

@@ -162,6 +162,8 @@ def serve(latency: float, port: int = 0) -> None:
 class StubLambda:
     """The stub in a subprocess of its own: ``endpoint`` for ``AWS_ENDPOINT_URL_LAMBDA``."""
 
+    module = "benchmarks.stub_lambda"  # the stub's module (another stub's subclass names its own)
+
     def __init__(self, latency: float) -> None:
         self.latency = latency
         self._process: subprocess.Popen[str] | None = None
@@ -174,7 +176,7 @@ class StubLambda:
     def __enter__(self) -> Self:
         root = Path(__file__).resolve().parents[1]
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "benchmarks.stub_lambda", "--latency", str(self.latency)],
+            [sys.executable, "-m", self.module, "--latency", str(self.latency)],
             cwd=root,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -184,7 +186,7 @@ class StubLambda:
         line = self._process.stdout.readline().split()
         if len(line) != 2 or line[0] != "PORT":
             self.__exit__(None, None, None)
-            raise RuntimeError(f"the stub Lambda did not start: {line!r}")
+            raise RuntimeError(f"the stub {self.module} did not start: {line!r}")
         self.port = int(line[1])
         return self
 

@@ -234,6 +234,7 @@ def test_make_bench_runs_every_benchmark_at_a_tiny_size(capsys: pytest.CaptureFi
         "5 cost",
         "6 deferred",
         "8 scale",
+        "9 target kinds",
         "issue 28",
     ):
         assert section in out
