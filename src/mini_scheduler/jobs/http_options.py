@@ -45,7 +45,9 @@ __all__ = [
 
 METHODS: Final = ("POST", "GET", "PUT", "PATCH", "DELETE")
 DEFAULT_TIMEOUT: Final = 30
-MAX_TIMEOUT: Final = 300
+MAX_TIMEOUT: Final = 60
+"""A webhook's request is made by a tick's worker, which may start it at the minute's last
+second: it must answer well within the ticker's 150-second limit (template.yaml)."""
 MAX_HEADERS: Final = 50
 MAX_HEADER_VALUE: Final = 4096
 HTTP_KEYS: Final = (
