@@ -221,13 +221,7 @@ class DynamoDBClaims(DynamoDBReads, OneByOne):
         updates = [
             Update(
                 run_key(mark.firing),
-                transitions.marked(
-                    now=now,
-                    deadline=mark.deadline,
-                    start=mark.start,
-                    ended=mark.ended,
-                    error=mark.error,
-                ),
+                transitions.marked(mark, now=now),
                 RUN,
             )
             for mark in marks

@@ -31,9 +31,8 @@ from mini_scheduler.claims.transitions import (
     Write,
     applied,
     claimed,
-    dispatched,
     job_follows,
-    job_started,
+    job_marked,
     marked,
     replaces,
     take_slot,
@@ -210,33 +209,16 @@ class MemoryClaimStore(RunEnds):
     def mark_dispatched(
         self, firing: Firing, *, now: datetime, deadline: datetime, start: JobStart
     ) -> None:
-        with self._operation():
-            if self._write(firing, dispatched(now=now, deadline=deadline, start=start)) is not None:
-                self._write_job(firing.job, job_started(firing, now=now, start=start, ended=None))
-                return
-            # Not CLAIMED any more: a closed run's end goes to the job's latest state.
-            run = self._runs.get(self._key(firing))
-            if run is not None and not run.status.open:
-                self._write_job(firing.job, job_started(firing, now=now, start=start, ended=run))
+        self.mark_many([MarkRequest(firing, deadline, start)], now=now)
 
     def mark_many(self, marks: Sequence[MarkRequest], *, now: datetime) -> list[StoreError | None]:
-        for mark in marks:
-            if mark.ended is None:
-                self.mark_dispatched(mark.firing, now=now, deadline=mark.deadline, start=mark.start)
-                continue
-            write = marked(
-                now=now,
-                deadline=mark.deadline,
-                start=mark.start,
-                ended=mark.ended,
-                error=mark.error,
-            )
+        for m in marks:
             with self._operation():
-                done = self._write(mark.firing, write)
-                run = done[1] if done is not None else self._runs.get(self._key(mark.firing))
-                if run is not None and not run.status.open:  # ended here, or before its mark
-                    latest = job_started(mark.firing, now=now, start=mark.start, ended=run)
-                    self._write_job(mark.firing.job, latest)
+                done = self._write(m.firing, marked(m, now=now))
+                run = None if done else self._runs.get(self._key(m.firing))
+                if done or (run is not None and not run.status.open):
+                    # a closed run's end (not CLAIMED any more) goes to the job's latest state
+                    self._write_job(m.firing.job, job_marked(m, now=now, ended=run))
         return [None] * len(marks)
 
     def due_runs(

@@ -225,14 +225,7 @@ class MongoDBClaims(MongoDBReads, OneByOne):
             return []
         self.ensure_indexes()
         errors: list[StoreError | None] = [None] * len(marks)
-        mark = transitions.marked
-        requests = [
-            run_update(
-                m.firing.id,
-                mark(now=now, deadline=m.deadline, start=m.start, ended=m.ended, error=m.error),
-            )
-            for m in marks
-        ]
+        requests = [run_update(m.firing.id, transitions.marked(m, now=now)) for m in marks]
         try:
             matched = self.runs.bulk_write(requests, ordered=False).matched_count
         except BulkWriteError as exc:
@@ -251,9 +244,7 @@ class MongoDBClaims(MongoDBReads, OneByOne):
             ends = self._marked(marked, now)
         last = {m.firing.job: m for m in marked if m.firing.id in ends}  # a job's last firing
         started = {
-            job: transitions.job_started(
-                m.firing, now=now, start=m.start, ended=ends[m.firing.id], status=m.ended
-            )
+            job: transitions.job_marked(m, now=now, ended=ends[m.firing.id])
             for job, m in last.items()
         }
         for job, reason in (update_jobs(self.states, started) if started else {}).items():

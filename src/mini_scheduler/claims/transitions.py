@@ -1,11 +1,9 @@
 """The transitions of a run record: every write that moves it, and the job state that follows.
 
-A :class:`Write` is one conditional write in logical fields (:mod:`.records`' names): what it
-expects of the record as stored (:class:`Expect`), the fields it sets and the counters it adds
-to. A claim, take-over, mark, skip, fail, end, time-out and redrive, and the job state and slot
-that follow a run, each build theirs here; a backend only translates a Write into its own
-request (DynamoDB's expressions, MongoDB's filter and update document, the memory store's
-replace).
+A :class:`~.writes.Write` is one conditional write in logical fields (:mod:`.writes`). A
+claim, take-over, mark, skip, fail, end, time-out and redrive, and the job state and slot that
+follow a run, each build theirs here; a backend only translates a Write into its own request
+(DynamoDB's expressions, MongoDB's filter and update document, the memory store's replace).
 
 Which status may follow which:
 
@@ -23,12 +21,16 @@ Which status may follow which:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from dataclasses import MISSING, dataclass, field, fields, replace
+from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
-from mini_scheduler.claims.records import EarlierEnd, JobStart, JobState, Redrive, RunRecord
+from mini_scheduler.claims.base import MarkRequest
+from mini_scheduler.claims.records import EarlierEnd, JobStart, Redrive, RunRecord
+from mini_scheduler.claims.writes import Expect as Expect
+from mini_scheduler.claims.writes import Write as Write
+from mini_scheduler.claims.writes import applied as applied
 from mini_scheduler.jobs import DEFAULT_FLOW_TIMEOUT
 from mini_scheduler.model import Firing, RunStatus, iso_seconds
 
@@ -45,58 +47,6 @@ ORIGIN_PARAMETER: Final = "_origin"
 """The parameter of a job's latest state that names the region and environment it ran in."""
 ENDED: Final = (RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.TIMED_OUT)
 """The statuses of a run that was claimed and has ended."""
-
-
-# -- the writes ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Expect:
-    """What a conditional write requires of the record as stored: each field of ``one_of``
-    holds one of its values (None: the field is absent), each of ``at_most`` is present and at
-    or before its instant."""
-
-    one_of: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
-    at_most: Mapping[str, datetime] = field(default_factory=dict)
-
-    def holds(self, record: RunRecord | JobState) -> bool:
-        """Whether ``record`` (the memory store's) meets the expectation."""
-        for name, values in self.one_of.items():
-            if getattr(record, name) not in values:
-                return False
-        for name, bound in self.at_most.items():
-            value = getattr(record, name)
-            if value is None or value > bound:
-                return False
-        return True
-
-
-@dataclass(frozen=True, slots=True)
-class Write:
-    """One conditional write in logical fields: the fields it ``sets`` (None: the field goes),
-    the counters it ``adds`` to, if the record stored meets ``expect``."""
-
-    sets: Mapping[str, Any]
-    expect: Expect = field(default_factory=Expect)
-    adds: Mapping[str, int] = field(default_factory=dict)
-
-
-Record = TypeVar("Record", RunRecord, JobState)
-
-
-def applied(record: Record, write: Write) -> Record:
-    """``record`` after ``write`` (the fields its type does not hold are the store's alone)."""
-    changes: dict[str, Any] = {}
-    for attribute in fields(record):
-        if attribute.name not in write.sets:
-            continue
-        value = write.sets[attribute.name]
-        if value is None and attribute.default_factory is not MISSING:
-            value = attribute.default_factory()
-        elif value is None and attribute.default is not MISSING:
-            value = attribute.default
-        changes[attribute.name] = value
-    return replace(record, **changes)
 
 
 def new_run(firing: Firing, status: RunStatus, *, origin: str, **more: Any) -> dict[str, Any]:
@@ -224,23 +174,22 @@ def dispatched(*, now: datetime, deadline: datetime, start: JobStart | None = No
     return Write(sets, Expect({"status": (RunStatus.CLAIMED,)}))
 
 
-def marked(
-    *,
-    now: datetime,
-    deadline: datetime,
-    start: JobStart,
-    ended: RunStatus | None = None,
-    error: str | None = None,
-) -> Write:
+def marked(mark: MarkRequest, *, now: datetime) -> Write:
     """A mark (:func:`dispatched`), or for a run whose dispatch answered its end (a queue took
-    the message, a webhook answered: ``ended``) that end in the same write: CLAIMED to ended,
-    started and ended at ``now``. One write where a mark and a close were two; the job's latest
-    state follows it as it follows a run that ended before its mark."""
-    write = dispatched(now=now, deadline=deadline, start=start)
-    if ended is None:
+    the message, a webhook answered: ``mark.ended``) that end in the same write: CLAIMED to
+    ended, started and ended at ``now``. One write where a mark and a close were two; the job's
+    latest state follows it (:func:`job_marked`) as it follows a run that ended before its mark."""
+    write = dispatched(now=now, deadline=mark.deadline, start=mark.start)
+    if mark.ended is None:
         return write
     more = {name: value for name, value in write.sets.items() if name != "status"}
-    return _closing(ended, now, error, write.expect, **more)
+    return _closing(mark.ended, now, mark.error, write.expect, **more)
+
+
+def job_marked(mark: MarkRequest, *, now: datetime, ended: RunRecord | None) -> Write:
+    """The job's latest state after ``mark``: :func:`job_started`, with the end the mark wrote
+    (or ``ended``, the run that had ended before it)."""
+    return job_started(mark.firing, now=now, start=mark.start, ended=ended, status=mark.ended)
 
 
 def _started(start: JobStart) -> dict[str, Any]:
