@@ -39,6 +39,10 @@ NOT_RUN = {
         "mini-scheduler doctor --stack mini-scheduler --regions us-east-1,us-west-2",
     ),
     (
+        "docs/deploy.md",
+        "mini-scheduler plan cron.yaml --stack mini-scheduler --regions us-east-1,us-west-2",
+    ),
+    (
         "docs/run-by-hand.md",
         "mini-scheduler history --since 12h --status FAILED,TIMED_OUT --regions "
         "us-east-1,us-west-2 --stack mini-scheduler",

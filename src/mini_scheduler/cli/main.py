@@ -2,7 +2,8 @@
 
 One function per subcommand, each ``(args, context) -> exit code``, registered in
 :data:`COMMANDS` with the function that declares its arguments. Commands for developers:
-``validate``, ``next`` (files.py), ``local`` (local.py). Commands for operators, against a
+``validate``, ``next`` (files.py), ``local`` (local.py), and ``plan`` (plan.py: a cron file
+against what a deployed stack runs). Commands for operators, against a
 deployed stack (where.py says where they act): ``jobs``, ``history`` (jobs.py), ``run``
 (run.py), ``pause``, ``resume`` (pause.py), ``status``, ``failover`` (environment.py; with
 ``--drill``, drill/), ``schedule``, ``backfill``, ``rerun`` (deferred.py), ``tick`` (tick.py),
@@ -55,6 +56,7 @@ from mini_scheduler.cli.files import add_next, add_validate, next_firings, valid
 from mini_scheduler.cli.jobs import add_history, add_jobs, history, jobs
 from mini_scheduler.cli.local import add_local, local
 from mini_scheduler.cli.pause import add_pause, add_resume, pause, resume
+from mini_scheduler.cli.plan import add_plan, plan
 from mini_scheduler.cli.run import add_run, run_job
 from mini_scheduler.cli.suggest import SuggestingParser
 from mini_scheduler.cli.tick import add_tick, tick
@@ -67,6 +69,7 @@ Register = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], Non
 COMMANDS: Final[dict[str, tuple[Register, Handler]]] = {
     "validate": (add_validate, validate),
     "next": (add_next, next_firings),
+    "plan": (add_plan, plan),
     "jobs": (add_jobs, jobs),
     "history": (add_history, history),
     "run": (add_run, run_job),

@@ -8,6 +8,7 @@ imported on first use only (the CLI's start, and anything that imports this, sta
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterable, Sequence
 from typing import Any, Final, NoReturn
 
@@ -47,7 +48,11 @@ def _unknown_options(extras: Sequence[str], options: Iterable[str]) -> str:
 
 class SuggestingParser(argparse.ArgumentParser):
     """An ArgumentParser whose refusal of an unknown command, action or option names the
-    closest known one. Its subparsers are of the same class (argparse makes them so)."""
+    closest known one. Its subparsers are of the same class (argparse makes them so).
+    ``usage_code``: the exit code of a usage error (2; a command whose 2 means something else
+    sets its own, as ``plan`` does)."""
+
+    usage_code: int = 2
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         try:
@@ -67,4 +72,5 @@ class SuggestingParser(argparse.ArgumentParser):
         return parsed, extras
 
     def error(self, message: str) -> NoReturn:
-        super().error(message)
+        self.print_usage(sys.stderr)
+        self.exit(self.usage_code, f"{self.prog}: error: {message}\n")
