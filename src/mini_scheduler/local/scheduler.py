@@ -112,6 +112,7 @@ class LocalScheduler:
         self.clock: Clock = clock or SystemClock()
         self.stop = stop or threading.Event()
         self.samplecode = samplecode or SAMPLECODE
+        self.task_seconds = task_seconds  # how long a sample ECS task runs (local.tasks)
         self.demo = demo  # at start: the firings beyond cron.yaml's (mini_scheduler.local.demo)
         self._source = CronFileSource(f"file:{self.cron_path}", default_timezone="UTC")
         self._exit = contextlib.ExitStack()
