@@ -9,19 +9,29 @@ with the operator ``make-run``:
 * ``demo-failure``: one whose every attempt fails: after its retry, the failure is final, and its
   ``Job Run Failed`` event is a line of the log;
 * a backfill of the cron file's ``heartbeat`` job over the two minutes before the start, 4
-  firings a minute, each payload saying ``"backfill": true``.
+  firings a minute, each payload saying ``"backfill": true``;
+* with the region's sample targets (:mod:`mini_scheduler.local.targets`), a recurring schedule
+  of each, every minute at a second 6 to 18 seconds after the start's (so each arrives within
+  the first minute, then every minute): ``demo-queue`` (``sqs://``), ``demo-topic``
+  (``sns://``), ``demo-bus`` (``events://``), ``demo-task`` (``ecs://``) and ``demo-webhook``
+  (its ``http://127.0.0.1`` URL, with ``insecure`` and ``allow_private``, and an ``input``
+  that shapes the body it receives).
 """
 
 from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from mini_scheduler.errors import SchedulerError
 from mini_scheduler.local.dispatch import SAMPLE_PREFIX
+from mini_scheduler.local.targets import BUS, CLUSTER, QUEUE, TASK, TOPIC
 from mini_scheduler.model import floor_minute, iso_seconds
 from mini_scheduler.operator import Operator
+
+if TYPE_CHECKING:
+    from mini_scheduler.local.targets import SampleTargets
 
 log = logging.getLogger("mini_scheduler.local")
 
@@ -57,13 +67,60 @@ def schedules(now: datetime) -> list[dict[str, Any]]:
     ]
 
 
-def start(operator: Operator, now: datetime) -> None:
+def target_schedules(now: datetime, samples: SampleTargets) -> list[dict[str, Any]]:
+    """A recurring schedule of each sample target, the first firings 6 to 18 seconds after
+    ``now``, then every minute at the same seconds."""
+    first = now.replace(microsecond=0) + timedelta(seconds=1)
+
+    def every_minute(offset: int) -> str:
+        return f"{(first + timedelta(seconds=offset)).second} * * * * ?"
+
+    webhook = {"method": "POST", "insecure": True, "allow_private": True, "timeout": 5}
+    body = {
+        "event": "demo-webhook",
+        "firing": "<firingId>",
+        "when": "<scheduledTime>",
+        "greeting": "<parameters.greeting>",
+    }
+    return [
+        {"name": "demo-queue", "cron": every_minute(6), "service": f"sqs://{QUEUE}"},
+        {"name": "demo-topic", "cron": every_minute(9), "service": f"sns://{TOPIC}"},
+        {"name": "demo-bus", "cron": every_minute(12), "service": f"events://{BUS}"},
+        {
+            "name": "demo-task",
+            "cron": every_minute(15),
+            "service": f"ecs://{CLUSTER}/{TASK}",
+            "ecs": samples.ecs,
+        },
+        {
+            "name": "demo-webhook",
+            "cron": every_minute(18),
+            "service": samples.webhook.url,
+            "http": webhook,
+            "input": body,
+            "parameters": {"greeting": "hello from make run"},
+        },
+    ]
+
+
+def _with_parameters(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each entry with a small ``parameters`` saying which demo it is, unless it has its own."""
+    return [{"parameters": {"demo": entry["name"]}, **entry} for entry in entries]
+
+
+def start(operator: Operator, now: datetime, samples: SampleTargets | None = None) -> None:
     """Create the demo's schedules and its backfill; a part that cannot be made is said and
-    left out (a cron file without ``heartbeat`` has nothing to backfill)."""
+    left out (a cron file without ``heartbeat`` has nothing to backfill). With ``samples``,
+    a schedule of each sample target too."""
     try:
         operator.create_schedules(schedules(now), OPERATOR)
     except SchedulerError as exc:
         log.warning("Demo schedules not created: %s", exc)
+    if samples is not None:
+        try:
+            operator.create_schedules(_with_parameters(target_schedules(now, samples)), OPERATOR)
+        except SchedulerError as exc:
+            log.warning("Demo schedules of the sample targets not created: %s", exc)
     end = floor_minute(now)
     try:
         operator.backfill(

@@ -35,6 +35,7 @@ from mini_scheduler.local.endpoint import DEFAULT_ENDPOINT_PORT, LocalEndpoint
 from mini_scheduler.local.moto_aws import REGION, SAMPLECODE, STACK_NAME, STATE_TABLE
 from mini_scheduler.local.options import add_options
 from mini_scheduler.local.scheduler import LocalScheduler
+from mini_scheduler.local.targets import BUS, CLUSTER, QUEUE, TASK, TOPIC
 from mini_scheduler.logs import package_logs
 
 log = logging.getLogger("mini_scheduler.local")
@@ -116,12 +117,18 @@ def banner(
         "(DynamoDB on moto; gone when this stops)",
         f"  functions    run here: {SAMPLE_PREFIX}<x> is {_shown(functions)}/<x>/app.py",
         "  flows        run in moto's Step Functions",
+        f"  targets      sqs://{QUEUE}, sns://{TOPIC}, events://{BUS}: each firing read "
+        "back, a line 'Queue ... received firing'; ecs://"
+        f"{CLUSTER}/{TASK}: a task in moto, stopped {scheduler.task_seconds:g} s later; "
+        "a webhook on 127.0.0.1 that prints each request (its URL in the log)",
         *_environment_lines(scheduler),
         *(
             [
                 "  demo         at start: a one-time schedule (demo-once), a retry "
                 "(demo-retry), a final failure and its event (demo-failure), a backfill of "
-                f"heartbeat{f' in {regions[0]}' if several else ''} (--no-demo: none)"
+                f"heartbeat{f' in {regions[0]}' if several else ''}, and every minute a "
+                "firing to each sample target (demo-queue, demo-topic, demo-bus, demo-task, "
+                "demo-webhook) (--no-demo: none)"
             ]
             if scheduler.demo
             else []

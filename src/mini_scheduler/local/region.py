@@ -1,5 +1,6 @@
-"""One region of the local run: its state table, sample functions, flows and stack in moto, the
-deployed ticker and recorder built on them, its targets run in this process, and its ticks.
+"""One region of the local run: its state table, sample functions, flows, sample targets
+(:mod:`mini_scheduler.local.targets`) and stack in moto, the deployed ticker and recorder built
+on them, its targets run in this process or in moto, and its ticks.
 
 :class:`~mini_scheduler.local.scheduler.LocalScheduler` holds one per region on one moto, as
 AWS holds a stack per region: each region reads its own active-environment parameter and keeps
@@ -21,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from mini_scheduler.clock import Clock, SystemClock
 from mini_scheduler.config import Settings
-from mini_scheduler.dispatch.base import Dispatchers
+from mini_scheduler.dispatch.base import Dispatcher, Dispatchers
 from mini_scheduler.errors import SchedulerError
 from mini_scheduler.handlers.events.recorder import completion_from_event
 from mini_scheduler.jobs import CronFile
@@ -39,6 +40,8 @@ from mini_scheduler.local.moto_aws import (
     deploy,
     stack,
 )
+from mini_scheduler.local.targets import SampleTargets
+from mini_scheduler.local.tasks import LocalTaskDispatcher
 from mini_scheduler.model import RunStatus, floor_minute, iso_seconds
 from mini_scheduler.wake import Wake, waker
 
@@ -110,6 +113,7 @@ class LocalRegion:
         exit: contextlib.ExitStack,
         console: logging.StreamHandler[Any] | None = None,
         flow_wait: float = 30.0,
+        task_seconds: float = 3.0,
         peers: tuple[str, ...] = (),
     ) -> None:
         self.region = region
@@ -120,6 +124,7 @@ class LocalRegion:
         self._exit = exit
         self._console = console
         self._flow_wait = flow_wait
+        self._task_seconds = task_seconds  # how long a sample ECS task runs before it stops
         self.settings = Settings(
             state_table=STATE_TABLE,
             region=region,
@@ -136,6 +141,8 @@ class LocalRegion:
         self._recorder: Recorder | None = None
         self._lambda: LocalDispatcher | None = None
         self._flows: LocalFlowDispatcher | None = None
+        self._tasks: LocalTaskDispatcher | None = None
+        self._samples: SampleTargets | None = None
         self._clients: Clients | None = None
         self._catch_ups: threading.Thread | None = None  # the latest catch-up's thread
 
@@ -152,6 +159,13 @@ class LocalRegion:
         return self._recorder
 
     @property
+    def samples(self) -> SampleTargets:
+        """The region's sample queue, topic, bus, cluster and webhook."""
+        if self._samples is None:
+            raise RuntimeError("start the local scheduler first")
+        return self._samples
+
+    @property
     def clients(self) -> Clients:
         if self._clients is None:
             raise RuntimeError("start the local scheduler first")
@@ -165,6 +179,10 @@ class LocalRegion:
         with in_region(self.region):
             clients = self._clients = Clients(self.region, pool=32)
             deploy(clients, self.samplecode, cron_file)
+            samples = self._samples = SampleTargets(clients)
+            samples.create()
+            samples.start(self.region)
+            self._exit.callback(samples.close)
             stack(clients, self.outputs())
             self._build(clients)
             # Nothing before the start is a misfire, and the current minute's firings from
@@ -211,7 +229,10 @@ class LocalRegion:
         )
 
     def _dispatchers(self, clients: Clients) -> Dispatchers:
-        """Lambda targets run here, flows in moto's Step Functions; their ends are recorded."""
+        """Lambda targets run here, flows in moto's Step Functions, ECS tasks in moto's ECS (a
+        simulated event stops each); their ends are recorded. Queues, topics, buses and
+        webhooks are the deployed dispatchers on moto's clients (a webhook: on this machine)."""
+        from mini_scheduler.dispatch.ecs import EcsDispatcher
         from mini_scheduler.dispatch.stepfunctions import ExecutionInputs, StepFunctionsDispatcher
 
         execution_input = ExecutionInputs(lambda: clients("stepfunctions"))
@@ -240,9 +261,22 @@ class LocalRegion:
             before_complete=self._until_marked,
             wait=self._flow_wait,
         )
+        self._tasks = LocalTaskDispatcher(
+            EcsDispatcher(clients("ecs"), region=region, account=ACCOUNT),
+            clients("ecs"),
+            on_complete=record,
+            clock=self.clock,
+            region=region,
+            account=ACCOUNT,
+            before_complete=self._until_marked,
+            after=self._task_seconds,
+        )
+        self._exit.callback(self._tasks.close)
         self._exit.callback(self._flows.close)
         self._exit.callback(self._lambda.close)
-        return Dispatchers({"lambda": self._lambda, "flow": self._flows})
+        return Dispatchers(
+            {"lambda": self._lambda, "flow": self._flows, "ecs": self._tasks, **_messages(clients)}
+        )
 
     def close(self) -> None:
         """Give a catch-up in progress a moment to notice the stop."""
@@ -310,9 +344,10 @@ class LocalRegion:
         return summary
 
     def busy(self) -> int:
-        """The handlers running and the flows watched."""
-        return (self._lambda.pending() if self._lambda else 0) + (
-            self._flows.pending() if self._flows else 0
+        """The handlers running, the flows watched and the tasks not stopped yet."""
+        return sum(
+            part.pending() if part is not None else 0
+            for part in (self._lambda, self._flows, self._tasks)
         )
 
     def history(self, job: str, limit: int = 100, before: str | None = None) -> list[RunRecord]:
@@ -326,3 +361,24 @@ class LocalRegion:
 
         with in_region(self.region):
             return route(self.ticker, dict(event) if isinstance(event, Mapping) else event)
+
+
+def _messages(clients: Clients) -> dict[str, Dispatcher]:
+    """The dispatchers of queues, topics, buses and webhooks, as the deployed ticker has them
+    (:func:`mini_scheduler.wiring.dispatchers`), on moto's clients."""
+    import boto3
+
+    from mini_scheduler.dispatch.events import EventBridgeDispatcher
+    from mini_scheduler.dispatch.https import WebhookDispatcher, secret_reader
+    from mini_scheduler.dispatch.sns import SnsDispatcher
+    from mini_scheduler.dispatch.sqs import SqsDispatcher
+
+    session = clients.session or boto3.session.Session()
+    return {
+        "sqs": SqsDispatcher(clients("sqs")),
+        "sns": SnsDispatcher(clients("sns"), region=clients.region, account=ACCOUNT),
+        "events": EventBridgeDispatcher(clients("events")),
+        "https": WebhookDispatcher(
+            secrets=secret_reader(clients), credentials=session.get_credentials
+        ),
+    }

@@ -16,8 +16,14 @@ created in it at start (:mod:`mini_scheduler.local.moto_aws`).
   stand-in that logs the event. Their ends reach the recorder as Lambda destination records.
 * Flows start in moto's Step Functions, which runs their states (a Lambda task there answers its
   input: moto runs no Lambda code); their ends reach the recorder as status-change events.
-* With ``demo``, it starts with a one-time schedule, a retry, a final failure and a backfill
-  (:mod:`mini_scheduler.local.demo`), so each shows in the log within two minutes.
+* Each region has a sample queue, topic, bus, ECS cluster and webhook
+  (:mod:`mini_scheduler.local.targets`): what reaches the queue, the topic and the bus is read
+  back and logged, the webhook logs each request, and an ECS task is stopped ``task_seconds``
+  after it starts, its STOPPED event reaching the recorder
+  (:class:`~mini_scheduler.local.tasks.LocalTaskDispatcher`).
+* With ``demo``, it starts with a one-time schedule, a retry, a final failure, a backfill and a
+  schedule of each sample target (:mod:`mini_scheduler.local.demo`), so each shows in the log
+  within two minutes.
 * It ticks on the wall clock: the current minute at start (from the start instant on: nothing
   before it is a misfire), then every minute at the minute boundary.
 * With several ``regions`` (``make run REGIONS=us-east-1,us-west-2``), each is a
@@ -97,6 +103,7 @@ class LocalScheduler:
         samplecode: Path | None = None,
         console: logging.StreamHandler[Any] | None = None,
         flow_wait: float = 30.0,
+        task_seconds: float = 3.0,
         demo: bool = False,
     ) -> None:
         if not 1 <= len(regions) <= MAX_REGIONS or len(set(regions)) != len(regions):
@@ -105,6 +112,7 @@ class LocalScheduler:
         self.clock: Clock = clock or SystemClock()
         self.stop = stop or threading.Event()
         self.samplecode = samplecode or SAMPLECODE
+        self.task_seconds = task_seconds  # how long a sample ECS task runs (local.tasks)
         self.demo = demo  # at start: the firings beyond cron.yaml's (mini_scheduler.local.demo)
         self._source = CronFileSource(f"file:{self.cron_path}", default_timezone="UTC")
         self._exit = contextlib.ExitStack()
@@ -124,6 +132,7 @@ class LocalScheduler:
                 exit=self._exit,
                 console=console,
                 flow_wait=flow_wait,
+                task_seconds=task_seconds,
                 peers=tuple(regions),
             )
             for region, name in zip(regions, names, strict=False)
@@ -203,7 +212,7 @@ class LocalScheduler:
                 from mini_scheduler.local import demo
 
                 with in_region(self.home.region):
-                    demo.start(self.ticker.operator, self.clock.now())
+                    demo.start(self.ticker.operator, self.clock.now(), self.home.samples)
         except BaseException:
             self._exit.close()
             raise

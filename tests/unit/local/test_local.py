@@ -387,16 +387,16 @@ def test_main_prints_the_banner_before_any_log_line(tmp_path: Path) -> None:
     banner_end = lines.index(
         "Ticking every minute on the wall clock; log times are UTC. Press Ctrl-C to stop."
     )
-    assert lines[0].startswith("mini-scheduler ") and banner_end == 9, lines
+    assert lines[0].startswith("mini-scheduler ") and banner_end == 10, lines
     assert re.fullmatch(
         r"  console      http://127\.0\.0\.1:\d+/ \(the operator page and its API; "
         r"--no-console: none\)",
-        lines[7],
+        lines[8],
     ), lines
     assert re.fullmatch(
         r"  endpoint     (http://127\.0\.0\.1:\d+) \(this moto over HTTP, for the CLI: \S+ "
         r"status --local; or AWS_ENDPOINT_URL=\1 --stack mini-scheduler-local\)",
-        lines[8],
+        lines[9],
     ), lines
     logged = [i for i, line in enumerate(lines) if re.match(r"\d\d:\d\d:\d\d [A-Z]+ ", line)]
     assert logged and min(logged) > banner_end, lines

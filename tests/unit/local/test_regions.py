@@ -106,7 +106,7 @@ def test_the_banner_of_two_regions_names_each_and_how_to_watch_a_failover() -> N
         "  regions      us-east-1 prod, active (SSM /mini-scheduler/active-environment unset: prod)"
     )
     assert lines[start + 1] == "               us-west-2 DR, standby"
-    assert "a backfill of heartbeat in us-east-1 (--no-demo: none)" in text
+    assert "a backfill of heartbeat in us-east-1, and every minute a firing to each" in text
     assert "  console      http://127.0.0.1:8765/ " in text
     watch = lines.index("  failover     watch the firings move, from another terminal:")
     assert lines[watch - 1].startswith("  endpoint     http://127.0.0.1:8766 ")
@@ -126,10 +126,11 @@ def test_the_banner_of_one_region_is_as_it_was_with_the_endpoint_added() -> None
     assert (
         lines[3] == "  state table  mini-scheduler-local (DynamoDB on moto; gone when this stops)"
     )
-    assert lines[6] == (
+    assert lines[7] == (
         "  environment  prod, active (SSM /mini-scheduler/active-environment unset: prod)"
     )
-    assert lines[8].startswith("  endpoint     http://127.0.0.1:8766 (this moto over HTTP")
+    assert lines[6].startswith("  targets      sqs://mini-scheduler-sample-queue, ")
+    assert lines[9].startswith("  endpoint     http://127.0.0.1:8766 (this moto over HTTP")
     assert not any("failover" in line or "regions  " in line for line in lines)
 
 
