@@ -81,19 +81,22 @@ def cron_file(
     overlap: str = "allow",
     prefix: str = "bench-job",
     service: str = TARGET,
+    options: str = "",
 ) -> CronFile:
     """``jobs`` Lambda jobs, by default firing at second 0 of every minute: a tick of them has
     ``jobs`` due firings, all due at once (nothing to wait for, everything to dispatch). When
     ``jobs`` divides by ``shards``, each shard of the fan-out holds as many. ``overlap``: the
     jobs' (``skip``: a firing takes its job's slot, and waits for the run before to end);
-    ``service``: their target (the stub Lambda's function unless told)."""
+    ``service``: their target (the stub Lambda's function unless told); ``options``: more of each
+    job's mapping, in YAML's flow style (``ecs: {container: app}``)."""
     names = job_names(jobs, shards, prefix)
+    extra = f", {options}" if options else ""
     loaded: list[CronFile] = []
     for first in range(0, jobs, _CHUNK):
         lines = ["jobs:"]
         lines.extend(
             f'  - {{name: "{name}", cron: "{statement}", service: "{service}", '
-            f'overlap: {overlap}, parameters: {{region: "east"}}}}'
+            f'overlap: {overlap}, parameters: {{region: "east"}}{extra}}}'
             for name in names[first : first + _CHUNK]
         )
         loaded.append(load("\n".join(lines) + "\n", source=f"bench-{jobs}"))
@@ -106,7 +109,8 @@ def cron_file(
         loaded[0],
         jobs=tuple(job for part in loaded for job in part.jobs),
         version=f"{prefix}-{jobs}-{statement}-{shards}-{overlap}"
-        + ("" if service == TARGET else f"-{service}"),
+        + ("" if service == TARGET else f"-{service}")
+        + (f"-{options}" if options else ""),
     )
 
 

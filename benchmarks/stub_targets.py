@@ -1,24 +1,31 @@
-"""A stand-in for SQS, SNS and EventBridge's sending calls, for the target kinds' benchmark.
+"""A stand-in for SQS, SNS, EventBridge and ECS's sending calls and for a webhook's receiver,
+for the target kinds' benchmark.
 
 Like :mod:`benchmarks.stub_lambda` it runs in a process of its own (``python -m
 benchmarks.stub_targets``), so its threads never compete with the ticker for the benchmark's
-GIL, and answers each request after a set latency. One endpoint serves the three services
-(``AWS_ENDPOINT_URL_SQS``, ``_SNS`` and ``_EVENTBRIDGE`` all point at it), told apart as botocore
-1.44 sends them:
+GIL, and answers each request after a set latency. One endpoint serves the four services
+(``AWS_ENDPOINT_URL_SQS``, ``_SNS``, ``_EVENTBRIDGE`` and ``_ECS`` all point at it) and the
+webhooks, told apart as botocore 1.44 sends them:
 
 - SQS speaks the JSON protocol 1.0 (``X-Amz-Target: AmazonSQS.<Operation>``): ``SendMessage``,
   ``SendMessageBatch`` and ``GetQueueUrl`` are answered;
 - EventBridge the JSON protocol 1.1 (``X-Amz-Target: AWSEvents.PutEvents``): ``PutEvents``;
 - SNS the query protocol (a form body, ``Action=Publish``), answered in XML: ``Publish`` and
-  ``PublishBatch``.
+  ``PublishBatch``;
+- ECS the JSON protocol 1.1 (``X-Amz-Target: AmazonEC2ContainerServiceV20141113.RunTask``):
+  ``RunTask``;
+- a webhook is a plain HTTP ``POST /hook/<anything>``, answered 200 (no ``X-Amz-Target``).
 
 Every answer is the operation's minimal valid one: a message id (and an SQS body's MD5) for each
 message, every batch entry ``Successful`` under its own ``Id``, an EventBridge ``EventId`` per
-entry and ``FailedEntryCount`` 0. Anything else is answered 400 with the service's error shape.
+entry and ``FailedEntryCount`` 0, a task ARN per task RunTask's ``count`` asks and no
+``failures``. Anything else is answered 400 with the service's error shape.
 
-It counts the requests per ``service.Operation`` (``sqs.SendMessageBatch``), the messages they
-carried, and the messages per firing id (the ``firingId`` of a message's JSON body: SQS's
-``MessageBody``, SNS's ``Message``, EventBridge's ``Detail``). ``GET /counts`` answers the counts,
+It counts the requests per ``service.Operation`` (``sqs.SendMessageBatch``; a webhook's:
+``https.POST``), the messages they carried, and the messages per firing id (the ``firingId`` of a
+message's JSON body: SQS's ``MessageBody``, SNS's ``Message``, EventBridge's ``Detail``; a
+RunTask's first container override's ``MINI_SCHEDULER_FIRING_ID``; a webhook's
+``Idempotency-Key`` header). ``GET /counts`` answers the counts,
 ``POST /reset`` clears them. The process prints ``PORT <n>`` once it listens, and ends when its
 standard input closes.
 """
@@ -46,6 +53,9 @@ ACCOUNT = "123456789012"
 SNS_XMLNS = "http://sns.amazonaws.com/doc/2010-03-31/"
 JSON_10 = "application/x-amz-json-1.0"
 JSON_11 = "application/x-amz-json-1.1"
+ECS_TARGET = "AmazonEC2ContainerServiceV20141113"
+FIRING_VARIABLE = "MINI_SCHEDULER_FIRING_ID"  # mini_scheduler.dispatch.ecs's
+HOOK_PATH = "/hook/"
 
 
 @dataclass
@@ -57,11 +67,15 @@ class _State:
     firings: Counter[str] = field(default_factory=Counter)  # messages per firing id
 
     def count(self, operation: str, bodies: list[str]) -> None:
+        """A request of ``bodies``, each a message's JSON body holding its ``firingId``."""
+        self.count_ids(operation, [_firing_id(body) for body in bodies])
+
+    def count_ids(self, operation: str, firing_ids: list[str]) -> None:
         with self.lock:
             self.requests[operation] += 1
-            self.messages[operation] += len(bodies)
-            for body in bodies:
-                self.firings[_firing_id(body)] += 1
+            self.messages[operation] += len(firing_ids)
+            for firing_id in firing_ids:
+                self.firings[firing_id] += 1
 
     def snapshot(self) -> dict[str, Any]:
         with self.lock:
@@ -161,6 +175,31 @@ def _sns(form: Mapping[str, list[str]], state: _State) -> Answer:
     return 200, xml.encode(), "text/xml"
 
 
+def _ecs(operation: str, request: Mapping[str, Any], state: _State) -> Answer:
+    """ECS's JSON 1.1 ``RunTask``: ``count`` tasks of the first container override's firing."""
+    if operation != "RunTask":
+        return _json_error(ECS_TARGET, operation, JSON_11)
+    overrides = (request.get("overrides") or {}).get("containerOverrides") or [{}]
+    variables = {
+        str(pair.get("name")): str(pair.get("value"))
+        for pair in overrides[0].get("environment") or []
+    }
+    tasks = max(1, int(request.get("count") or 1))
+    state.count_ids("ecs.RunTask", [variables.get(FIRING_VARIABLE, "(no firing id)")] * tasks)
+    cluster = str(request.get("cluster") or "default").rsplit("/", 1)[-1]
+    arns = [
+        {"taskArn": f"arn:aws:ecs:us-east-1:{ACCOUNT}:task/{cluster}/{uuid.uuid4().hex}"}
+        for _ in range(tasks)
+    ]
+    return 200, json.dumps({"tasks": arns, "failures": []}).encode(), JSON_11
+
+
+def _hook(firing_id: str | None, state: _State) -> Answer:
+    """A webhook's receiver: 200, its firing the ``Idempotency-Key``."""
+    state.count_ids("https.POST", [firing_id or "(no Idempotency-Key)"])
+    return 200, b'{"received": true}', "application/json"
+
+
 def _md5(text: str) -> str:
     return hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()
 
@@ -223,9 +262,12 @@ class _Handler(BaseHTTPRequestHandler):
         target = self.headers.get("X-Amz-Target") or ""
         service, _, operation = target.partition(".")
         state, port = self.server.state, self.server.server_address[1]
+        if not target and self.path.startswith(HOOK_PATH):
+            return _hook(self.headers.get("Idempotency-Key"), state)
         routes: dict[str, Callable[[Mapping[str, Any]], Answer]] = {
             "AmazonSQS": lambda request: _sqs(operation, request, state, int(port)),
             "AWSEvents": lambda request: _events(operation, request, state),
+            ECS_TARGET: lambda request: _ecs(operation, request, state),
         }
         if service in routes:
             try:
@@ -258,10 +300,11 @@ class StubTargets(StubLambda):
     module = "benchmarks.stub_targets"
 
     def endpoints(self) -> Mapping[str, str | None]:
-        """The variables that send the three services' calls here (by botocore's service ids:
+        """The variables that send the four services' calls here (by botocore's service ids:
         EventBridge's is ``EVENTBRIDGE``), and any other service's without a variable of its
-        own (``AWS_ENDPOINT_URL``: answered 400, never sent further)."""
-        services = ("SQS", "SNS", "EVENTBRIDGE")
+        own (``AWS_ENDPOINT_URL``: answered 400, never sent further). A webhook's URL is
+        ``endpoint`` and a path under ``/hook/``."""
+        services = ("SQS", "SNS", "EVENTBRIDGE", "ECS")
         return {"AWS_ENDPOINT_URL": self.endpoint} | {
             f"AWS_ENDPOINT_URL_{service}": self.endpoint for service in services
         }

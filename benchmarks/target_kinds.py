@@ -1,78 +1,65 @@
-"""Section 9 (issue 29): a firing of an SQS, SNS or EventBridge target, in requests and in CPU,
-against the floor of the same bare client call.
+"""Section 9 (issue 29): a firing of each target kind but Lambda's and flows' (sections 1 to 8
+measure those): an SQS, SNS, EventBridge, ECS or webhook target, in requests and in CPU, against the
+floor of the same bare client call.
 
-For each kind, a real tick (``rig.bench``: the ticker as the handler builds it, on DynamoDB
-Local) of ``firings`` jobs of one queue, topic or bus, all due in the same second, sends them
-to a stub of the three services (:mod:`benchmarks.stub_targets`, in a process of its own,
-answering after the same latency as the stub Lambda). The ticker's clients of those services
-are made at its first firing of the kind, so an untimed first tick of other jobs (ten firings a
-dispatch worker) makes them and opens the connections; the second tick is measured: every AWS
-request it made (botocore's ``before-call``, DynamoDB's claims, marks and closes included) and
-its dispatch requests alone, per firing; its CPU (``time.process_time``, this process: the
-stub and DynamoDB Local run apart) per firing, the whole tick's; its start to the last
-dispatch's answer, and to its return (the closes of the runs come after). Each tick is
+For each kind, a real tick (``rig.bench``: the ticker as the handler builds it, on DynamoDB Local)
+of ``firings`` jobs of one queue, topic or bus, all due in the same second, sends them to a stub of
+the four services and of a webhook's receiver (:mod:`benchmarks.stub_targets`, in a process of its
+own, answering after the same latency as the stub Lambda). ECS jobs are
+``ecs://mini-cluster/mini-task:1`` on FARGATE in one subnet, their ``container`` named (no
+DescribeTaskDefinition); webhooks POST to the stub's ``/hook/run`` (``http.insecure`` and
+``http.allow_private``: it is ``http://127.0.0.1``), a connection a firing, as the dispatcher does.
+The ticker's clients of those services are made at its first firing of the kind, so an untimed first
+tick of other jobs (ten firings a dispatch worker) makes them and opens the connections; the second
+tick is measured: every AWS request it made (botocore's ``before-call``, DynamoDB's claims, marks
+and closes included) and its dispatch requests alone (a webhook's POSTs: the stub's count), per
+firing; its CPU (``time.process_time``, this process: the stub and DynamoDB Local run apart) per
+firing, the whole tick's; its start to the last dispatch's answer (botocore's; a webhook's answer is
+not timed: its tick's return), and to its return (the closes of the runs come after). Each tick is
 checked against the stub: every due firing sent exactly once, nothing else.
 
 The floor is what a hand-written scheduler would do: the bare boto3 call per firing (one
-``SendMessage``, ``Publish`` or ``PutEvents`` of one entry, carrying the ticker's body and
-message attributes), on as many threads as ``DISPATCH_WORKERS``, a client made as the ticker's
-are (:class:`mini_scheduler.aws.Clients`), on the same stub, its connections opened by an
-untimed round first. The batched floor (ten firings a ``SendMessageBatch``, ``PublishBatch`` or
-``PutEvents``) is printed beside it, for information. One run of each.
+``SendMessage``, ``Publish`` or ``PutEvents`` of one entry, carrying the ticker's body and message
+attributes; a ``RunTask`` with the same placement and container overrides; an
+``http.client.HTTPConnection`` POST of the same body with its ``Idempotency-Key``, a connection
+each), on as many threads as ``DISPATCH_WORKERS``, a client made as the ticker's are
+(:class:`mini_scheduler.aws.Clients`), on the same stub, its connections opened by an untimed round
+first. The batched floor (ten firings a ``SendMessageBatch``, ``PublishBatch`` or ``PutEvents``) is
+printed beside it, for information; ECS and webhooks have no call that carries more than one firing.
+One run of each.
 
-The target: fewer than one AWS request per firing. The CPU ratio is informational: the floor
-is the dispatch alone, while the ticker's CPU also pays for the claims, marks, closes and log
-lines of each firing, so no ratio of the two is a target this issue sets.
+The target: fewer than one AWS request per firing, for the batched kinds. An ECS or webhook firing
+is one RunTask or one POST (RunTask's ``count`` starts copies of one task, its overrides shared), so
+its figure is 1 and the claims' share: informational, printed with its breakdown. The CPU ratio is
+informational: the floor is the dispatch alone, while the ticker's CPU also pays for the claims,
+marks, closes and log lines of each firing, so no ratio of the two is a target this issue sets.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 import boto3
 
-from benchmarks.rig import ACCOUNT, FIRST_MINUTE, REGION, Bench, Rig, cron_file, environment
+from benchmarks.kind_floors import KINDS, FloorRun, Kind, check_once, floor
+from benchmarks.rig import FIRST_MINUTE, Bench, Rig, cron_file, environment
 from benchmarks.rig import firing_ids as due_ids
 from benchmarks.stub_targets import StubTargets
 from benchmarks.table import Row, ratio, seconds
-from mini_scheduler.aws import Clients
-from mini_scheduler.model import Firing, payload
+
+__all__ = ["KINDS", "FloorRun", "Kind", "KindResult", "KindTick", "rows", "run"]
 
 SECTION = "9 target kinds"
 REQUESTS = 1.0  # issue 29: fewer AWS requests than firings, for a batched kind
 BATCH = 10  # entries a batched floor's request carries (the services' most)
-ORIGIN = f"{REGION}/prod"
-
-
-@dataclass(frozen=True)
-class Kind:
-    name: str  # the target's kind, and its service's botocore name
-    target: str  # the name after the scheme
-    single: str  # the operation of one firing
-    batched: str  # the operation of ten
-    events: str  # the service as botocore's events name it (``before-call.<events>.<Op>``)
-
-    @property
-    def service(self) -> str:
-        return f"{self.name}://{self.target}"
-
-
-KINDS = (
-    Kind("sqs", "bench-queue", "SendMessage", "SendMessageBatch", "sqs"),
-    Kind("sns", "bench-topic", "Publish", "PublishBatch", "sns"),
-    Kind("events", "bench-bus", "PutEvents", "PutEvents", "eventbridge"),
-)
-TOPIC_ARN = f"arn:aws:sns:{REGION}:{ACCOUNT}:bench-topic"
 
 
 @dataclass(frozen=True)
@@ -91,20 +78,26 @@ class KindTick:
 
 
 @dataclass(frozen=True)
-class FloorRun:
-    calls: int  # firings sent
-    requests: int
-    wall: float
-    cpu: float
-
-
-@dataclass(frozen=True)
 class KindResult:
     kind: Kind
     workers: int
     tick: KindTick
     floor: FloorRun
-    batched: FloorRun
+    batched: FloorRun | None  # None: the kind has no batch call
+
+    def requests(self) -> dict[str, int]:
+        """The tick's requests per ``service.Operation``: botocore's, and a webhook's POSTs."""
+        return self.tick.calls if self.kind.events else self.tick.calls | self.tick.sent
+
+    def dispatches(self) -> int:
+        """The tick's dispatch requests, as the ticker's session (a webhook's: the stub) saw."""
+        if self.kind.events:
+            return self.tick.requests(f"{self.kind.events}.")
+        return sum(self.tick.sent.values())
+
+    def sent(self) -> int:
+        """Firings the tick and the floors sent."""
+        return self.tick.firings + self.floor.calls + (self.batched.calls if self.batched else 0)
 
 
 class LastAnswer:
@@ -121,8 +114,9 @@ class LastAnswer:
 
     def watch(self, session: boto3.session.Session) -> None:
         for kind in KINDS:
-            for operation in {kind.single, kind.batched}:
-                session.events.register(f"after-call.{kind.events}.{operation}", self)
+            for operation in {kind.single, kind.batched or kind.single}:
+                if kind.events:
+                    session.events.register(f"after-call.{kind.events}.{operation}", self)
 
 
 def _progress(message: str) -> None:
@@ -145,9 +139,9 @@ def run(
             progress(f"{kind.name}: a tick of {firings} firings, after an untimed smaller one")
             tick = _measured_tick(rig, stub, kind, firings, workers)
             progress(f"{kind.name}: the floors, {firings} bare {kind.single}, {workers} threads")
-            floor = _floor(stub, kind, firings, workers, batch=1)
-            batched = _floor(stub, kind, firings, workers, batch=BATCH)
-            results.append(KindResult(kind, workers, tick, floor, batched))
+            bare = floor(stub, kind, firings, workers, batch=1)
+            batched = floor(stub, kind, firings, workers, batch=BATCH) if kind.batched else None
+            results.append(KindResult(kind, workers, tick, bare, batched))
     return results
 
 
@@ -156,8 +150,13 @@ def _measured_tick(rig: Rig, stub: StubTargets, kind: Kind, firings: int, worker
     its dispatch workers' connections (ten a request) due at the minute before: that untimed
     tick makes the kind's client, as a warm ticker has made it."""
     warm, later = min(firings, BATCH * workers), FIRST_MINUTE + timedelta(minutes=1)
-    first = cron_file(warm, _at(FIRST_MINUTE), prefix=f"{kind.name}-warm", service=kind.service)
-    measured = cron_file(firings, _at(later), prefix=f"{kind.name}-job", service=kind.service)
+    service, options = kind.service(stub.endpoint), kind.options
+    first = cron_file(
+        warm, _at(FIRST_MINUTE), prefix=f"{kind.name}-warm", service=service, options=options
+    )
+    measured = cron_file(
+        firings, _at(later), prefix=f"{kind.name}-job", service=service, options=options
+    )
     cron = dataclasses.replace(
         measured, jobs=first.jobs + measured.jobs, version=f"{measured.version}+{warm}"
     )
@@ -195,7 +194,7 @@ def _tick(
     rig.logs.take()
     rig.emf.take()
     counts = stub.counts()
-    _check_once(counts["firings"], expected, f"tick {minute:%H:%M} ({summary.to_json()})")
+    check_once(counts["firings"], expected, f"tick {minute:%H:%M} ({summary.to_json()})")
     return KindTick(
         firings=len(expected),
         wall=ended - started,
@@ -206,113 +205,6 @@ def _tick(
     )
 
 
-def _check_once(seen: dict[str, int], expected: set[str], what: str) -> None:
-    """AssertionError unless the stub saw each of ``expected`` once, and nothing else."""
-    wrong = sorted(fid for fid in expected if seen.get(fid) != 1)
-    stray = sorted(set(seen) - expected)
-    if wrong or stray:
-        raise AssertionError(
-            f"{what}: {len(wrong)} of {len(expected)} firings not sent exactly once "
-            f"({wrong[:5]}); not due: {stray[:5]}"
-        )
-
-
-def _bodies(calls: int) -> list[tuple[str, str]]:
-    """A firing id and the ticker's body for each call (firings of a day the ticks never see)."""
-    minute = FIRST_MINUTE + timedelta(days=1)
-    out = []
-    for index in range(calls):
-        firing = Firing(f"floor-job-{index:05d}", minute)
-        body = payload(firing, {"region": "east"}, ORIGIN)
-        out.append((firing.id, json.dumps(body, separators=(",", ":"), ensure_ascii=False)))
-    return out
-
-
-def _attributes(firing_id: str) -> dict[str, Any]:
-    job = firing_id.split("@", 1)[0]
-    return {
-        name: {"DataType": "String", "StringValue": value}
-        for name, value in (("firingId", firing_id), ("job", job))
-    }
-
-
-def _sender(kind: Kind, client: Any) -> Callable[[Sequence[tuple[str, str]]], None]:
-    """The bare call of ``kind`` for one firing (a list of one) or a batch of them."""
-    if kind.name == "sqs":
-        url = client.get_queue_url(QueueName=kind.target)["QueueUrl"]  # once, as a cache would
-
-        def sqs(group: Sequence[tuple[str, str]]) -> None:
-            if len(group) == 1:
-                fid, body = group[0]
-                client.send_message(
-                    QueueUrl=url, MessageBody=body, MessageAttributes=_attributes(fid)
-                )
-                return
-            entries = [
-                {"Id": str(i), "MessageBody": body, "MessageAttributes": _attributes(fid)}
-                for i, (fid, body) in enumerate(group)
-            ]
-            _all_sent(client.send_message_batch(QueueUrl=url, Entries=entries), len(group))
-
-        return sqs
-    if kind.name == "sns":
-
-        def sns(group: Sequence[tuple[str, str]]) -> None:
-            if len(group) == 1:
-                fid, body = group[0]
-                client.publish(TopicArn=TOPIC_ARN, Message=body, MessageAttributes=_attributes(fid))
-                return
-            entries = [
-                {"Id": str(i), "Message": body, "MessageAttributes": _attributes(fid)}
-                for i, (fid, body) in enumerate(group)
-            ]
-            answer = client.publish_batch(TopicArn=TOPIC_ARN, PublishBatchRequestEntries=entries)
-            _all_sent(answer, len(group))
-
-        return sns
-
-    def events(group: Sequence[tuple[str, str]]) -> None:
-        entries = [
-            {
-                "Source": "mini-scheduler",
-                "DetailType": "Scheduled Job Firing",
-                "Detail": body,
-                "EventBusName": kind.target,
-                "Resources": [],
-            }
-            for _, body in group
-        ]
-        if client.put_events(Entries=entries)["FailedEntryCount"]:
-            raise AssertionError("the stub failed a PutEvents entry")
-
-    return events
-
-
-def _all_sent(answer: dict[str, Any], count: int) -> None:
-    if answer.get("Failed") or len(answer["Successful"]) != count:
-        raise AssertionError(f"the stub did not take the batch: {answer}")
-
-
-def _floor(stub: StubTargets, kind: Kind, calls: int, workers: int, *, batch: int) -> FloorRun:
-    """``calls`` firings sent ``batch`` a request on ``workers`` threads, after an untimed round
-    of ``workers`` requests that opens the client's connections."""
-    client = Clients(REGION, session=boto3.session.Session(), pool=workers)(kind.name)
-    send = _sender(kind, client)
-    warm = _bodies(workers)
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="floor") as pool:
-        list(pool.map(send, [[body] for body in warm]))
-        bodies = _bodies(calls)
-        groups = [bodies[i : i + batch] for i in range(0, calls, batch)]
-        stub.reset()
-        cpu, started = time.process_time(), time.perf_counter()
-        for future in [pool.submit(send, group) for group in groups]:
-            future.result()
-        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
-    client.close()
-    _check_once(stub.counts()["firings"], {fid for fid, _ in bodies}, f"{kind.name} floor")
-    return FloorRun(calls, len(groups), wall, cpu)
-
-
 def _per(calls: dict[str, int], firings: int) -> str:
     """``Operation share`` per firing, largest first."""
     shares = sorted(
@@ -321,29 +213,52 @@ def _per(calls: dict[str, int], firings: int) -> str:
     return ", ".join(f"{name} {share:.3f}" for share, name in shares)
 
 
-def _kind_rows(result: KindResult) -> list[Row]:
-    kind, tick, floor, batched = result.kind, result.tick, result.floor, result.batched
-    n, name = tick.firings, kind.name
-    every = tick.requests() / n
-    dispatch = tick.requests(f"{kind.events}.") / n
-    floor_cpu = floor.cpu / floor.calls
-    return [
-        Row(
+def _requests_row(result: KindResult) -> Row:
+    """All the tick's requests per firing: below one for a batched kind (the target); an ECS or
+    webhook firing is one request of its own, so its figure is 1 and the claims' share."""
+    kind, n = result.kind, result.tick.firings
+    requests = result.requests()
+    total = sum(requests.values())
+    every = total / n
+    what = "AWS requests" if kind.events else "requests (AWS and the webhook's)"
+    figure = f"{kind.name}: {what} per firing, ticker: all {total:,} of a {n:,}-firing tick"
+    if kind.batched:
+        return Row(
             SECTION,
-            f"{name}: AWS requests per firing, ticker: all {tick.requests():,} of a {n:,}-firing "
-            f"tick ({_per(tick.calls, n)})",
+            f"{figure} ({_per(requests, n)})",
             f"{every:.3f}",
             f"the floor: 1 ({kind.single})",
             ratio(every, 1.0, digits=3),
             f"< {REQUESTS:g}",
             every < REQUESTS,
-        ),
+        )
+    return Row(
+        SECTION,
+        f"{figure} ({_per(requests, n)}; informational: no {kind.single} carries two firings, "
+        f"so 1 {kind.single} a firing is the least, the rest the claims' and marks' share)",
+        f"{every:.3f}",
+        f"the floor: 1 ({kind.single})",
+        ratio(every, 1.0, digits=3),
+        "informational",
+    )
+
+
+def _kind_rows(result: KindResult) -> list[Row]:
+    kind, tick, bare, batched = result.kind, result.tick, result.floor, result.batched
+    n, name = tick.firings, kind.name
+    dispatch = result.dispatches() / n
+    floor_cpu = bare.cpu / bare.calls
+    last = "last dispatch" if kind.events else "its return (a webhook's answer is not timed)"
+    out = [
+        _requests_row(result),
         Row(
             SECTION,
             f"  {name}: dispatch requests per firing ({_per(tick.sent, n)}; "
-            f"{n / max(1, tick.requests(f'{kind.events}.')):.1f} firings a request)",
+            f"{n / max(1, result.dispatches()):.1f} firings a request)",
             f"{dispatch:.3f}",
-            f"the floor: 1; batched by {BATCH}: {batched.requests / n:.3f}",
+            f"the floor: 1; batched by {BATCH}: {batched.requests / n:.3f}"
+            if batched
+            else f"the floor: 1; no batch call ({kind.single} is one firing's)",
             ratio(dispatch, 1.0, digits=3),
         ),
         Row(
@@ -357,33 +272,39 @@ def _kind_rows(result: KindResult) -> list[Row]:
         ),
         Row(
             SECTION,
-            f"  {name}: {n:,} due, {result.workers} workers: start -> last dispatch (the tick "
+            f"  {name}: {n:,} due, {result.workers} workers: start -> {last} (the tick "
             f"returned at {seconds(tick.wall)})",
             seconds(tick.to_last_dispatch),
-            f"the floor, {floor.requests:,} bare {kind.single}: {seconds(floor.wall)}",
-            ratio(tick.to_last_dispatch, floor.wall, digits=2),
+            f"the floor, {bare.requests:,} bare {kind.single}: {seconds(bare.wall)}",
+            ratio(tick.to_last_dispatch, bare.wall, digits=2),
             "informational",
         ),
-        Row(
-            SECTION,
-            f"  {name} floors: {floor.requests:,} bare {kind.single} / {batched.requests:,} "
-            f"{kind.batched} of {BATCH}, {result.workers} threads (CPU per firing)",
-            f"{floor_cpu * 1000:.2f} ms",
-            f"batched: {batched.cpu / batched.calls * 1000:.2f} ms "
-            f"(walls {seconds(floor.wall)}, {seconds(batched.wall)})",
-            ratio(batched.cpu / batched.calls, floor_cpu, digits=2),
-        ),
     ]
+    if batched:
+        out.append(
+            Row(
+                SECTION,
+                f"  {name} floors: {bare.requests:,} bare {kind.single} / {batched.requests:,} "
+                f"{kind.batched} of {BATCH}, {result.workers} threads (CPU per firing)",
+                f"{floor_cpu * 1000:.2f} ms",
+                f"batched: {batched.cpu / batched.calls * 1000:.2f} ms "
+                f"(walls {seconds(bare.wall)}, {seconds(batched.wall)})",
+                ratio(batched.cpu / batched.calls, floor_cpu, digits=2),
+            )
+        )
+    return out
 
 
 def rows(results: Sequence[KindResult]) -> list[Row]:
     out = [row for result in results for row in _kind_rows(result)]
     if results:
-        sent = sum(r.tick.firings + r.floor.calls + r.batched.calls for r in results)
+        sent = sum(result.sent() for result in results)
         out.append(
             Row(
                 SECTION,
-                "each firing sent exactly once (the stub's count per firingId): ticks and floors",
+                "each firing sent exactly once (the stub's count per firing id: a message's "
+                "firingId, a RunTask's MINI_SCHEDULER_FIRING_ID, a webhook's Idempotency-Key): "
+                "ticks and floors",
                 f"{sent:,} of {sent:,}",
                 ", ".join(r.kind.name for r in results),
                 "",

@@ -1,9 +1,11 @@
-"""Section 9 of the benchmarks (issue 29's target kinds): the stub of SQS, SNS and EventBridge
-answers as moto does and as the dispatchers need; the section at 30 firings a kind sends them
-in the requests the tick's batching makes; its rows judge requests per firing against 1."""
+"""Section 9 of the benchmarks (issue 29's target kinds): the stub of SQS, SNS, EventBridge and
+ECS answers as moto does and as the dispatchers need, and a webhook's POST with 200; the section at
+30 firings a kind sends them in the requests the tick's batching makes (one a firing for ECS and
+webhooks); its rows judge a batched kind's requests per firing against 1."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import math
 import shutil
@@ -45,7 +47,7 @@ def _clients(endpoint: str | None) -> dict[str, Any]:
         name: boto3.session.Session().client(
             name, region_name="us-east-1", endpoint_url=endpoint, config=config
         )
-        for name in ("sqs", "sns", "events")
+        for name in ("sqs", "sns", "events", "ecs")
     }
 
 
@@ -55,7 +57,7 @@ def _body(index: int) -> str:
 
 def _answers(clients: dict[str, Any], url: str) -> dict[str, Any]:
     """Each operation the stub serves, called once (a batch of three)."""
-    sqs, sns, events = clients["sqs"], clients["sns"], clients["events"]
+    sqs, sns, events, ecs = clients["sqs"], clients["sns"], clients["events"], clients["ecs"]
     batch = [{"Id": str(i), "MessageBody": _body(i)} for i in range(3)]
     published = [{"Id": str(i), "Message": _body(i)} for i in range(3)]
     entries = [{"Source": "s", "DetailType": "d", "Detail": _body(i)} for i in range(3)]
@@ -66,7 +68,22 @@ def _answers(clients: dict[str, Any], url: str) -> dict[str, Any]:
         "Publish": sns.publish(TopicArn=TOPIC, Message=_body(9)),
         "PublishBatch": sns.publish_batch(TopicArn=TOPIC, PublishBatchRequestEntries=published),
         "PutEvents": events.put_events(Entries=entries),
+        "RunTask": ecs.run_task(
+            cluster="mini-cluster",
+            taskDefinition="mini-task:1",
+            launchType="FARGATE",  # moto places it without a container instance
+            overrides={"containerOverrides": [{"name": "app", "environment": _variables(9)}]},
+        ),
     }
+
+
+def _variables(index: int) -> list[dict[str, str]]:
+    """A container override's environment holding firing ``index``'s id, as ECS's dispatcher
+    puts it."""
+    return [
+        {"name": "MINI_SCHEDULER_PAYLOAD", "value": _body(index)},
+        {"name": "MINI_SCHEDULER_FIRING_ID", "value": f"job-{index}@2026-11-30T14:00:00Z"},
+    ]
 
 
 def _paths(answer: Any, prefix: str = "") -> set[str]:
@@ -92,6 +109,11 @@ def test_the_stub_answers_every_operation_as_moto_does(stub: StubTargets) -> Non
         real = _clients(None)
         moto_url = real["sqs"].create_queue(QueueName="bench-queue")["QueueUrl"]
         real["sns"].create_topic(Name="bench-topic")
+        real["ecs"].create_cluster(clusterName="mini-cluster")
+        real["ecs"].register_task_definition(
+            family="mini-task",
+            containerDefinitions=[{"name": "app", "image": "app:1", "memory": 512}],
+        )
         mocked = _answers(real, moto_url)
     for operation, answer in stubbed.items():
         assert _paths(answer) <= _paths(mocked[operation]), operation
@@ -102,10 +124,26 @@ def test_the_stub_answers_every_operation_as_moto_does(stub: StubTargets) -> Non
         "sns.Publish": 1,
         "sns.PublishBatch": 1,
         "events.PutEvents": 1,
+        "ecs.RunTask": 1,
     }
     assert counts["messages"]["sqs.SendMessageBatch"] == 3
     assert counts["firings"]["job-0@2026-11-30T14:00:00Z"] == 3  # a batch of each service
-    assert counts["firings"]["job-9@2026-11-30T14:00:00Z"] == 2  # SendMessage and Publish
+    assert counts["firings"]["job-9@2026-11-30T14:00:00Z"] == 3  # SendMessage, Publish, RunTask
+
+
+def test_the_stub_answers_a_webhook_200_and_counts_its_idempotency_key(stub: StubTargets) -> None:
+    port = int(stub.endpoint.rsplit(":", 1)[1])
+    statuses = []
+    for key in ("job-1@2026-11-30T14:00:00Z", "job-1@2026-11-30T14:00:00Z", None):
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        headers = {"Content-Type": "application/json"} | ({"Idempotency-Key": key} if key else {})
+        connection.request("POST", "/hook/run", body=_body(1).encode(), headers=headers)
+        statuses.append(connection.getresponse().status)
+        connection.close()
+    assert statuses == [200, 200, 200]
+    counts = stub.counts()
+    assert counts["requests"] == {"https.POST": 3}
+    assert counts["firings"] == {"job-1@2026-11-30T14:00:00Z": 2, "(no Idempotency-Key)": 1}
 
 
 def test_the_dispatchers_get_an_end_for_every_firing_from_the_stub(stub: StubTargets) -> None:
@@ -147,25 +185,38 @@ def test_section_9_counts_the_requests_of_30_firings_of_each_kind() -> None:
         )
     assert _requests(30) == 4  # 25 claimed: 10, 10 and 5; then 5
     sent = {
-        result.kind.name: (result.tick.sent, result.floor.requests, result.batched.requests)
+        result.kind.name: (
+            result.tick.sent,
+            result.floor.requests,
+            result.batched.requests if result.batched else None,
+        )
         for result in results
     }
     assert sent == {
         "sqs": ({"sqs.SendMessageBatch": 4}, 30, 3),
         "sns": ({"sns.PublishBatch": 4}, 30, 3),
         "events": ({"events.PutEvents": 4}, 30, 3),
+        "ecs": ({"ecs.RunTask": 30}, 30, None),  # one task a firing, nothing batched
+        "https": ({"https.POST": 30}, 30, None),
     }
     for result in results:
         assert result.tick.firings == 30
-        assert result.tick.requests(f"{result.kind.events}.") == 4  # the ticker's own count
+        assert result.dispatches() == (4 if result.kind.batched else 30)
         assert result.tick.cpu > 0 and result.floor.cpu > 0
+    ecs = results[3].tick.calls
+    assert ecs.get("ecs.RunTask") == 30 and "ecs.DescribeTaskDefinition" not in ecs
+    assert not any(op.startswith("https") for op in results[4].tick.calls)  # not botocore's
+    assert results[4].requests()["https.POST"] == 30
     rows = target_kinds.rows(results)
-    assert len(rows) == 3 * 5 + 1
-    assert rows[-1].value == "270 of 270" and rows[-1].met
+    assert len(rows) == 3 * 5 + 2 * 4 + 1
+    assert rows[-1].value == "390 of 390" and rows[-1].met
     judged = [row for row in rows if row.met is not None][:-1]
     assert [row.target for row in judged] == ["< 1"] * 3
     for row in judged:
         assert row.met is (float(row.value) < 1)
+    unbatched = [row for row in rows if row.figure.startswith(("ecs:", "https:"))]
+    assert [row.target for row in unbatched] == ["informational"] * 2
+    assert all(float(row.value) > 1 for row in unbatched)  # a request a firing, and the claims
 
 
 def _result(kind: target_kinds.Kind, ticker_requests: int) -> target_kinds.KindResult:
