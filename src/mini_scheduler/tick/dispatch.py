@@ -83,10 +83,21 @@ class Dispatching(Part):
                 (firing.id, body) for (_, firing), (_, body) in zip(firings, bodies, strict=True)
             ]
             answers = self.dispatchers.dispatch_batch(target, sent)
-        return [
-            self._answered(job, firing, parameters, answer, tally)
-            for (job, firing), (parameters, _), answer in zip(firings, bodies, answers, strict=True)
-        ]
+        marks: list[MarkRequest | None] = []
+        for (job, firing), (parameters, _), answer in zip(firings, bodies, answers, strict=True):
+            try:
+                marks.append(self._answered(job, firing, parameters, answer, tally))
+            except Exception:  # one firing's trouble never costs the others their marks
+                tally.add("errors")
+                log.exception(
+                    "Job %s - firing %s: its answer (%s) could not be handled",
+                    job.name,
+                    firing.id,
+                    type(answer).__name__,
+                    extra=log_keys(job.name, firing.id),
+                )
+                marks.append(None)
+        return marks
 
     def _body(self, job: Job, firing: Firing) -> tuple[dict[str, Any], dict[str, Any]]:
         """The firing's parameters, and what its target receives (the envelope, or the job's

@@ -212,3 +212,21 @@ def test_a_queue_firing_costs_its_claim_and_one_mark_no_close() -> None:
         and run.status is RunStatus.SUCCEEDED
         for i in range(30)
     )
+
+
+def test_one_entrys_trouble_never_costs_the_batchs_other_firings_their_marks() -> None:
+    """A refused entry whose FAILED record raises (a bug, a store gone wrong): the queue took
+    the other four, and they are ended, not left CLAIMED for a takeover to send again."""
+    dispatcher = Batched()
+    dispatcher.refused = {f"q-02@{MINUTE}"}
+    r = rig(_cron(*_queue_jobs(5)), dispatcher=dispatcher)
+
+    def broken(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("the store went wrong")
+
+    r.claims.fail = broken  # type: ignore[method-assign]
+    summary = r.tick(MINUTE)
+    assert summary["counts"]["errors"] >= 1
+    for i in (0, 1, 3, 4):
+        run = r.claims.run(f"q-{i:02d}@{MINUTE}")
+        assert run is not None and run.status is RunStatus.SUCCEEDED, (i, run)
