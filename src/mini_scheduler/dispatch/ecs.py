@@ -216,11 +216,11 @@ class EcsDispatcher:
         return _task_arn(answer, where)
 
     def _started(self, cluster: str, started: str) -> str | None:
-        """The task ARN ListTasks gives for ``started`` (running, then stopped, then by
-        ``startedBy`` alone: ECS's docs say a ``startedBy`` filter must be the only one, so a
-        refusal of the pair is not the end); None when it lists none or cannot answer (RunTask's
-        client token still holds the second try)."""
-        for filters in ({"desiredStatus": "RUNNING"}, {"desiredStatus": "STOPPED"}, {}):
+        """The task ARN ListTasks gives for ``started``: by ``startedBy`` alone (running: ECS's
+        docs say a ``startedBy`` filter must be the only one), then with the stopped ones (a
+        refusal of that pair is not the end); None when it lists none or cannot answer
+        (RunTask's client token still holds the second try)."""
+        for filters in ({}, {"desiredStatus": "STOPPED"}):
             try:
                 answer = self._client.list_tasks(cluster=cluster, startedBy=started, **filters)
             except (ClientError, BotoCoreError):

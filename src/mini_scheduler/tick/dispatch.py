@@ -58,6 +58,7 @@ class Dispatching(Part):
             origin=self.settings.origin,
             failures=failures,
             wake=wake,
+            sleep=retry_sleep,
         )  # what follows the runs a dispatch ended
 
     def dispatch(self, job: Job, firing: Firing, tally: Tally) -> MarkRequest | None:

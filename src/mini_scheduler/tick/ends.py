@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -31,6 +32,15 @@ if TYPE_CHECKING:  # the recorder is imported at the first end, not at a cold st
 log = logging.getLogger("mini_scheduler.ticker")
 
 Held = tuple[RunStatus, str | None]
+ATTEMPTS = 3  # tries of what follows an end, on top of the SDK's retries (as a mark's)
+NOT_CLOSED = (
+    "Job %s - the end of firing %s (%s) was not recorded: the run holds its job's slot until "
+    "the sweep times it out at its deadline: %s"
+)
+NOT_FOLLOWED = (
+    "Job %s - firing %s ended %s, and what follows was not recorded (a FAILED run's retry is "
+    "lost): %s"
+)
 
 
 class DispatchEnds:
@@ -45,9 +55,11 @@ class DispatchEnds:
         origin: str,
         failures: FinalFailures | None,
         wake: Wake | None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._claims, self._clock, self._metrics = claims, clock, metrics
         self._origin, self._failures, self._wake = origin, failures, wake
+        self._sleep = sleep  # worker threads back off on it, not on the clock
         self._lock = threading.Lock()
         self._held: dict[str, Held] = {}
         self._recorder: Recorder | None = None
@@ -72,23 +84,28 @@ class DispatchEnds:
         status, error = end
         now = self._clock.now()
         completion = Completion(mark.firing.id, status, now, error, source="dispatch")
-        try:
-            if closed:
-                self.recorder().ended_at_dispatch(_as_marked(mark, now, self._origin), completion)
-            else:
-                self.recorder().record(completion)
-        except StoreError as exc:
-            tally.add("errors")
-            job = mark.firing.job
-            log.error(
-                "Job %s - the end of firing %s (%s) was not recorded; the sweep times it out at "
-                "its deadline: %s",
-                job,
-                mark.firing.id,
-                status,
-                exc,
-                extra=log_keys(job, mark.firing.id),
-            )
+        for attempt in range(ATTEMPTS):
+            if attempt:
+                self._sleep(0.2 * 2 ** (attempt - 1))
+            try:
+                if closed:
+                    before = _as_marked(mark, now, self._origin)
+                    self.recorder().ended_at_dispatch(before, completion)
+                else:
+                    self.recorder().record(completion)
+                return
+            except StoreError as exc:
+                why = exc
+        tally.add("errors")
+        job = mark.firing.job
+        log.error(
+            NOT_CLOSED if not closed else NOT_FOLLOWED,
+            job,
+            mark.firing.id,
+            status,
+            why,
+            extra=log_keys(job, mark.firing.id),
+        )
 
     def recorder(self) -> Recorder:
         """The recorder of these ends, made at the first (a tick of Lambda and flow targets

@@ -72,10 +72,24 @@ def test_a_task_that_never_started_failed() -> None:
     )
 
 
-def test_a_container_that_stopped_with_a_reason_and_no_exit_code_fails_the_run() -> None:
+def test_the_jobs_container_decides_and_a_sidecars_end_does_not() -> None:
+    """The container given the firing (the job's) exited 0: a sidecar stopped with the task
+    (an exit 143, or no exit code and a reason) does not fail the run."""
     event = stopped()
     sidecar = {"name": "log-router", "lastStatus": "STOPPED", "reason": "OutOfMemoryError"}
     event["detail"]["containers"].append(sidecar)
+    event["detail"]["containers"].append({"name": "envoy", "exitCode": 143})
+    assert closed(event).status is RunStatus.SUCCEEDED
+
+
+def test_a_container_that_stopped_with_a_reason_and_no_exit_code_fails_the_run() -> None:
+    """Without the job's container named (no override: a task another build started), every
+    container that says how it ended decides."""
+    event = stopped()
+    sidecar = {"name": "log-router", "lastStatus": "STOPPED", "reason": "OutOfMemoryError"}
+    event["detail"]["containers"].append(sidecar)
+    for override in event["detail"]["overrides"]["containerOverrides"]:
+        override["name"] = "not-in-the-event"
     done = closed(event)
     assert done.status is RunStatus.FAILED and done.error is not None
     assert done.error.endswith("; export exit 0, log-router no exit code (OutOfMemoryError)")

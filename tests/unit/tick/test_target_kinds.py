@@ -12,7 +12,7 @@ from typing import Any
 from mini_scheduler.alerts import RecordingAlerts
 from mini_scheduler.alerts.base import DEAD_LETTER
 from mini_scheduler.dispatch.base import Answer, BatchDispatcher, Ended
-from mini_scheduler.errors import DispatchError
+from mini_scheduler.errors import DispatchError, StoreError
 from mini_scheduler.jobs import Target
 from mini_scheduler.model import RunStatus
 from tests.unit.tick.harness import FakeDispatcher, rig
@@ -230,3 +230,29 @@ def test_one_entrys_trouble_never_costs_the_batchs_other_firings_their_marks() -
     for i in (0, 1, 3, 4):
         run = r.claims.run(f"q-{i:02d}@{MINUTE}")
         assert run is not None and run.status is RunStatus.SUCCEEDED, (i, run)
+
+
+def test_an_exclusive_runs_close_that_failed_once_is_tried_again() -> None:
+    """The close of an ``overlap: skip`` run is what frees its job's slot: a store that refuses
+    it once (throttled) does not leave the job held until the sweep's timeout."""
+    dispatcher = Batched()
+    r = rig(
+        _cron('{name: "solo", cron: "0 * * * * ?", service: "sqs://work", overlap: skip}'),
+        dispatcher=dispatcher,
+    )
+    close, refused = r.claims.close, []
+
+    def flaky(firing_id: str, *args: Any, **kwargs: Any) -> Any:
+        if not refused:
+            refused.append(firing_id)
+            raise StoreError("DynamoDB UpdateItem: ProvisionedThroughputExceededException")
+        return close(firing_id, *args, **kwargs)
+
+    r.claims.close = flaky  # type: ignore[method-assign]
+    r.ticker.executor.dispatching.ends._sleep = lambda _: None
+    r.tick(MINUTE)
+    assert refused == [f"solo@{MINUTE}"]
+    run = r.claims.run(f"solo@{MINUTE}")
+    assert run is not None and run.status is RunStatus.SUCCEEDED
+    state = r.claims.job_state("solo")
+    assert state is not None and state.open_firing is None

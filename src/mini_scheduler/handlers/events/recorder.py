@@ -278,21 +278,32 @@ def _from_ecs(event: Mapping[str, Any]) -> Completion | None:
 
 def _ecs_run_id(detail: Mapping[str, Any]) -> Any:
     """The run id the dispatcher gave the task's overridden container (None: none)."""
+    return _ecs_job_container(detail)[1]
+
+
+def _ecs_job_container(detail: Mapping[str, Any]) -> tuple[Any, Any]:
+    """The overridden container's name and the run id it was given ((None, None): none)."""
     overrides = detail.get("overrides")
     containers = overrides.get("containerOverrides") if isinstance(overrides, Mapping) else None
     for container in containers if isinstance(containers, list) else []:
         variables = container.get("environment") if isinstance(container, Mapping) else None
         for variable in variables if isinstance(variables, list) else []:
             if isinstance(variable, Mapping) and variable.get("name") == FIRING_VARIABLE:
-                return variable.get("value")
-    return None
+                return container.get("name"), variable.get("value")
+    return None, None
 
 
 def _ecs_failure(detail: Mapping[str, Any]) -> str | None:
-    """None when every container that says how it ended exited 0 (one at least); else what
-    went wrong: the stop code, the reason, each container's exit code or reason."""
+    """None when the job's container (the one given the firing) exited 0, or, when the event
+    does not name it, every container that says how it ended exited 0 (one at least); else
+    what went wrong: the stop code, the reason, each container's exit code or reason. A
+    sidecar stopped with the task (exit 137, 143) does not fail the job's run."""
     raw = detail.get("containers")
     containers = [c for c in raw if isinstance(c, Mapping)] if isinstance(raw, list) else []
+    name = _ecs_job_container(detail)[0]
+    job = [c for c in containers if name is not None and c.get("name") == name]
+    if job and detail.get("stopCode") != "TaskFailedToStart" and job[0].get("exitCode") == 0:
+        return None
     ends = []
     failed = detail.get("stopCode") == "TaskFailedToStart"
     exited_zero = False
