@@ -106,6 +106,8 @@ def _more_kinds(
     """The dispatchers of the kinds this deployment may start besides Lambda and flows: those
     whose prefix is set (every kind outside Lambda, where none is), each module imported and
     client made at its kind's first firing."""
+    from mini_scheduler.jobs.targets import TargetRules
+
     off = {kind for kind, prefix in settings.target_prefixes if not prefix}
 
     def sns() -> Dispatcher:
@@ -150,8 +152,11 @@ def _more_kinds(
         "ecs": (ecs, 1),
         "https": (webhooks, 1),
     }
+    rules = TargetRules(dict(settings.target_prefixes))
     return {
-        kind: OnFirstUse(make, size) for kind, (make, size) in makers.items() if kind not in off
+        kind: OnFirstUse(make, size, rules.problem)
+        for kind, (make, size) in makers.items()
+        if kind not in off
     }
 
 

@@ -62,10 +62,17 @@ class BatchDispatcher(Protocol):
 
 class OnFirstUse:
     """A dispatcher made at its kind's first firing (``make``): a tick that starts none of its
-    kind never builds its client. ``batch_size`` is the made one's."""
+    kind never builds its client. ``batch_size`` is the made one's; ``check`` says why a target
+    may not be started (None: it may)."""
 
-    def __init__(self, make: Callable[[], Dispatcher], batch_size: int = 1) -> None:
+    def __init__(
+        self,
+        make: Callable[[], Dispatcher],
+        batch_size: int = 1,
+        check: Callable[[Target], str | None] | None = None,
+    ) -> None:
         self._make = make
+        self._check = check
         self._made: Dispatcher | None = None
         self._lock = threading.Lock()
         self.batch_size = batch_size
@@ -77,12 +84,25 @@ class OnFirstUse:
             return self._made
 
     def dispatch(self, target: Target, firing_id: str, payload: Mapping[str, Any]) -> Answer:
+        self._allowed(target)
         return self._dispatcher().dispatch(target, firing_id, payload)
 
     def dispatch_batch(
         self, target: Target, firings: Sequence[tuple[str, Mapping[str, Any]]]
     ) -> list[Answer | DispatchError]:
+        try:
+            self._allowed(target)
+        except DispatchError as exc:
+            return [exc] * len(firings)
         return Dispatchers({target.kind: self._dispatcher()}).dispatch_batch(target, firings)
+
+    def _allowed(self, target: Target) -> None:
+        """Refuse a target this deployment may not start (``check``'s reason): cron.yaml's
+        load refuses it already, and this holds it for a runtime schedule, a manual run and a
+        webhook, which no IAM statement bounds."""
+        problem = self._check(target) if self._check is not None else None
+        if problem:
+            raise DispatchError(f"{target.service[:200]}: not dispatched - {problem}")
 
 
 class Dispatchers:

@@ -94,6 +94,34 @@ _SHARED: Final = ipaddress.ip_network("100.64.0.0/10")
 _UNIQUE_LOCAL: Final = ipaddress.ip_network("fc00::/7")
 
 
+_NAT64: Final = (
+    ipaddress.ip_network("64:ff9b::/96"),
+    ipaddress.ip_network("64:ff9b:1::/48"),
+    ipaddress.ip_network("::ffff:0:0:0/96"),  # IPv4-translated (SIIT)
+)
+_IPV4_COMPATIBLE: Final = ipaddress.ip_network("::/96")
+
+
+def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 one reaches (None: none): mapped (``::ffff:a.b.c.d``),
+    IPv4-compatible, NAT64 (``64:ff9b::a.b.c.d``: a NAT gateway with DNS64 takes it to the
+    IPv4 address), IPv4-translated (``::ffff:0:a.b.c.d``), 6to4 (``2002:AABB:CCDD::``) and
+    Teredo. Each is checked as that IPv4 address: none may reach the metadata service or a
+    private range in disguise."""
+    if address.ipv4_mapped is not None:
+        return address.ipv4_mapped
+    if address.sixtofour is not None:
+        return address.sixtofour
+    if address.teredo is not None:
+        return address.teredo[1]
+    low = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+    if any(address in network for network in _NAT64):
+        return low
+    if address in _IPV4_COMPATIBLE and int(address) > 0xFFFF:  # not ::, ::1
+        return low
+    return None
+
+
 def shown_url(url: str) -> str:
     """``url`` as a message shows it: scheme, host, port and path, never the query (it may
     hold a token)."""
@@ -106,8 +134,8 @@ def address_problem(
 ) -> str | None:
     """Why a webhook may not reach ``address`` (the range it is in), or None: an address of
     the internet, or with ``allow_private`` any address but the metadata service's."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    if isinstance(address, ipaddress.IPv6Address):
+        address = _embedded_ipv4(address) or address
     if address in _METADATA:
         return (
             f"{address} is the instance metadata service: a webhook never calls it (it "

@@ -12,6 +12,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 from mini_scheduler.jobs.limits import check_parameters_fit
 from mini_scheduler.jobs.model import Target
@@ -56,12 +57,31 @@ class TargetRules:
                 "may start begin with it)"
             )
         name = _short_name(target)
-        if not name.startswith(prefix):
+        within = _within_url(name, prefix) if target.kind == "https" else name.startswith(prefix)
+        if not within:
             return (
                 f"service {target.service[:120]!r} is outside {parameter} {prefix!r}: the "
                 "ticker may start only the targets whose names begin with it"
             )
         return None
+
+
+def _within_url(url: str, prefix: str) -> bool:
+    """Whether a webhook's ``url`` is under ``prefix`` (TargetWebhookPrefix): the same scheme,
+    host and port (``https://hooks.example.com`` is not ``https://hooks.example.com.evil.net``
+    nor its port 8443), and a path under the prefix's, segment by segment."""
+    try:
+        have, want = urlsplit(url), urlsplit(prefix)
+        ports = (have.port, want.port)
+    except ValueError:
+        return False
+    default = {"https": 443, "http": 80}
+    if (have.scheme, have.hostname) != (want.scheme, want.hostname) or (
+        ports[0] or default.get(have.scheme)
+    ) != (ports[1] or default.get(want.scheme)):
+        return False
+    path, base = have.path or "/", want.path or "/"
+    return path == base or path.startswith(base if base.endswith("/") else base + "/")
 
 
 def _short_name(target: Target) -> str:
@@ -118,6 +138,10 @@ def target_with_keys(
     problem = rules.problem(target)
     if problem:  # a kind that is off, or a name outside it: nothing else is worth saying
         return None, [problem], warnings
+    queue, _ = read_dead_letter(raw.get("dead_letter"))
+    letters = rules.problem(queue) if queue is not None else None
+    if letters:
+        reasons.append(f"dead_letter: {letters}")
     for key, owner in (("ecs", "ecs"), ("http", "https")):
         if raw.get(key) is not None and target.kind != owner:
             what = "an ecs:// target" if owner == "ecs" else "an https:// webhook"

@@ -540,3 +540,28 @@ def test_a_refused_mapping_skips_the_entry() -> None:
             "would cross the network in clear - use https://, or set http.insecure: true"
         )
     ]
+
+
+@pytest.mark.parametrize(
+    ("address", "inside"),
+    [
+        ("64:ff9b::a00:1", "10.0.0.1"),  # NAT64: a NAT gateway with DNS64 reaches it
+        ("64:ff9b::a9fe:a9fe", "169.254.169.254"),
+        ("64:ff9b:1::a00:1", "10.0.0.1"),
+        ("2002:a9fe:a9fe::1", "169.254.169.254"),  # 6to4
+        ("::ffff:0:a9fe:a9fe", "169.254.169.254"),  # IPv4-translated
+        ("::a00:1", "10.0.0.1"),  # IPv4-compatible
+        ("::ffff:10.0.0.1", "10.0.0.1"),  # mapped
+    ],
+)
+def test_an_ipv4_address_inside_an_ipv6_one_is_checked_as_itself(address: str, inside: str) -> None:
+    """Issue 29's review: an IPv6 form of a private or metadata address is refused as that
+    address is, with allow_private or not for the metadata service."""
+    found = address_problem(ipaddress.ip_address(address))
+    assert found is not None and found.startswith(inside)
+    if inside == "169.254.169.254":
+        assert address_problem(ipaddress.ip_address(address), allow_private=True) is not None
+
+
+def test_a_public_ipv4_address_inside_an_ipv6_one_may_be_called() -> None:
+    assert address_problem(ipaddress.ip_address("64:ff9b::808:808")) is None

@@ -256,3 +256,22 @@ def test_an_exclusive_runs_close_that_failed_once_is_tried_again() -> None:
     assert run is not None and run.status is RunStatus.SUCCEEDED
     state = r.claims.job_state("solo")
     assert state is not None and state.open_firing is None
+
+
+def test_a_target_outside_its_prefix_is_not_dispatched_whatever_brought_it() -> None:
+    """cron.yaml's load refuses it; the dispatcher holds it too, for a runtime schedule or a
+    manual run (a webhook has no IAM statement to stop it)."""
+    from mini_scheduler.dispatch.base import OnFirstUse
+    from mini_scheduler.jobs.names import parse_service
+    from mini_scheduler.jobs.targets import TargetRules
+
+    made = Batched()
+    guarded = OnFirstUse(lambda: made, 10, TargetRules({"sqs": "app-"}).problem)
+    outside = parse_service("sqs://other-queue")
+    assert isinstance(outside, Target)
+    (answer,) = guarded.dispatch_batch(outside, [("job@2026-11-30T14:01:00Z", {})])
+    assert isinstance(answer, DispatchError) and "outside TargetQueuePrefix" in str(answer)
+    inside = parse_service("sqs://app-queue")
+    assert isinstance(inside, Target)
+    assert isinstance(guarded.dispatch(inside, "job@2026-11-30T14:01:00Z", {}), Ended)
+    assert made.firing_ids == ["job@2026-11-30T14:01:00Z"]
