@@ -262,10 +262,16 @@ def _connection(
     return _PinnedHTTP(host, parts.port or 80, addresses, timeout)
 
 
+MOST_ADDRESSES: Final = 2
+"""Addresses of a name tried in turn: each may take the job's whole timeout to refuse, and a
+tick's worker must not wait on a name's every address (the ticker has 150 seconds)."""
+
+
 def _open(addresses: list[Address], timeout: float) -> socket.socket:
-    """A socket connected to the first of ``addresses`` that answers."""
+    """A socket connected to the first of ``addresses`` that answers (of the first
+    :data:`MOST_ADDRESSES`)."""
     failure: OSError = OSError("no address")
-    for family, sockaddr in addresses:
+    for family, sockaddr in addresses[:MOST_ADDRESSES]:
         sock = socket.socket(family, socket.SOCK_STREAM)
         try:
             sock.settimeout(timeout)

@@ -396,3 +396,17 @@ def test_a_name_that_does_not_resolve(server: Receiver) -> None:
         "webhook https://nowhere.invalid/x could not be reached - nowhere.invalid does not "
         "resolve (Name or service not known)"
     )
+
+
+def test_at_most_two_of_a_names_addresses_are_tried(server: Receiver) -> None:
+    """Each address may take the job's timeout to refuse: a name's third address is never
+    tried (the receiver listens on 127.0.0.1 only; 127.0.0.2 and .3 refuse at once)."""
+    target = hook(server.url(host=NAME))
+    second = Resolver(["127.0.0.2", "127.0.0.1"])
+    assert dispatcher(server, resolve=second).dispatch(target, FIRING, PAYLOAD) == Ended(
+        f"https:{NAME}/hook:200"
+    )
+    third = Resolver(["127.0.0.2", "127.0.0.3", "127.0.0.1"])
+    with pytest.raises(DispatchError, match="could not be reached"):
+        dispatcher(server, resolve=third).dispatch(target, FIRING, PAYLOAD)
+    assert len(server.requests) == 1
