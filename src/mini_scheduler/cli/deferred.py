@@ -56,6 +56,12 @@ def _ask(args: argparse.Namespace, context: Context, command: str, event: dict[s
 # -- schedule ---------------------------------------------------------------------------------
 
 
+SERVICE_HELP = (
+    "what to run: a function, flow://, sqs://, sns://, events://, ecs:// or https:// (an ecs or "
+    "http mapping, an input or a dead_letter: give the schedule in --file)"
+)
+
+
 def add_schedule(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "schedule",
@@ -81,12 +87,7 @@ def add_schedule(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     create.add_argument("--at", metavar="INSTANT", help="once, at this instant (UTC, with Z)")
     create.add_argument("--cron", metavar="STATEMENT", help="a Quartz cron statement")
     create.add_argument("--timezone", metavar="ZONE", help="the cron statement's zone")
-    create.add_argument(
-        "--service",
-        metavar="TARGET",
-        help="what to run: a function, flow://, sqs://, sns://, events://, ecs:// or https:// "
-        "(an ecs or http mapping, an input or a dead_letter: give the schedule in --file)",
-    )
+    create.add_argument("--service", metavar="TARGET", help=SERVICE_HELP)
     create.add_argument("--parameters", metavar="JSON", help="a JSON object of parameters")
     create.add_argument("--start", metavar="INSTANT", help="no firing before this instant")
     create.add_argument("--end", metavar="INSTANT", help="no firing from this instant on")

@@ -25,7 +25,6 @@ import logging
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -38,6 +37,7 @@ from mini_scheduler.clock import Clock
 from mini_scheduler.dispatch.base import Answer, Ended
 from mini_scheduler.errors import DispatchError, describe_aws_error
 from mini_scheduler.jobs import Target
+from mini_scheduler.local.follow import Followers
 from mini_scheduler.model import execution_name, iso_millis, iso_seconds
 
 if TYPE_CHECKING:
@@ -249,13 +249,9 @@ class LocalDispatcher:
         self._console = console
         self._handlers: dict[str, Handler] = {}
         self._lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(
-            max_workers=workers,
-            thread_name_prefix="lambda",
-            initializer=_tag_thread,
-            initargs=(region,),
+        self._runs = Followers(
+            "lambda", workers=workers, initializer=_tag_thread, initargs=(region,)
         )
-        self._running: set[Future[None]] = set()
 
     # -- finding the code --------------------------------------------------------------------
 
@@ -333,18 +329,9 @@ class LocalDispatcher:
         function = function_name(target.name)
         request_id = str(uuid.uuid4())
         body = json.loads(json.dumps(dict(payload)))  # what Lambda would deserialise
-        try:
-            future = self._pool.submit(self._invoke, function, request_id, firing_id, body)
-        except RuntimeError as exc:  # the pool is shut down: the scheduler is stopping
-            raise DispatchError(f"Lambda Invoke {function} refused - {exc}") from exc
-        with self._lock:
-            self._running.add(future)
-        future.add_done_callback(self._forget)
+        if not self._runs.follow(self._invoke, function, request_id, firing_id, body):
+            raise DispatchError(f"Lambda Invoke {function} refused - the scheduler is stopping")
         return f"local:{function}:{request_id}"
-
-    def _forget(self, future: Future[None]) -> None:
-        with self._lock:
-            self._running.discard(future)
 
     def _invoke(
         self, function: str, request_id: str, firing_id: str, payload: dict[str, Any]
@@ -380,12 +367,11 @@ class LocalDispatcher:
             log.error("Completion of firing %s not recorded: %s", firing_id, exc)
 
     def pending(self) -> int:
-        with self._lock:
-            return len(self._running)
+        return self._runs.pending()
 
     def close(self) -> None:
         """Finish the handlers that started; drop those still queued."""
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._runs.close()
 
 
 def _failing(error: Exception) -> Handler:
@@ -422,12 +408,8 @@ class LocalFlowDispatcher:
         self._account = account
         self._wait = wait
         self._poll = poll
-        self._closing = threading.Event()
-        self._pool = ThreadPoolExecutor(
-            max_workers=4, thread_name_prefix="flow", initializer=_tag_thread, initargs=(region,)
-        )
-        self._lock = threading.Lock()
-        self._watching: set[Future[None]] = set()
+        self._watches = Followers("flow", initializer=_tag_thread, initargs=(region,))
+        self._closing = self._watches.closing
 
     def dispatch(self, target: Target, firing_id: str, payload: Mapping[str, Any]) -> Answer:
         adopt_region(self._region)
@@ -435,24 +417,12 @@ class LocalFlowDispatcher:
         if isinstance(reference, Ended) or reference.endswith("(already started)"):
             return reference  # nothing to watch: not a flow's, or watched since its start
         arn = reference.split(" ", 1)[0]
-        started = self._clock.now()
-        try:
-            future = self._pool.submit(self._watch, arn, firing_id, started)
-        except RuntimeError:
+        if not self._watches.follow(self._watch, arn, firing_id, self._clock.now()):
             log.warning("Flow execution %s started while stopping: its end is not watched", arn)
-            return reference
-        with self._lock:
-            self._watching.add(future)
-        future.add_done_callback(self._forget)
         return reference
 
-    def _forget(self, future: Future[None]) -> None:
-        with self._lock:
-            self._watching.discard(future)
-
     def pending(self) -> int:
-        with self._lock:
-            return len(self._watching)
+        return self._watches.pending()
 
     def _watch(self, arn: str, firing_id: str, started: datetime) -> None:
         waited = 0.0
@@ -495,5 +465,4 @@ class LocalFlowDispatcher:
 
     def close(self) -> None:
         """Stop watching: executions that have not ended stay open."""
-        self._closing.set()
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._watches.close()

@@ -8,10 +8,8 @@ the run ends SUCCEEDED as a task's that ran well does on AWS.
 from __future__ import annotations
 
 import logging
-import threading
 import uuid
 from collections.abc import Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import Any, Final
 
@@ -23,6 +21,7 @@ from mini_scheduler.dispatch.ecs import split_target
 from mini_scheduler.errors import describe_aws_error
 from mini_scheduler.jobs import Target
 from mini_scheduler.local.dispatch import BeforeCompletion, Completion, adopt_region
+from mini_scheduler.local.follow import Followers
 from mini_scheduler.model import iso_millis, iso_seconds
 
 __all__ = ["LocalTaskDispatcher", "task_stopped_event"]
@@ -104,10 +103,8 @@ class LocalTaskDispatcher:
         self._region = region
         self._account = account
         self._after = after
-        self._closing = threading.Event()
-        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="task")
-        self._lock = threading.Lock()
-        self._running: set[Future[None]] = set()
+        self._stops = Followers("task")
+        self._closing = self._stops.closing
 
     def dispatch(self, target: Target, firing_id: str, payload: Mapping[str, Any]) -> Answer:
         adopt_region(self._region)
@@ -116,24 +113,13 @@ class LocalTaskDispatcher:
             return answer
         arn = answer.split(" ", 1)[0]
         cluster = split_target(target.name)[0]
-        try:
-            future = self._pool.submit(self._stop_later, cluster, arn, firing_id)
-        except RuntimeError:
+        if not self._stops.follow(self._stop_later, cluster, arn, firing_id):
             log.warning("ECS task %s started while stopping: it is not stopped here", arn)
-            return answer
-        with self._lock:
-            self._running.add(future)
-        future.add_done_callback(self._forget)
         return answer
-
-    def _forget(self, future: Future[None]) -> None:
-        with self._lock:
-            self._running.discard(future)
 
     def pending(self) -> int:
         """The tasks started and not stopped yet."""
-        with self._lock:
-            return len(self._running)
+        return self._stops.pending()
 
     def _stop_later(self, cluster: str, arn: str, firing_id: str) -> None:
         adopt_region(self._region)
@@ -158,5 +144,4 @@ class LocalTaskDispatcher:
 
     def close(self) -> None:
         """Stop no more tasks: those still running stay so."""
-        self._closing.set()
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._stops.close()
