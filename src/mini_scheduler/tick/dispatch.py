@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from mini_scheduler import metrics as m
@@ -179,19 +179,20 @@ class Dispatching(Part):
         """Once dispatched, a run must say so, or a takeover would dispatch it again: the marks
         get attempts of their own on top of the SDK's retries, each one that failed again."""
         left: list[tuple[MarkRequest, StoreError | None]] = [(mark, None) for mark in marks]
+        at: dict[int, datetime] = {}  # when each mark was written
         for attempt in range(MARK_ATTEMPTS):
             if attempt:
                 self.retry_sleep(0.2 * 2 ** (attempt - 1))
-            batch = [mark for mark, _ in left]
+            batch, now = [mark for mark, _ in left], self.clock.now()
             try:
-                errors = self.claims.mark_many(batch, now=self.clock.now())
+                errors = self.claims.mark_many(batch, now=now)
             except StoreError as exc:
                 errors = [exc] * len(batch)
+            at.update((id(mark), now) for mark, e in zip(batch, errors, strict=True) if e is None)
             left = [(mark, e) for mark, e in zip(batch, errors, strict=True) if e is not None]
             if not left:
                 break
-        unmarked = {id(mark) for mark, _ in left}
-        self.ends.marked([mark for mark in marks if id(mark) not in unmarked], tally)
+        self.ends.marked([(mark, at[id(mark)]) for mark in marks if id(mark) in at], tally)
         for mark, error in left:
             tally.add("errors")
             job = mark.firing.job

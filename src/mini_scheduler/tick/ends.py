@@ -13,7 +13,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 from mini_scheduler.claims.base import ClaimStore, MarkRequest
@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # the recorder is imported at the first end, not at a cold st
 log = logging.getLogger("mini_scheduler.ticker")
 
 Held = tuple[RunStatus, str | None]
+_SAME = timedelta(milliseconds=1)  # a store keeps instants to the millisecond
 ATTEMPTS = 3  # tries of what follows an end, on top of the SDK's retries (as a mark's)
 NOT_CLOSED = (
     "Job %s - the end of firing %s (%s) was not recorded: the run holds its job's slot until "
@@ -69,14 +70,40 @@ class DispatchEnds:
         with self._lock:
             self._held[firing_id] = (status, error)
 
-    def marked(self, marks: Sequence[MarkRequest], tally: Tally) -> None:
-        """``marks`` are written: what follows the ends they carry, or hold."""
+    def marked(self, marks: Sequence[tuple[MarkRequest, datetime]], tally: Tally) -> None:
+        """``marks`` are written, each at its instant: what follows the ends they carry, or
+        hold."""
         with self._lock:
-            held = {m.firing.id: self._held.pop(m.firing.id, None) for m in marks}
-        for mark in marks:
+            held = {m.firing.id: self._held.pop(m.firing.id, None) for m, _ in marks}
+        for mark, at in marks:
             end = (mark.ended, mark.error) if mark.ended is not None else held[mark.firing.id]
-            if end is not None:
-                self._end(mark, end, closed=mark.ended is not None, tally=tally)
+            if end is None:
+                continue
+            if mark.ended is RunStatus.FAILED and not self._ended_here(mark, at):
+                continue
+            self._end(mark, end, closed=mark.ended is not None, tally=tally)
+
+    def _ended_here(self, mark: MarkRequest, at: datetime) -> bool:
+        """Whether the FAILED end ``mark`` carried is the run's, written at ``at``: a mark the
+        store refused (a peer took the run over past its lease, and dispatched it itself)
+        answers as one written, and the retry, the final failure's event and its dead letter
+        are then the peer's to decide. One read, for a failure only."""
+        try:
+            run = self._claims.run(mark.firing.id)
+        except StoreError:
+            return True  # unread: its retry is deferred once (the deferred firing's key)
+        if run is None or run.status is not RunStatus.FAILED or run.started_at is None:
+            return False
+        if abs(run.started_at - at) < _SAME:
+            return True
+        log.info(
+            "Job %s - firing %s was taken over before its end was written here: what follows "
+            "it is its new claimer's",
+            mark.firing.job,
+            mark.firing.id,
+            extra=log_keys(mark.firing.job, mark.firing.id),
+        )
+        return False
 
     def _end(self, mark: MarkRequest, end: Held, *, closed: bool, tally: Tally) -> None:
         from mini_scheduler.recorder import Completion

@@ -275,3 +275,30 @@ def test_a_target_outside_its_prefix_is_not_dispatched_whatever_brought_it() -> 
     assert isinstance(inside, Target)
     assert isinstance(guarded.dispatch(inside, "job@2026-11-30T14:01:00Z", {}), Ended)
     assert made.firing_ids == ["job@2026-11-30T14:01:00Z"]
+
+
+def test_a_failed_end_whose_mark_the_store_refused_is_left_to_the_runs_new_claimer() -> None:
+    """A mark refused (a peer took the run over past its lease) answers like one written: the
+    FAILED end it carried was not written here, so no retry is deferred and no final failure
+    published here; the peer that holds the run decides."""
+    dispatcher = Batched()
+    dispatcher.answering = {"hooks"}
+    alerts = RecordingAlerts()
+    r = rig(
+        _cron(
+            '{name: "hook", cron: "0 * * * * ?", service: "events://hooks", '
+            "retry: {retries: 1, backoff: 30}}",
+            '{name: "last", cron: "0 * * * * ?", service: "events://hooks"}',
+        ),
+        dispatcher=dispatcher,
+        alerts=alerts,
+    )
+
+    def refused(marks: Sequence[Any], *, now: Any) -> list[None]:
+        return [None] * len(marks)  # nothing written: the runs stay as a peer left them
+
+    r.claims.mark_many = refused  # type: ignore[method-assign]
+    r.tick(MINUTE)
+    assert r.claims.pending_deferred("retry") == []
+    assert alerts.of("Job Run Failed") == []
+    assert r.metrics.totals["RunsFailed"] == 0
