@@ -127,7 +127,9 @@ class Dispatching(Part):
             job.name,
             job.service,
             firing.id,
-            extra=log_keys(job.name, firing.id, named=True, reference=reference),
+            extra=log_keys(
+                job.name, firing.id, named=True, reference=logged(reference, job.target)
+            ),
         )
         tally.add("dispatched")
         self.metrics.add(m.FIRINGS_DISPATCHED)
@@ -246,3 +248,9 @@ class Dispatching(Part):
             self.failures.failed(run, pause_after)
         elif deferred is not None and self.wake is not None:
             self.wake([deferred.due])
+
+
+def logged(reference: str, target: Target) -> str:
+    """A dispatch line's ``reference``: the target's own id of the request (a Lambda request
+    id, a message id), less the kind and name its message says already (``lambda:NAME:``)."""
+    return reference.removeprefix(f"{target.kind}:{target.name}:")
