@@ -17,7 +17,7 @@ from mini_scheduler.jobs import load
 from mini_scheduler.model import Firing, RunStatus
 from mini_scheduler.recorder import Completion, Recorder
 from mini_scheduler.tick.deferred import deferred_job
-from tests.unit.tick.harness import at, rig
+from tests.unit.tick.harness import Rig, at, rig
 
 CRON = """
 jobs:
@@ -343,3 +343,48 @@ def test_a_runtime_schedule_is_paused_and_resumed_like_a_job() -> None:
         assert r.claims.run(paused) is None  # nothing written for a paused firing
     with pytest.raises(EventError, match=r"runtime schedule nope: not in cron\.yaml"):
         route(r.ticker, {"pause": "nope", "operator": "jane.doe"})
+
+
+def _every_minute(r: Rig) -> None:
+    r.ticker.operator.create_schedules(
+        [{"name": "s", "cron": "30 * * * * ?", "service": "fn"}], "jane.doe"
+    )
+
+
+def test_a_schedule_another_tick_moved_on_first_is_said_at_debug_only(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    r = rig(CRON)
+    _every_minute(r)
+    advance = r.claims.advance_schedule
+
+    def peer_first(done: Deferred, following: Deferred | None) -> bool:
+        assert advance(done, following)  # a catch-up of the minute moved it on just before
+        return advance(done, following)
+
+    monkeypatch.setattr(r.claims, "advance_schedule", peer_first)
+    with caplog.at_level(logging.DEBUG, logger="mini_scheduler.ticker"):
+        r.tick("2026-11-30T14:01:00Z")
+    (line,) = [rec for rec in caplog.records if rec.msg.startswith("Runtime schedule")]
+    assert line.levelno == logging.DEBUG and "moved on by another tick" in line.getMessage()
+    (shown,) = r.ticker.operator.list_schedules()["schedules"]
+    assert shown["nextFiring"] == "2026-11-30T14:02:30Z"  # the peer's next firing stands
+
+
+def test_a_schedule_deleted_during_the_tick_is_said_at_info_and_stays_deleted(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    r = rig(CRON)
+    _every_minute(r)
+    advance = r.claims.advance_schedule
+
+    def deleted_first(done: Deferred, following: Deferred | None) -> bool:
+        r.ticker.operator.delete_schedule("s", "bob")
+        return advance(done, following)
+
+    monkeypatch.setattr(r.claims, "advance_schedule", deleted_first)
+    with caplog.at_level(logging.DEBUG, logger="mini_scheduler.ticker"):
+        r.tick("2026-11-30T14:01:00Z")
+    (line,) = [rec for rec in caplog.records if rec.msg.startswith("Runtime schedule")]
+    assert line.levelno == logging.INFO and "was deleted during this tick" in line.getMessage()
+    assert r.ticker.operator.list_schedules() == {"schedules": []}
