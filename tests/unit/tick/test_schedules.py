@@ -4,6 +4,7 @@ firing (issue 14, part 3); and ``start``/``end`` on a job."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
@@ -345,27 +346,38 @@ def test_a_runtime_schedule_is_paused_and_resumed_like_a_job() -> None:
         route(r.ticker, {"pause": "nope", "operator": "jane.doe"})
 
 
-def _every_minute(r: Rig) -> None:
+def _schedule_line(
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    meanwhile: Callable[[Rig, Callable[[], bool]], None],
+) -> tuple[Rig, logging.LogRecord]:
+    """A schedule firing at second 30 of every minute, ticked once with ``meanwhile`` done just
+    before the tick moves it on (given the rig, and the move a peer tick would make): the rig,
+    and the one line the tick said of the schedule."""
+    r = rig(CRON)
     r.ticker.operator.create_schedules(
         [{"name": "s", "cron": "30 * * * * ?", "service": "fn"}], "jane.doe"
     )
+    advance = r.claims.advance_schedule
+
+    def after_meanwhile(done: Deferred, following: Deferred | None) -> bool:
+        meanwhile(r, lambda: advance(done, following))
+        return advance(done, following)
+
+    monkeypatch.setattr(r.claims, "advance_schedule", after_meanwhile)
+    with caplog.at_level(logging.DEBUG, logger="mini_scheduler.ticker"):
+        r.tick("2026-11-30T14:01:00Z")
+    (line,) = [rec for rec in caplog.records if rec.msg.startswith("Runtime schedule")]
+    return r, line
 
 
 def test_a_schedule_another_tick_moved_on_first_is_said_at_debug_only(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    r = rig(CRON)
-    _every_minute(r)
-    advance = r.claims.advance_schedule
+    def peer(r: Rig, move_on: Callable[[], bool]) -> None:
+        assert move_on()  # a catch-up of the minute moved it on just before
 
-    def peer_first(done: Deferred, following: Deferred | None) -> bool:
-        assert advance(done, following)  # a catch-up of the minute moved it on just before
-        return advance(done, following)
-
-    monkeypatch.setattr(r.claims, "advance_schedule", peer_first)
-    with caplog.at_level(logging.DEBUG, logger="mini_scheduler.ticker"):
-        r.tick("2026-11-30T14:01:00Z")
-    (line,) = [rec for rec in caplog.records if rec.msg.startswith("Runtime schedule")]
+    r, line = _schedule_line(monkeypatch, caplog, peer)
     assert line.levelno == logging.DEBUG and "moved on by another tick" in line.getMessage()
     (shown,) = r.ticker.operator.list_schedules()["schedules"]
     assert shown["nextFiring"] == "2026-11-30T14:02:30Z"  # the peer's next firing stands
@@ -374,17 +386,9 @@ def test_a_schedule_another_tick_moved_on_first_is_said_at_debug_only(
 def test_a_schedule_deleted_during_the_tick_is_said_at_info_and_stays_deleted(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    r = rig(CRON)
-    _every_minute(r)
-    advance = r.claims.advance_schedule
-
-    def deleted_first(done: Deferred, following: Deferred | None) -> bool:
+    def delete(r: Rig, move_on: Callable[[], bool]) -> None:
         r.ticker.operator.delete_schedule("s", "bob")
-        return advance(done, following)
 
-    monkeypatch.setattr(r.claims, "advance_schedule", deleted_first)
-    with caplog.at_level(logging.DEBUG, logger="mini_scheduler.ticker"):
-        r.tick("2026-11-30T14:01:00Z")
-    (line,) = [rec for rec in caplog.records if rec.msg.startswith("Runtime schedule")]
+    r, line = _schedule_line(monkeypatch, caplog, delete)
     assert line.levelno == logging.INFO and "was deleted during this tick" in line.getMessage()
     assert r.ticker.operator.list_schedules() == {"schedules": []}
