@@ -8,11 +8,12 @@ import contextlib
 import copy
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from datetime import datetime
 from typing import Any
 
 from mini_scheduler.claims.base import (
+    BUFFER,
     ClaimOutcome,
     ClaimRequest,
     ClaimResult,
@@ -33,7 +34,10 @@ from mini_scheduler.claims.transitions import (
     claimed,
     job_follows,
     job_marked,
+    joined,
+    left,
     marked,
+    may_wait,
     replaces,
     take_slot,
     taken_over,
@@ -288,7 +292,21 @@ class MemoryClaimStore(RunEnds):
     def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
         with self._operation():
             for item in deferred:
+                state = self._jobs.get(item.firing.job)
+                if item.reason == BUFFER and state is not None:
+                    waiting = left(state.waiting, item.firing.id)
+                    self._jobs[state.job] = replace(state, waiting=waiting)
                 self._deferred.pop(item.key, None)
+
+    def buffer(self, deferred: Deferred, limit: int) -> bool:
+        with self._operation():
+            job, firing_id = deferred.firing.job, deferred.firing.id
+            state = self._jobs.get(job) or JobState(job)
+            if not may_wait(state.waiting, firing_id, limit):
+                return False
+            self._jobs[job] = replace(state, waiting=joined(state.waiting, firing_id))
+            self._deferred.setdefault(deferred.key, deferred)
+            return True
 
     def advance_schedule(self, done: Deferred, following: Deferred | None) -> bool:
         with self._operation():

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from mini_scheduler.claims.base import (
+    BUFFER,
     ClaimOutcome,
     ClaimRequest,
     ClaimResult,
@@ -313,9 +314,19 @@ class PredictingClaimStore(OneByOne, FromJobStates, Skips):
     def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
         with self._lock:
             for item in deferred:
+                if item.reason == BUFFER:  # its place among the job's waiting firings goes
+                    self._job(item.firing.job)
                 self._gone.add(item.key)
                 self._note("drop_deferred", item.firing.id, item)
             self._memory.drop_deferred(deferred)
+
+    def buffer(self, deferred: Deferred, limit: int) -> bool:
+        with self._lock:
+            self._job(deferred.firing.job)
+            self._gone.discard(deferred.key)
+            waits = self._memory.buffer(deferred, limit)
+            self._note("buffer", deferred.firing.id, waits, item=deferred, limit=limit)
+            return waits
 
     def advance_schedule(self, done: Deferred, following: Deferred | None) -> bool:
         with self._lock:

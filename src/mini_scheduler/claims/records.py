@@ -182,6 +182,7 @@ class JobState:
     last_firing_id: str | None = None
     last_status: RunStatus | None = None
     open_firing: str | None = None
+    waiting: tuple[str, ...] = ()  # the buffered firings waiting for the slot (ClaimStore.buffer)
 
 
 # -- the stored names ---------------------------------------------------------------------------
@@ -237,6 +238,7 @@ JOB_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "open_firing": "openFiring",  # the open slot of ``overlap: skip``: the run holding it
         "open_until": "openUntil",  # the slot's claim's lease, for a slot with no run yet
         "open_over_skip": "openOverSkip",  # taken by a backfill's claim over a SKIPPED record
+        "waiting": "waiting",  # the firings ``overlap: buffer_*`` keeps waiting (a set of ids)
     }
 )
 """A job state's logical fields and the names they are stored under."""
@@ -312,6 +314,7 @@ def job_state_from(
         last_firing_id=stored.get(names["last_firing_id"]),
         last_status=RunStatus(status) if status else None,
         open_firing=stored.get(names["open_firing"]),
+        waiting=tuple(sorted(stored.get(names["waiting"]) or ())),
     )
 
 
