@@ -22,6 +22,7 @@ class Tally:
     errors: int = 0
     taken_over: int = 0
     timed_out: int = 0
+    waiting: int = 0  # firings kept waiting for their job's open run (overlap: buffer_*)
     skipped: Counter[str] = field(default_factory=Counter)
     held_at: list[datetime] = field(default_factory=list)  # firings neither claimed nor recorded
     answered: list[Deferred] = field(default_factory=list)  # deferred firings whose claim answered
@@ -53,7 +54,7 @@ class Tally:
             "takenOver": self.taken_over,
             "timedOut": self.timed_out,
             "held": len(self.held_at),  # left to the next tick: not claimed, nothing recorded
-        }
+        } | ({"waiting": self.waiting} if self.waiting else {})
 
 
 @dataclass(frozen=True, slots=True)
