@@ -132,7 +132,15 @@ def _counts(tallies: Sequence[Tally]) -> dict[str, Any]:
     """The counts of the tick and its shards' ticks, added up."""
     total = Tally()
     for t in tallies:
-        for name in ("claimed", "dispatched", "misfired", "errors", "taken_over", "timed_out"):
+        for name in (
+            "claimed",
+            "dispatched",
+            "misfired",
+            "errors",
+            "taken_over",
+            "timed_out",
+            "waiting",
+        ):
             total.add(name, getattr(t, name))
         total.skipped.update(t.skipped)
         total.held_at.extend(t.held_at)

@@ -15,6 +15,7 @@ that it starts once) and a failover (:mod:`mini_scheduler.carry` carries deferre
 from __future__ import annotations
 
 import logging
+from datetime import datetime, timedelta
 
 from mini_scheduler.claims.base import BUFFER, ClaimResult, Deferred
 from mini_scheduler.errors import StoreError
@@ -28,10 +29,21 @@ from mini_scheduler.tick.skips import Skips
 
 log = logging.getLogger("mini_scheduler.ticker")
 
+_MS = timedelta(milliseconds=1)
+
 
 def waited(d: Dispatch) -> bool:
     """Whether ``d`` is a firing that was kept waiting (its claim is tried again each tick)."""
     return d.deferred is not None and d.deferred.reason == BUFFER
+
+
+def _due(d: Dispatch) -> datetime:
+    """When a firing kept waiting is due: its own instant; a deferred firing's (a retry, a
+    runtime schedule's) a millisecond after the one it stands for, whose key would be its own
+    (that one is forgotten once this one waits)."""
+    if d.deferred is None:
+        return d.firing.scheduled
+    return d.deferred.due + _MS
 
 
 def full_detail(job: Job) -> str:
@@ -85,7 +97,7 @@ class Waits(Part):
         job, firing = d.job, d.firing
         item = Deferred(
             firing,
-            firing.scheduled,
+            _due(d),
             BUFFER,
             self.settings.origin,
             self.clock.now(),

@@ -124,3 +124,21 @@ def test_a_job_that_no_longer_buffers_skips_its_waiting_firing_once() -> None:
     assert _waiting(r) == []
     run = r.claims.run(_id(1))
     assert run is not None and run.status is RunStatus.SKIPPED
+
+
+def test_a_retry_that_finds_the_run_open_waits_and_runs_once() -> None:
+    """A deferred firing (here a retry) kept waiting is stored apart from the one it stands
+    for, which is forgotten: the waiting one is not lost with it."""
+    retried = BUFFER_ALL.replace('"solo-fn"', '"solo-fn"\n    retry: {retries: 1, backoff: 0}')
+    r = rig(retried)
+    r.dispatcher.failing.add("solo-fn")
+    r.tick("2026-11-30T14:00:00Z")  # fails at once: its retry is deferred
+    r.dispatcher.failing.clear()
+    assert [d.firing.id for d in r.claims.pending_deferred("retry")] == [_id(0) + "#2"]
+    r.tick("2026-11-30T14:01:00Z")  # the minute's firing takes the slot: the retry waits
+    assert r.dispatcher.firing_ids == [_id(1)]
+    assert _waiting(r) == [_id(0) + "#2"] and r.claims.pending_deferred("retry") == []
+    _end(r, 1)
+    r.tick("2026-11-30T14:02:00Z")
+    assert r.dispatcher.firing_ids == [_id(1), _id(0) + "#2"]
+    assert _waiting(r) == [_id(2)]
