@@ -13,6 +13,7 @@ from mini_scheduler.config import Settings
 from mini_scheduler.errors import EventError
 from mini_scheduler.jobs import CronFile, Job
 from mini_scheduler.model import Firing, SkipReason
+from mini_scheduler.tick.due import DuePlan
 from mini_scheduler.tick.plan import Dispatch, LeftAlone, Skip, TickInputs
 from mini_scheduler.tick.window import window
 
@@ -101,6 +102,19 @@ def queue_behind(
     queued += [d for group in groups if group[0].job.name in waiting for d in group]
     kept_groups = [group for group in groups if group[0].job.name not in waiting]
     return kept, kept_groups, sorted(queued, key=lambda d: d.firing.scheduled)
+
+
+def not_waiting(due: DuePlan, deferred: Sequence[Dispatch]) -> DuePlan:
+    """``due`` (the jobs' own firings) less those the tick claims as waiting firings already (a
+    tick that died once it had kept them waiting, before its watermark moved, left them to be
+    read again): each is claimed once, as the firing that waits, never dropped as a
+    duplicate of its own."""
+    ids = {d.firing.id for d in deferred if _waits(d)}
+    if ids:
+        due.dispatches = [d for d in due.dispatches if d.firing.id not in ids]
+        groups = (tuple(d for d in group if d.firing.id not in ids) for group in due.misfire_runs)
+        due.misfire_runs = [group for group in groups if group]
+    return due
 
 
 def _waits(d: Dispatch) -> bool:

@@ -29,7 +29,7 @@ from mini_scheduler.config import Settings
 from mini_scheduler.environment.active import same_environment
 from mini_scheduler.jobs import Job
 from mini_scheduler.model import iso_seconds
-from mini_scheduler.tick.deferred import claimed_once, plan_deferred, queue_behind
+from mini_scheduler.tick.deferred import claimed_once, not_waiting, plan_deferred, queue_behind
 from mini_scheduler.tick.due import count_firings, plan_due
 from mini_scheduler.tick.plan import LeftAlone, TickInputs, TickPlan
 from mini_scheduler.tick.sweep import Sweep, plan_sweep
@@ -166,6 +166,7 @@ def _active(
     """An active tick's plan: its jobs' own firings, and the deferred firings, one claim each."""
     due = plan_due(inputs, jobs, watermark, begin, base.window, rng)
     held = plan_deferred(inputs, settings)
+    due = not_waiting(due, held.dispatches)
     taken = {d.firing.id for group in due.misfire_runs for d in group}
     taken.update(d.firing.id for d in due.dispatches)
     deferred, twice = claimed_once(held.dispatches, taken)
