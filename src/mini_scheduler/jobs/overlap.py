@@ -38,9 +38,9 @@ def buffer_problems(values: Mapping[str, Any], raw: Mapping[Any, Any]) -> list[s
     """What is wrong with the entry's ``max_buffered`` beside its ``overlap`` (read as
     ``values`` holds them): it goes with ``buffer_all`` only."""
     overlap = values.get("overlap")
-    if raw.get(MAX_BUFFERED_KEY) is not None and overlap not in (None, "buffer_all"):
-        return [
-            f"{MAX_BUFFERED_KEY} goes with overlap buffer_all only, not with overlap {overlap} "
-            "(buffer_one keeps one firing waiting)"
-        ]
-    return []
+    if raw.get(MAX_BUFFERED_KEY) is None or overlap in (None, "buffer_all"):
+        return []
+    why = " (buffer_one keeps one firing waiting)" if overlap == "buffer_one" else ""
+    return [
+        f"{MAX_BUFFERED_KEY} goes with overlap buffer_all only, not with overlap {overlap}{why}"
+    ]
