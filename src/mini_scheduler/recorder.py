@@ -153,6 +153,8 @@ class Recorder:
                 }[completion.status]
             )
         self._log_end(before, completion, took, late)
+        if before.buffered and before.status.open and self.wake is not None:
+            self.wake([self.clock.now()])  # its slot is free: a firing that waits starts now
         if final:  # the run as the store wrote it
             after = after_end(
                 before, completion.status, now=ended, error=completion.error, redrive=redrive

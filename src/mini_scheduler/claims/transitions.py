@@ -203,6 +203,8 @@ def _started(start: JobStart) -> dict[str, Any]:
     }
     if start.policy is not None:  # what its failure is retried by (the recorder reads it)
         started["policy"] = start.policy
+    if start.buffered:  # a firing may wait for its end: the recorder wakes the ticker then
+        started["buffered"] = True
     return started
 
 

@@ -136,6 +136,7 @@ class Dispatching(Part):
             job.schedule,
             {**parameters, "_origin": self.settings.origin},
             job.failure_policy,
+            buffered=job.buffer_limit > 0,
         )
         deadline = self.clock.now() + timedelta(seconds=job.timeout)
         if ended is None:

@@ -4,12 +4,16 @@ job's run open waits, starts when the run ends (the oldest first), and the exces
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 
 from mini_scheduler.claims.base import BUFFER
+from mini_scheduler.handlers.routing import route
 from mini_scheduler.model import RunStatus
-from tests.unit.tick.harness import Rig, rig
+from mini_scheduler.recorder import Completion, Recorder
+from mini_scheduler.wake import waker
+from tests.unit.tick.harness import Rig, at, rig
 
 BUFFER_ONE = """
 jobs:
@@ -141,4 +145,42 @@ def test_a_retry_that_finds_the_run_open_waits_and_runs_once() -> None:
     _end(r, 1)
     r.tick("2026-11-30T14:02:00Z")
     assert r.dispatcher.firing_ids == [_id(1), _id(0) + "#2"]
+    assert _waiting(r) == [_id(2)]
+
+
+def _woken(text: str, events: list[dict[str, Any]]) -> Rig:
+    """A rig whose wakes are kept in ``events``; its jobs' firing 0 runs, firing 1 met it."""
+    holder: list[Rig] = []
+    made = rig(text, wake=lambda dues: waker(events.append, holder[0].clock, 0)(dues))
+    holder.append(made)
+    made.tick("2026-11-30T14:00:00Z")
+    made.tick("2026-11-30T14:01:00Z")
+    made.clock.set(at("2026-11-30T14:01:20Z"))
+    return made
+
+
+def _recorded_end(r: Rig) -> None:
+    recorder = Recorder(r.claims, r.clock, r.metrics, origin="us-east-1/prod", wake=r.ticker.wake)
+    recorder.record(Completion(_id(0), RunStatus.SUCCEEDED, r.clock.now(), None, "lambda"))
+
+
+@pytest.mark.parametrize(("overlap", "woken"), [("buffer_one", 1), ("skip", 0)])
+def test_the_end_of_a_run_a_firing_waits_for_wakes_the_ticker(overlap: str, woken: int) -> None:
+    """The recorder's close of a buffering job's run wakes the ticker; a job that does not
+    buffer wakes nobody (no request more on its path)."""
+    events: list[dict[str, Any]] = []
+    _recorded_end(_woken(BUFFER_ONE.replace("buffer_one", overlap), events))
+    assert len(events) == woken
+
+
+def test_a_woken_catch_up_starts_the_waiting_firing_at_once_and_once() -> None:
+    events: list[dict[str, Any]] = []
+    r = _woken(BUFFER_ONE, events)
+    _recorded_end(r)
+    assert events == [{"tick": "2026-11-30T14:01:00Z", "deferred": True}]
+    route(r.ticker, events[0])
+    assert r.dispatcher.firing_ids == [_id(0), _id(1)]
+    assert r.dispatcher.calls[-1][3] == at("2026-11-30T14:01:20Z")  # at once, not at 14:02
+    r.tick("2026-11-30T14:02:00Z")
+    assert r.dispatcher.counts()[_id(1)] == 1
     assert _waiting(r) == [_id(2)]
