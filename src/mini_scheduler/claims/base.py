@@ -38,12 +38,9 @@ contract test suite holds each to it.
   stores its next one in one step that a delete of the schedule wins. A deferred firing is
   claimed by its run's id like any firing, so a firing deferred twice (by two writers) or read
   by two ticks still runs once.
-* ``buffer`` keeps a firing whose exclusive claim found the slot held (``overlap: buffer_one``,
-  ``buffer_all``) waiting: a deferred firing for :data:`BUFFER`, due at its own instant, and a
-  place among the job's waiting firings, kept with its slot (at most ``limit``: a condition in
-  the store, never a count in a process). ``drop_deferred`` of such a firing gives its place
-  back before it forgets it, so that a crash between the two leaves the firing to be read,
-  claimed (LOST) and dropped again, never a place that no firing holds.
+* ``buffer`` keeps a firing waiting for the job's slot (``overlap: buffer_*``): a deferred
+  firing, and a place among the job's waiting firings (at most ``limit``, a store condition);
+  ``drop_deferred`` gives the place back before it forgets the firing.
 
 The run record's fields and the names they are stored under are :mod:`.records`; what each
 operation writes, and on which condition, is :mod:`.transitions`: a backend translates those
@@ -97,8 +94,7 @@ RETRY, SCHEDULE, BACKFILL, BUFFER = "retry", "schedule", "backfill", "buffer"
 DEFERRED_REASONS = (RETRY, SCHEDULE, BACKFILL, BUFFER)
 """Why a firing is deferred: a failed run's next attempt, a runtime schedule's next firing
 (:mod:`mini_scheduler.schedules`), a past firing an operator runs again
-(:mod:`mini_scheduler.backfill`), a firing that waits for its job's open run to end
-(``overlap: buffer_one`` or ``buffer_all``: :meth:`ClaimStore.buffer`)."""
+(:mod:`mini_scheduler.backfill`), one waiting for its job's open run (:meth:`ClaimStore.buffer`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -373,19 +369,14 @@ class ClaimStore(Protocol):
         ...
 
     def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
-        """Forget these deferred firings (their claims have an answer); a :data:`BUFFER` one
-        gives its place among its job's waiting firings back first. Raises StoreError when any
-        could not be deleted: one left is read again and its claim is LOST, harmless."""
+        """Forget these deferred firings (their claims have an answer; a :data:`BUFFER` one's
+        place goes first). StoreError when any is left: it is read again, its claim LOST."""
         ...
 
     def buffer(self, deferred: Deferred, limit: int) -> bool:
-        """Keep ``deferred`` (a :data:`BUFFER` firing) waiting: stored as ``defer`` stores it,
-        and holding a place among its job's waiting firings, taken with one conditional write
-        on the job's state: fewer than ``limit`` hold one, or it holds one already (so a peer
-        that buffers it too answers True as well). False when ``limit`` others wait: nothing
-        is left stored. A crash between the two writes leaves the firing stored without a
-        place: it waits all the same (never lost), one more than ``limit`` for that once.
-        Raises StoreError when the store cannot answer."""
+        """Store ``deferred`` (:data:`BUFFER`) and take its place in its job's state if fewer
+        than ``limit`` hold one, or it does; False (nothing left stored) when ``limit`` others
+        wait. A crash between the two leaves it stored without a place: it waits all the same."""
         ...
 
     def pending_deferred(self, reason: str) -> Sequence[Deferred]:

@@ -80,11 +80,11 @@ DEAD_LETTER: Final = "deadLetter"
 
 Level = Literal["error", "warning", "info"]
 Misfire = Literal["fire_now", "fire_all", "skip"]
-Overlap = Literal["allow", "skip", "buffer_one", "buffer_all"]
+Overlap = Literal["allow", "skip", "buffer_one", "buffer_all", "cancel_other"]
 TargetKind = Literal["lambda", "flow", "sqs", "sns", "events", "ecs", "https"]
 TARGET_KINDS: Final[tuple[str, ...]] = get_args(TargetKind)
 MISFIRE_POLICIES: Final[tuple[Misfire, ...]] = ("fire_now", "fire_all", "skip")
-OVERLAP_POLICIES: Final[tuple[Overlap, ...]] = ("allow", "skip", "buffer_one", "buffer_all")
+OVERLAP_POLICIES: Final[tuple[Overlap, ...]] = get_args(Overlap)
 BUFFERING: Final[Mapping[str, int]] = {"buffer_one": 1}
 """The policies that keep a firing waiting for the open run's end, and how many may wait
 (``buffer_all``'s is its ``max_buffered``)."""

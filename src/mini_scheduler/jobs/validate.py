@@ -52,7 +52,7 @@ from mini_scheduler.jobs.model import (
     in_retry_bounds,
 )
 from mini_scheduler.jobs.names import name_problem, parse_service, readable_name
-from mini_scheduler.jobs.overlap import buffer_problems, read_max_buffered
+from mini_scheduler.jobs.overlap import overlap_problems, read_max_buffered
 from mini_scheduler.jobs.targets import (
     TargetRules,
     read_dead_letter,
@@ -435,7 +435,7 @@ def read_entry(
     start, end = values["start"], values["end"]
     if start is not None and end is not None and end <= start:
         entry.reasons.append(f"end {iso_seconds(end)} is not after start {iso_seconds(start)}")
-    entry.reasons.extend(buffer_problems(values, raw))
+    entry.reasons.extend(overlap_problems(values, raw))
     entry.reasons.extend(
         f"key {duplicate.key} appears twice (lines {duplicate.first} and {duplicate.again})"
         for duplicate in duplicates

@@ -22,6 +22,7 @@ from mini_scheduler.claims.base import ClaimOutcome, ClaimRequest, ClaimResult
 from mini_scheduler.errors import StoreError
 from mini_scheduler.jobs import Job, Target
 from mini_scheduler.model import SkipReason, floor_minute, iso_seconds, log_keys
+from mini_scheduler.tick.cancels import CANCEL, Cancels
 from mini_scheduler.tick.dispatch import Dispatching
 from mini_scheduler.tick.means import Means, Part
 from mini_scheduler.tick.plan import Dispatch, TickPlan
@@ -42,6 +43,7 @@ class MinuteWrites(Part):
         self.dispatching = dispatching
         self.skips = skips
         self.waits = Waits(means, skips=skips)
+        self.cancels = Cancels(means, dispatchers=dispatching.dispatchers, skips=skips)
 
     def write(self, plan: TickPlan, tally: Tally, deadline: datetime | None) -> bool:
         """Carry out the plan's claims and skips; False when no firing could be claimed (their
@@ -228,7 +230,15 @@ class MinuteWrites(Part):
 
     def _claimed(self, d: Dispatch, outcome: ClaimOutcome, tally: Tally) -> bool:
         """Whether the claim of ``d`` was won; a claim lost, refused or failed is counted and
-        said here. A deferred firing's claim that has an answer is noted, to forget it."""
+        said here. A deferred firing's claim that has an answer is noted, to forget it. An
+        ``overlap: cancel_other`` firing refused stops the open run and claims again."""
+        if outcome is ClaimResult.OVERLAP and d.job.overlap == CANCEL:
+            retaken = self.cancels.retake(d, tally)
+            if retaken is None:  # not stopped: recorded SKIPPED, saying why
+                if d.deferred is not None:
+                    tally.answer(d.deferred)
+                return False
+            outcome = retaken
         if not isinstance(outcome, StoreError):
             self._answer(d, outcome, tally)
         if isinstance(outcome, StoreError):
