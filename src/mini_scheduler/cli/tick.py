@@ -131,6 +131,7 @@ _ACTION_TEXT: Final = {
     "take-over": "take over, dispatch",
     "fail": "mark FAILED",
     "wait": "wait (previous run open)",
+    "cancel": "stop, mark FAILED (cancelled)",
 }
 
 

@@ -31,6 +31,7 @@ PAUSED = "paused"
 TIME_OUT = "time-out"
 TAKE_OVER = "take-over"
 FAIL = "fail"
+CANCEL = "cancel"  # an open run stopped by a later firing (overlap: cancel_other)
 WAIT = "wait"  # kept waiting for the job's open run to end (overlap: buffer_one, buffer_all)
 
 
@@ -208,6 +209,8 @@ class _Report:
             self._run(TIME_OUT, w.about, "no completion event before the job's timeout")
         elif w.kind == "take_over" and w.answer:
             self._run(TAKE_OVER, w.about, "claimed but not dispatched within the lease")
+        elif w.kind == "close" and w.answer is not None:  # a tick closes a run to cancel it
+            self._run(CANCEL, w.about, "stopped: a later firing cancels it (overlap: cancel_other)")
         elif w.kind == "fail" and w.about in self.unrunnable:
             self._run(FAIL, w.about, f"not dispatched: {self.unrunnable[w.about]}", service=False)
 

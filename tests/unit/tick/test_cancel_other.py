@@ -13,7 +13,8 @@ from mini_scheduler.errors import DispatchError
 from mini_scheduler.jobs import Target, load
 from mini_scheduler.model import RunStatus
 from mini_scheduler.recorder import Completion, Recorder
-from tests.unit.tick.harness import FakeDispatcher, rig
+from mini_scheduler.tick.dryrun import dry_run
+from tests.unit.tick.harness import FakeDispatcher, at, rig
 
 CANCELLING = """
 jobs:
@@ -107,3 +108,25 @@ def test_cancel_other_loads_for_a_flow_and_a_task() -> None:
     )
     assert load(CANCELLING, source="t.yaml").jobs[0].exclusive
     assert [j.overlap for j in load(ecs, source="t.yaml").jobs] == ["cancel_other"]
+
+
+def test_the_dry_run_says_the_open_run_is_stopped_and_the_firing_starts() -> None:
+    dispatcher = StoppingDispatcher()
+    r = rig(CANCELLING, dispatcher=dispatcher)
+    r.tick("2026-11-30T14:00:00Z")
+    plan = dry_run(
+        at("2026-11-30T14:01:00Z"),
+        settings=r.settings,
+        cron=r.ticker.cron_file,
+        claims=r.claims,
+        environment=r.store,
+        now=at("2026-11-30T14:01:00Z"),
+    )
+    assert [(a.kind, a.firing_id) for a in plan.actions] == [
+        ("cancel", _id(0)),
+        ("dispatch", _id(1)),
+    ]
+    assert plan.summary.counts["cancelled"] == 1
+    assert dispatcher.stopped == []  # nothing stopped, nothing written
+    running = r.claims.run(_id(0))
+    assert running is not None and running.status is RunStatus.DISPATCHED
