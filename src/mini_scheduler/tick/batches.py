@@ -234,9 +234,7 @@ class MinuteWrites(Part):
         ``overlap: cancel_other`` firing refused stops the open run and claims again."""
         if outcome is ClaimResult.OVERLAP and d.job.overlap == CANCEL:
             retaken = self.cancels.retake(d, tally)
-            if retaken is None:  # not stopped: recorded SKIPPED, saying why
-                if d.deferred is not None:
-                    tally.answer(d.deferred)
+            if retaken is None:  # not stopped: recorded SKIPPED (answered there), saying why
                 return False
             outcome = retaken
         if not isinstance(outcome, StoreError):

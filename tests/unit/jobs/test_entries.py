@@ -197,12 +197,12 @@ def test_null_optional_keys_mean_absent() -> None:
         ),
         pytest.param(
             {"overlap": "queue"},
-            "overlap 'queue' is not one of allow, skip, buffer_one and buffer_all",
+            "overlap 'queue' is not one of allow, skip, buffer_one, buffer_all and cancel_other",
             id="overlap",
         ),
         pytest.param(
             {"overlap": False},
-            "overlap false is not one of allow, skip, buffer_one and buffer_all",
+            "overlap false is not one of allow, skip, buffer_one, buffer_all and cancel_other",
             id="overlap-yaml-no",
         ),
         pytest.param(
