@@ -41,6 +41,7 @@ class SkipReason(StrEnum):
     OVERLAP = "overlap"
     PAUSED = "paused"  # a paused one-time schedule's firing: it has no later one
     ELSEWHERE = "elsewhere"  # a waiting firing another region ran, or may have run
+    BUFFER_FULL = "buffer_full"  # overlap buffer_*: as many firings as the job keeps are waiting
 
 
 def floor_minute(moment: datetime) -> datetime:

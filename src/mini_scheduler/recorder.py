@@ -25,6 +25,7 @@ from mini_scheduler.jobs.model import FailurePolicy
 from mini_scheduler.metrics import Metrics, RecordingMetrics
 from mini_scheduler.model import RunStatus, iso_seconds, job_of, log_keys
 from mini_scheduler.retries import defer_retry, next_attempt
+from mini_scheduler.tick.cancels import cancelled
 from mini_scheduler.wake import Wake
 
 if TYPE_CHECKING:
@@ -153,6 +154,8 @@ class Recorder:
                 }[completion.status]
             )
         self._log_end(before, completion, took, late)
+        if before.buffered and before.status.open and self.wake is not None:
+            self.wake([self.clock.now()])  # its slot is free: a firing that waits starts now
         if final:  # the run as the store wrote it
             after = after_end(
                 before, completion.status, now=ended, error=completion.error, redrive=redrive
@@ -204,6 +207,8 @@ class Recorder:
         if completion.status not in _RETRIED:
             return
         run = self.claims.run(completion.firing_id)
+        if run is not None and cancelled(run):
+            return  # a later firing stopped it (overlap: cancel_other): no attempt follows
         if run is not None and run.status is completion.status and run.ended_at is not None:
             self._retry(run.firing_id, run.policy, run.status, run.ended_at)
 

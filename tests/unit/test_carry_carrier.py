@@ -42,3 +42,21 @@ def test_a_store_unread_between_two_peers_fails_the_second_not_the_carry() -> No
         "inStep": ["us-west-2"],
         "notInStep": {"eu-west-1": "Query (control) failed - timed out"},
     }
+
+
+def test_a_firing_kept_waiting_is_carried_and_forgotten_with_its_peer() -> None:
+    """A buffered firing (``overlap: buffer_*``) is a deferred firing: a failover's region has
+    it, and runs it; once this region forgets it (it started), the peer forgets it too."""
+    from mini_scheduler.claims.base import BUFFER, Deferred
+    from mini_scheduler.model import Firing
+
+    home, west = MemoryClaimStore(), MemoryClaimStore()
+    firing = Firing("solo", T0 + timedelta(minutes=1))
+    waiting = Deferred(firing, firing.scheduled, BUFFER, "us-east-1/prod", T0)
+    assert home.buffer(waiting, 1)
+    peers = Peers("us-east-1", {"us-west-2": lambda: west})
+    Carrier(home, peers).carry(T0)
+    assert west.pending_deferred(BUFFER) == [waiting]
+    home.drop_deferred([waiting])
+    Carrier(home, peers).carry(T0 + timedelta(minutes=2))
+    assert west.pending_deferred(BUFFER) == []

@@ -38,6 +38,9 @@ contract test suite holds each to it.
   stores its next one in one step that a delete of the schedule wins. A deferred firing is
   claimed by its run's id like any firing, so a firing deferred twice (by two writers) or read
   by two ticks still runs once.
+* ``buffer`` keeps a firing waiting for the job's slot (``overlap: buffer_*``): a deferred
+  firing, and a place among the job's waiting firings (at most ``limit``, a store condition);
+  ``drop_deferred`` gives the place back before it forgets the firing.
 
 The run record's fields and the names they are stored under are :mod:`.records`; what each
 operation writes, and on which condition, is :mod:`.transitions`: a backend translates those
@@ -87,11 +90,11 @@ class MarkRequest:
     error: str | None = None
 
 
-RETRY, SCHEDULE, BACKFILL = "retry", "schedule", "backfill"
-DEFERRED_REASONS = (RETRY, SCHEDULE, BACKFILL)
+RETRY, SCHEDULE, BACKFILL, BUFFER = "retry", "schedule", "backfill", "buffer"
+DEFERRED_REASONS = (RETRY, SCHEDULE, BACKFILL, BUFFER)
 """Why a firing is deferred: a failed run's next attempt, a runtime schedule's next firing
 (:mod:`mini_scheduler.schedules`), a past firing an operator runs again
-(:mod:`mini_scheduler.backfill`)."""
+(:mod:`mini_scheduler.backfill`), one waiting for its job's open run (:meth:`ClaimStore.buffer`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -366,8 +369,14 @@ class ClaimStore(Protocol):
         ...
 
     def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
-        """Forget these deferred firings (their claims have an answer). Raises StoreError when
-        any could not be deleted: one left is read again and its claim is LOST, harmless."""
+        """Forget these deferred firings (their claims have an answer; a :data:`BUFFER` one's
+        place goes first). StoreError when any is left: it is read again, its claim LOST."""
+        ...
+
+    def buffer(self, deferred: Deferred, limit: int) -> bool:
+        """Store ``deferred`` (:data:`BUFFER`) and take its place in its job's state if fewer
+        than ``limit`` hold one, or it does; False (nothing left stored) when ``limit`` others
+        wait. A crash between the two leaves it stored without a place: it waits all the same."""
         ...
 
     def pending_deferred(self, reason: str) -> Sequence[Deferred]:

@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from mini_scheduler.claims.base import Deferred
+from mini_scheduler.claims.base import BUFFER, Deferred
 from mini_scheduler.claims.definitions import KeptInABook
 from mini_scheduler.claims.dynamodb_batch import BatchWriter
 from mini_scheduler.claims.dynamodb_claims import DynamoDBClaims
@@ -141,7 +141,17 @@ class DynamoDBClaimStore(RunEnds, KeptInABook, DynamoDBClaims):
         return self._deferred.due(until, limit)
 
     def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
+        for item in deferred:  # a buffered firing's place first: never one held by nothing
+            if item.reason == BUFFER:
+                self._slots.leave(item.firing.job, item.firing.id)
         self._deferred.drop(deferred)
+
+    def buffer(self, deferred: Deferred, limit: int) -> bool:
+        self._deferred.add([deferred])
+        if self._slots.wait(deferred.firing.job, deferred.firing.id, limit):
+            return True
+        self._deferred.drop([deferred])
+        return False
 
     def pending_deferred(self, reason: str) -> Sequence[Deferred]:
         return self._deferred.pending(reason)

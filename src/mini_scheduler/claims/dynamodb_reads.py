@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -130,7 +131,9 @@ class DynamoDBReads:
             answer = self._client.get_item(
                 TableName=self.table, Key=job_key(job), ConsistentRead=True
             )
-        slot = plain_item(answer.get("Item") or {}).get(JOB_FIELDS["open_firing"])
+        item = plain_item(answer.get("Item") or {})
+        slot = item.get(JOB_FIELDS["open_firing"])
+        waiting = tuple(sorted(item.get(JOB_FIELDS["waiting"]) or ()))
         latest = next(
             (
                 run_from(raw)
@@ -147,8 +150,8 @@ class DynamoDBReads:
             None,
         )
         if latest is None:
-            return JobState(job, open_firing=slot) if slot else None
-        return _state(latest, slot)
+            return JobState(job, open_firing=slot, waiting=waiting) if slot or waiting else None
+        return replace(_state(latest, slot), waiting=waiting)
 
     def latest_runs(self, named: Mapping[str, Sequence[str]]) -> dict[str, Latest]:
         """The runs named, 100 a consistent ``BatchGetItem`` (the keys left unprocessed asked

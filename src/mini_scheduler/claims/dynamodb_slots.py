@@ -18,6 +18,12 @@ then releases that slot, conditionally on it being as it read it. A slot whose r
 (its release was lost) is released the same way at once (:func:`.transitions.stale_slot`);
 one taken by a backfill's claim over a SKIPPED record (``openOverSkip``) counts that record as no
 run yet, since the claim replaces it after taking the slot.
+
+The same item keeps the firings that ``overlap: buffer_one`` and ``buffer_all`` keep waiting for
+the slot (``waiting``, a string set of firing ids): a place is taken with ``ADD`` on the condition
+that fewer than the limit hold one, or this firing does (:func:`.transitions.may_wait`), and given
+back with ``DELETE`` on the condition that it holds one (so no item is made for nothing). Neither
+is on the path of a job without a buffer.
 MongoDB keeps its slots the same way (:mod:`.mongodb_slots`).
 """
 
@@ -35,6 +41,7 @@ from mini_scheduler.claims import transitions
 from mini_scheduler.claims.dynamodb_batch import BatchWriter, Insert, Update
 from mini_scheduler.claims.dynamodb_table import (
     code,
+    conditional,
     encode,
     expressions,
     failed,
@@ -181,6 +188,45 @@ class JobSlots:
         if self._update(job, release, "release stale job slot") is None:
             log.warning("Job %s - open slot of firing %s released: %s", job, held, why)
         return True
+
+    def wait(self, job: str, firing_id: str, limit: int) -> bool:
+        """Take a place among the job's waiting firings (:func:`.transitions.may_wait`): False
+        when ``limit`` others hold one."""
+        request = named(
+            {
+                "TableName": self._table,
+                "Key": job_key(job),
+                "UpdateExpression": "SET #job = :job ADD #waiting :ids",
+                "ConditionExpression": "attribute_not_exists(#waiting) OR "
+                "size(#waiting) < :limit OR contains(#waiting, :id)",
+                "ExpressionAttributeValues": {
+                    ":job": {"S": job},
+                    ":ids": {"SS": [firing_id]},
+                    ":id": {"S": firing_id},
+                    ":limit": {"N": str(limit)},
+                },
+            }
+        )
+        what = "UpdateItem (wait for job slot)"
+        answer = conditional(self._client, "update_item", self._sleep, self._table, what, **request)
+        return answer is not None
+
+    def leave(self, job: str, firing_id: str) -> None:
+        """Give the firing's place among the job's waiting firings back, if it holds one."""
+        request = named(
+            {
+                "TableName": self._table,
+                "Key": job_key(job),
+                "UpdateExpression": "DELETE #waiting :ids",
+                "ConditionExpression": "contains(#waiting, :id)",
+                "ExpressionAttributeValues": {
+                    ":ids": {"SS": [firing_id]},
+                    ":id": {"S": firing_id},
+                },
+            }
+        )
+        what = "UpdateItem (stop waiting for job slot)"
+        conditional(self._client, "update_item", self._sleep, self._table, what, **request)
 
 
 def _take(firing: Firing, over_skip: bool, lease_until: datetime) -> Write:

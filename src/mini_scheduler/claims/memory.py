@@ -8,11 +8,12 @@ import contextlib
 import copy
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from datetime import datetime
 from typing import Any
 
 from mini_scheduler.claims.base import (
+    BUFFER,
     ClaimOutcome,
     ClaimRequest,
     ClaimResult,
@@ -33,7 +34,10 @@ from mini_scheduler.claims.transitions import (
     claimed,
     job_follows,
     job_marked,
+    joined,
+    left,
     marked,
+    may_wait,
     replaces,
     take_slot,
     taken_over,
@@ -44,7 +48,37 @@ from mini_scheduler.model import Firing, firing_from_id
 _ATTRIBUTES = frozenset(attribute.name for attribute in fields(RunRecord))
 
 
-class MemoryClaimStore(RunEnds):
+class _Waiting:
+    """The buffered firings' places (:meth:`.base.ClaimStore.buffer`), on the memory store's
+    job states and deferred firings."""
+
+    _jobs: dict[str, JobState]
+    _deferred: dict[str, Deferred]
+
+    def _operation(self) -> contextlib.AbstractContextManager[None]:
+        raise NotImplementedError
+
+    def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
+        with self._operation():
+            for item in deferred:
+                state = self._jobs.get(item.firing.job)
+                if item.reason == BUFFER and state is not None:
+                    waiting = left(state.waiting, item.firing.id)
+                    self._jobs[state.job] = replace(state, waiting=waiting)
+                self._deferred.pop(item.key, None)
+
+    def buffer(self, deferred: Deferred, limit: int) -> bool:
+        with self._operation():
+            job, firing_id = deferred.firing.job, deferred.firing.id
+            state = self._jobs.get(job) or JobState(job)
+            if not may_wait(state.waiting, firing_id, limit):
+                return False
+            self._jobs[job] = replace(state, waiting=joined(state.waiting, firing_id))
+            self._deferred.setdefault(deferred.key, deferred)
+            return True
+
+
+class MemoryClaimStore(_Waiting, RunEnds):
     """Every operation under one lock, counted in :attr:`calls`; the ends are :class:`.RunEnds`',
     over this store's records (a change decided on a run as read is tried once: under the lock,
     nothing changes it meanwhile)."""
@@ -284,11 +318,6 @@ class MemoryClaimStore(RunEnds):
         with self._operation():
             due = sorted((k, d) for k, d in self._deferred.items() if d.due < until)
             return [item for _, item in due[:limit]]
-
-    def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
-        with self._operation():
-            for item in deferred:
-                self._deferred.pop(item.key, None)
 
     def advance_schedule(self, done: Deferred, following: Deferred | None) -> bool:
         with self._operation():

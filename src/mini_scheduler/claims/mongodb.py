@@ -40,7 +40,7 @@ from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
 from mini_scheduler.claims import transitions
-from mini_scheduler.claims.base import Deferred
+from mini_scheduler.claims.base import BUFFER, Deferred
 from mini_scheduler.claims.definitions import KeptInABook
 from mini_scheduler.claims.ends import RunEnds
 from mini_scheduler.claims.mongodb_claims import MongoDBClaims
@@ -167,7 +167,18 @@ class MongoDBClaimStore(RunEnds, KeptInABook, MongoDBClaims):
         return self._deferred.due(until, limit)
 
     def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
+        for item in deferred:  # a buffered firing's place first: never one held by nothing
+            if item.reason == BUFFER:
+                self._slots.leave(item.firing.job, item.firing.id)
         self._deferred.drop(deferred)
+
+    def buffer(self, deferred: Deferred, limit: int) -> bool:
+        self.ensure_indexes()
+        self._deferred.add([deferred])
+        if self._slots.wait(deferred.firing.job, deferred.firing.id, limit):
+            return True
+        self._deferred.drop([deferred])
+        return False
 
     def _ready(self) -> None:
         self.ensure_indexes()

@@ -17,6 +17,10 @@ passed, and then the next exclusive claim releases that slot, conditionally on i
 (the same lease assumption as a takeover). A slot whose run has ended (its release was lost) is
 released the same way at once. A slot taken by a backfill's claim over a SKIPPED record
 (``openOverSkip``) counts that record as no run yet: the claim replaces it after the slot.
+The job's document keeps the firings that ``overlap: buffer_one`` and ``buffer_all`` keep waiting
+(``waiting``, an array used as a set): a place is taken with ``$addToSet`` (upsert) on the
+condition that the array has no element at ``limit - 1`` or holds this firing
+(:func:`.transitions.may_wait`), and given back with ``$pull``.
 This is portable (no transaction, so no replica-set requirement and nothing mongomock cannot
 run); the price is a second write on the exclusive path.
 """
@@ -93,6 +97,34 @@ class JobSlots:
             else:
                 return True
         return False
+
+    def wait(self, job: str, firing_id: str, limit: int) -> bool:
+        """Take a place among the job's waiting firings: False when ``limit`` others hold one
+        (the filter missed, so the upsert met the job's document: DuplicateKeyError; a
+        concurrent first upsert is told from it by trying once more)."""
+        waiting = JOB_FIELDS["waiting"]
+        query = {
+            "_id": job,
+            "$or": [{f"{waiting}.{limit - 1}": {"$exists": False}}, {waiting: firing_id}],
+        }
+        for _ in range(2):
+            try:
+                self._states.update_one(query, {"$addToSet": {waiting: firing_id}}, upsert=True)
+            except DuplicateKeyError:
+                continue
+            except PyMongoError as exc:
+                raise self._fail("update (wait for job slot)", JOB_STATE, exc) from exc
+            return True
+        return False
+
+    def leave(self, job: str, firing_id: str) -> None:
+        """Give the firing's place among the job's waiting firings back, if it holds one."""
+        waiting = JOB_FIELDS["waiting"]
+        try:
+            query = {"_id": job, waiting: firing_id}
+            self._states.update_one(query, {"$pull": {waiting: firing_id}})
+        except PyMongoError as exc:
+            raise self._fail("update (stop waiting for job slot)", JOB_STATE, exc) from exc
 
     def refusals(
         self, takes: Sequence[tuple[Firing, bool]], *, now: datetime, lease_until: datetime

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from mini_scheduler.claims.base import (
+    BUFFER,
     ClaimOutcome,
     ClaimRequest,
     ClaimResult,
@@ -50,7 +51,39 @@ class Written:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-class PredictingClaimStore(OneByOne, FromJobStates, Skips):
+class _Waiting:
+    """The buffered firings' writes (:meth:`.base.ClaimStore.buffer`), decided by the memory
+    store on the job's state as read."""
+
+    _lock: threading.RLock
+    _memory: MemoryClaimStore
+    _gone: set[str]
+
+    def _job(self, job: str) -> None:
+        raise NotImplementedError
+
+    def _note(self, kind: str, about: str, answer: Any = None, **detail: Any) -> None:
+        raise NotImplementedError
+
+    def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
+        with self._lock:
+            for item in deferred:
+                if item.reason == BUFFER:  # its place among the job's waiting firings goes
+                    self._job(item.firing.job)
+                self._gone.add(item.key)
+                self._note("drop_deferred", item.firing.id, item)
+            self._memory.drop_deferred(deferred)
+
+    def buffer(self, deferred: Deferred, limit: int) -> bool:
+        with self._lock:
+            self._job(deferred.firing.job)
+            self._gone.discard(deferred.key)
+            waits = self._memory.buffer(deferred, limit)
+            self._note("buffer", deferred.firing.id, waits, item=deferred, limit=limit)
+            return waits
+
+
+class PredictingClaimStore(_Waiting, OneByOne, FromJobStates, Skips):
     """``real`` as it would be after the writes asked of this store, none of them made."""
 
     def __init__(self, real: ClaimStore) -> None:
@@ -309,13 +342,6 @@ class PredictingClaimStore(OneByOne, FromJobStates, Skips):
                 self._gone.discard(item.key)
                 self._note("defer", item.firing.id, item)
             self._memory.defer(deferred)
-
-    def drop_deferred(self, deferred: Sequence[Deferred]) -> None:
-        with self._lock:
-            for item in deferred:
-                self._gone.add(item.key)
-                self._note("drop_deferred", item.firing.id, item)
-            self._memory.drop_deferred(deferred)
 
     def advance_schedule(self, done: Deferred, following: Deferred | None) -> bool:
         with self._lock:

@@ -88,6 +88,7 @@ class RunRecord:
     backfill: bool = False  # a past firing an operator's backfill ran (:attr:`.Firing.backfill`)
     replaced_skip: Mapping[str, Any] | None = None  # the skip a backfill's claim replaced
     reruns: str | None = None  # a rerun's: the firing id it repeats (:attr:`.Firing.reruns`)
+    buffered: bool = False  # its job keeps firings waiting for its end (overlap: buffer_*)
 
     @property
     def pause_after(self) -> int | None:
@@ -167,6 +168,7 @@ class JobStart:
     schedule: str  # "<statement> @<zone>"
     parameters: Mapping[str, Any]  # the job's parameters plus "_origin"
     policy: FailurePolicy | None = None  # the job's failure policy, if it has one
+    buffered: bool = False  # its job keeps firings waiting for a run's end (overlap: buffer_*)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +184,7 @@ class JobState:
     last_firing_id: str | None = None
     last_status: RunStatus | None = None
     open_firing: str | None = None
+    waiting: tuple[str, ...] = ()  # the buffered firings waiting for the slot (ClaimStore.buffer)
 
 
 # -- the stored names ---------------------------------------------------------------------------
@@ -215,6 +218,7 @@ RUN_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "backfill": "backfill",
         "replaced_skip": "replacedSkip",  # {reason, until, count}: :func:`.transitions.replaced`
         "reruns": "reruns",
+        "buffered": "buffered",  # its end wakes the ticker: a firing may wait for it
         # kept by the store only
         "claim_token": "claimToken",  # nosec B105 # a field's name, not a password
         "takeovers": "takeovers",  # how many times the claim was taken over
@@ -237,6 +241,7 @@ JOB_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "open_firing": "openFiring",  # the open slot of ``overlap: skip``: the run holding it
         "open_until": "openUntil",  # the slot's claim's lease, for a slot with no run yet
         "open_over_skip": "openOverSkip",  # taken by a backfill's claim over a SKIPPED record
+        "waiting": "waiting",  # the firings ``overlap: buffer_*`` keeps waiting (a set of ids)
     }
 )
 """A job state's logical fields and the names they are stored under."""
@@ -285,6 +290,7 @@ def run_record_from(
         backfill=bool(get("backfill", False)),
         replaced_skip=get("replaced_skip"),
         reruns=get("reruns"),
+        buffered=bool(get("buffered", False)),
         earlier_ends=tuple(
             EarlierEnd(
                 RunStatus(end[END_FIELDS["status"]]),
@@ -312,6 +318,7 @@ def job_state_from(
         last_firing_id=stored.get(names["last_firing_id"]),
         last_status=RunStatus(status) if status else None,
         open_firing=stored.get(names["open_firing"]),
+        waiting=tuple(sorted(stored.get(names["waiting"]) or ())),
     )
 
 

@@ -21,7 +21,7 @@ Which status may follow which:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -203,6 +203,8 @@ def _started(start: JobStart) -> dict[str, Any]:
     }
     if start.policy is not None:  # what its failure is retried by (the recorder reads it)
         started["policy"] = start.policy
+    if start.buffered:  # a firing may wait for its end: the recorder wakes the ticker then
+        started["buffered"] = True
     return started
 
 
@@ -374,6 +376,23 @@ def slot_follows(firing_id: str, before: RunRecord, after: RunRecord) -> Write |
     if not before.exclusive or after.status.open == before.status.open:
         return None
     return take_slot(firing_id) if after.status.open else release_slot(firing_id)
+
+
+def may_wait(waiting: Sequence[str], firing_id: str, limit: int) -> bool:
+    """Whether a buffered firing holds a place among its job's ``waiting`` firings after its
+    take: it held one already (a peer buffered it too), or fewer than ``limit`` wait (each
+    store writes this condition: DynamoDB's ``size``/``contains``, MongoDB's array index)."""
+    return firing_id in waiting or len(waiting) < limit
+
+
+def joined(waiting: Sequence[str], firing_id: str) -> tuple[str, ...]:
+    """The job's waiting firings once ``firing_id`` takes its place (a set: once each)."""
+    return tuple(sorted({*waiting, firing_id}))
+
+
+def left(waiting: Sequence[str], firing_id: str) -> tuple[str, ...]:
+    """The job's waiting firings once ``firing_id`` gives its place back (none: unchanged)."""
+    return tuple(found for found in waiting if found != firing_id)
 
 
 def log_slot_held(job: str, firing_id: str) -> None:

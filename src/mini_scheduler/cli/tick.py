@@ -130,6 +130,8 @@ _ACTION_TEXT: Final = {
     "time-out": "mark TIMED_OUT",
     "take-over": "take over, dispatch",
     "fail": "mark FAILED",
+    "wait": "wait (previous run open)",
+    "cancel": "stop, mark FAILED (cancelled)",
 }
 
 

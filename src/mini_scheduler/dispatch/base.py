@@ -60,6 +60,19 @@ class BatchDispatcher(Protocol):
         ...
 
 
+@runtime_checkable
+class Stoppable(Protocol):
+    """A dispatcher whose runs can be stopped (``overlap: cancel_other``): a flow's execution,
+    an ECS task."""
+
+    def stop(self, target: Target, firing_id: str, reason: str) -> str:
+        """Stop the run ``firing_id`` started on ``target``, found as its dispatch made it (the
+        execution's name, the task's ``startedBy``), saying ``reason``; what was stopped (the
+        execution's or task's ARN, or that none was found: nothing runs). DispatchError when
+        it cannot be stopped."""
+        ...
+
+
 class OnFirstUse:
     """A dispatcher made at its kind's first firing (``make``): a tick that starts none of its
     kind never builds its client. ``batch_size`` is the made one's; ``check`` says why a target
@@ -96,6 +109,9 @@ class OnFirstUse:
             return [exc] * len(firings)
         return Dispatchers({target.kind: self._dispatcher()}).dispatch_batch(target, firings)
 
+    def stop(self, target: Target, firing_id: str, reason: str) -> str:
+        return Dispatchers({target.kind: self._dispatcher()}).stop(target, firing_id, reason)
+
     def _allowed(self, target: Target) -> None:
         """Refuse a target this deployment may not start (``check``'s reason): cron.yaml's
         load refuses it already, and this holds it for a runtime schedule, a manual run and a
@@ -119,6 +135,14 @@ class Dispatchers:
 
     def dispatch(self, target: Target, firing_id: str, payload: Mapping[str, Any]) -> Answer:
         return self._for(target).dispatch(target, firing_id, payload)
+
+    def stop(self, target: Target, firing_id: str, reason: str) -> str:
+        """Stop the run of ``firing_id`` on ``target`` (:class:`Stoppable`); DispatchError for a
+        kind whose runs cannot be stopped."""
+        dispatcher = self._for(target)
+        if not isinstance(dispatcher, Stoppable):
+            raise DispatchError(f"a {target.kind} target's run cannot be stopped: {target.service}")
+        return dispatcher.stop(target, firing_id, reason)
 
     def batch_size(self, target: Target) -> int:
         """How many firings of ``target`` go in one request (1: each on its own)."""

@@ -153,6 +153,21 @@ class EcsDispatcher:
             return self._after_lost(request, where, exc)
         return _task_arn(answer, where)
 
+    def stop(self, target: Target, firing_id: str, reason: str) -> str:
+        """StopTask of the firing's task (found by its ``startedBy``, as a lost answer's is);
+        none found running is nothing to stop."""
+        cluster, _ = split_target(target.name)
+        where = f"ECS StopTask {target.name} (firing {firing_id})"
+        try:
+            listed = self._client.list_tasks(cluster=cluster, startedBy=started_by(firing_id))
+            tasks = listed.get("taskArns") or []
+            if not tasks:
+                return f"no task of firing {firing_id} runs in {cluster}: nothing to stop"
+            self._client.stop_task(cluster=cluster, task=tasks[0], reason=reason[:255])
+        except (ClientError, BotoCoreError) as exc:
+            raise DispatchError(f"{where} failed - {describe_aws_error(exc)}") from exc
+        return str(tasks[0])
+
     def request(self, target: Target, run_id: str, payload: Mapping[str, Any]) -> dict[str, Any]:
         """The RunTask parameters of a run: DispatchError when its overrides do not fit."""
         cluster, definition = split_target(target.name)

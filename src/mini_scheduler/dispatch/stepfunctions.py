@@ -58,6 +58,27 @@ class StepFunctionsDispatcher:
             ) from exc
         return str(answer["executionArn"])
 
+    def stop(self, target: Target, firing_id: str, reason: str) -> str:
+        """StopExecution of the firing's execution (its name is the firing's, as dispatch made
+        it); one that does not exist (never started) is nothing to stop."""
+        arn = self.state_machine_arn(target).replace(":stateMachine:", ":execution:")
+        execution = f"{arn}:{execution_name(firing_id)}"
+        try:
+            self._client.stop_execution(
+                executionArn=execution, error="Cancelled", cause=reason[:32768]
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in _UNKNOWN_EXECUTION:
+                return f"{execution} (not found: nothing to stop)"
+            raise DispatchError(
+                f"Step Functions StopExecution {execution} failed - {describe_aws_error(exc)}"
+            ) from exc
+        except BotoCoreError as exc:
+            raise DispatchError(
+                f"Step Functions StopExecution {execution} failed - {describe_aws_error(exc)}"
+            ) from exc
+        return execution
+
 
 _EXECUTION_ARN = re.compile(
     r"arn:aws[a-z-]{0,20}:states:[a-z0-9-]{1,30}:\d{12}:execution:[^\s:]{1,80}:[^\s:]{1,80}"

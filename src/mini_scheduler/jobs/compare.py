@@ -172,6 +172,7 @@ def values(job: Job) -> dict[str, Any]:
         "description": job.description,
         "misfire": job.misfire,
         "overlap": job.overlap,
+        "max_buffered": job.max_buffered,
         "timeout": job.timeout,
         "retry": job.retry.as_record() if job.retry is not None else None,
         "pause_after_failures": job.pause_after_failures,

@@ -19,12 +19,14 @@ __all__ = [
     "DEFAULT_FLOW_TIMEOUT",
     "DEFAULT_LAMBDA_TIMEOUT",
     "DEFAULT_MAX_BACKOFF",
+    "DEFAULT_MAX_BUFFERED",
     "DEFAULT_MISFIRE_GRACE",
     "DEFAULT_MISFIRE_MAX",
     "DEFAULT_TIMEOUTS",
     "DEFAULT_TIMEZONE",
     "FLOW_PREFIX",
     "MAX_BACKOFF",
+    "MAX_BUFFERED",
     "MAX_FACTOR",
     "MAX_MISFIRE_GRACE",
     "MAX_MISFIRE_MAX",
@@ -78,11 +80,18 @@ DEAD_LETTER: Final = "deadLetter"
 
 Level = Literal["error", "warning", "info"]
 Misfire = Literal["fire_now", "fire_all", "skip"]
-Overlap = Literal["allow", "skip"]
+Overlap = Literal["allow", "skip", "buffer_one", "buffer_all", "cancel_other"]
 TargetKind = Literal["lambda", "flow", "sqs", "sns", "events", "ecs", "https"]
 TARGET_KINDS: Final[tuple[str, ...]] = get_args(TargetKind)
 MISFIRE_POLICIES: Final[tuple[Misfire, ...]] = ("fire_now", "fire_all", "skip")
-OVERLAP_POLICIES: Final[tuple[Overlap, ...]] = ("allow", "skip")
+OVERLAP_POLICIES: Final[tuple[Overlap, ...]] = get_args(Overlap)
+BUFFERING: Final[Mapping[str, int]] = {"buffer_one": 1}
+"""The policies that keep a firing waiting for the open run's end, and how many may wait
+(``buffer_all``'s is its ``max_buffered``)."""
+DEFAULT_MAX_BUFFERED: Final = 10
+MAX_BUFFERED: Final = 100
+"""``buffer_all``'s ``max_buffered``: its default and its most (the job's state item keeps the
+waiting firings' ids)."""
 FLOW_PREFIX: Final = "flow://"
 TARGET_PREFIXES: Final[Mapping[str, str]] = {
     "flow": FLOW_PREFIX,
@@ -282,6 +291,8 @@ class Job:
     dead_letter: Target | None = None
     """An ``sqs://`` queue that receives the firing's envelope and its last error when a run
     fails for good (None: none)."""
+    max_buffered: int | None = None
+    """``overlap: buffer_all``: how many firings may wait (None: :data:`DEFAULT_MAX_BUFFERED`)."""
 
     def firings(self, begin: datetime, end: datetime) -> Iterator[datetime]:
         """The job's firings in ``[begin, end)`` that its ``start`` and ``end`` allow, in
@@ -308,6 +319,19 @@ class Job:
     @property
     def service(self) -> str:
         return self.target.service
+
+    @property
+    def exclusive(self) -> bool:
+        """Whether its claims take the job's open slot: every policy but ``allow``."""
+        return self.overlap != "allow"
+
+    @property
+    def buffer_limit(self) -> int:
+        """How many firings may wait for its open run's end (0: none waits, one that finds the
+        slot held is skipped)."""
+        if self.overlap == "buffer_all":
+            return self.max_buffered or DEFAULT_MAX_BUFFERED
+        return BUFFERING.get(self.overlap, 0)
 
     @property
     def schedule(self) -> str:

@@ -52,6 +52,7 @@ from mini_scheduler.jobs.model import (
     in_retry_bounds,
 )
 from mini_scheduler.jobs.names import name_problem, parse_service, readable_name
+from mini_scheduler.jobs.overlap import overlap_problems, read_max_buffered
 from mini_scheduler.jobs.targets import (
     TargetRules,
     read_dead_letter,
@@ -258,6 +259,10 @@ def _overlap(value: object, entry: Entry, reading: Reading) -> Overlap | None:
     return overlap
 
 
+def _max_buffered(value: object, entry: Entry, reading: Reading) -> int | None:
+    return read_max_buffered(value, entry.reasons)
+
+
 def _timeout(value: object, entry: Entry, reading: Reading) -> int | None:
     """Seconds; None for the target's default (or a reason)."""
     if value is None:
@@ -385,6 +390,7 @@ FIELDS: Final[dict[str, Reader]] = {
     "resolver": _ignored,
     "misfire": _misfire,
     "overlap": _overlap,
+    "max_buffered": _max_buffered,
     "timeout": _timeout,
     "retry": _retry,
     "pause_after_failures": _pause_after_failures,
@@ -429,6 +435,7 @@ def read_entry(
     start, end = values["start"], values["end"]
     if start is not None and end is not None and end <= start:
         entry.reasons.append(f"end {iso_seconds(end)} is not after start {iso_seconds(start)}")
+    entry.reasons.extend(overlap_problems(values, raw))
     entry.reasons.extend(
         f"key {duplicate.key} appears twice (lines {duplicate.first} and {duplicate.again})"
         for duplicate in duplicates
@@ -471,4 +478,5 @@ def _job(entry: Entry, raw: dict[Any, Any], values: dict[str, Any], reading: Rea
         end=values["end"],
         input=values["input"],
         dead_letter=values["dead_letter"],
+        max_buffered=values["max_buffered"],
     )

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 from botocore.exceptions import BotoCoreError, ClientError
 
 from mini_scheduler.clock import Clock
-from mini_scheduler.dispatch.base import Answer, Ended
+from mini_scheduler.dispatch.base import Answer, Dispatchers, Ended
 from mini_scheduler.errors import DispatchError, describe_aws_error
 from mini_scheduler.jobs import Target
 from mini_scheduler.local.follow import Followers
@@ -420,6 +420,12 @@ class LocalFlowDispatcher:
         if not self._watches.follow(self._watch, arn, firing_id, self._clock.now()):
             log.warning("Flow execution %s started while stopping: its end is not watched", arn)
         return reference
+
+    def stop(self, target: Target, firing_id: str, reason: str) -> str:
+        """``overlap: cancel_other``: the execution stopped by ``inner`` (its watch then sees
+        it ABORTED and reports that end, which changes nothing: the run has ended)."""
+        adopt_region(self._region)
+        return Dispatchers({target.kind: self._inner}).stop(target, firing_id, reason)
 
     def pending(self) -> int:
         return self._watches.pending()

@@ -16,7 +16,7 @@ from typing import Any, Final
 from botocore.exceptions import BotoCoreError, ClientError
 
 from mini_scheduler.clock import Clock
-from mini_scheduler.dispatch.base import Answer, Dispatcher, Ended
+from mini_scheduler.dispatch.base import Answer, Dispatcher, Dispatchers, Ended
 from mini_scheduler.dispatch.ecs import split_target
 from mini_scheduler.errors import describe_aws_error
 from mini_scheduler.jobs import Target
@@ -116,6 +116,12 @@ class LocalTaskDispatcher:
         if not self._stops.follow(self._stop_later, cluster, arn, firing_id):
             log.warning("ECS task %s started while stopping: it is not stopped here", arn)
         return answer
+
+    def stop(self, target: Target, firing_id: str, reason: str) -> str:
+        """``overlap: cancel_other``: the task stopped now, by ``inner`` (its STOPPED event still
+        comes from the simulated stop, and changes nothing: the run has ended)."""
+        adopt_region(self._region)
+        return Dispatchers({target.kind: self._inner}).stop(target, firing_id, reason)
 
     def pending(self) -> int:
         """The tasks started and not stopped yet."""

@@ -5,7 +5,9 @@ answers, on a dispatch worker of its own, and a batch's marks written in one req
 lane as soon as its dispatches have answered (:mod:`.work`). A firing whose claim failed is
 held.
 
-The skipped firings and ranges of the plan are recorded on the same workers."""
+The skipped firings and ranges of the plan are recorded on the same workers. Last, once every
+claim has an answer, the firings the plan queues behind a waiting one (``overlap: buffer_*``) are
+kept waiting in order (:mod:`.waits`)."""
 
 from __future__ import annotations
 
@@ -20,11 +22,13 @@ from mini_scheduler.claims.base import ClaimOutcome, ClaimRequest, ClaimResult
 from mini_scheduler.errors import StoreError
 from mini_scheduler.jobs import Job, Target
 from mini_scheduler.model import SkipReason, floor_minute, iso_seconds, log_keys
+from mini_scheduler.tick.cancels import CANCEL, Cancels
 from mini_scheduler.tick.dispatch import Dispatching
 from mini_scheduler.tick.means import Means, Part
 from mini_scheduler.tick.plan import Dispatch, TickPlan
 from mini_scheduler.tick.report import Tally
 from mini_scheduler.tick.skips import Skips
+from mini_scheduler.tick.waits import Waits, waited
 from mini_scheduler.tick.work import BATCH, STORE_WORKERS, Awaited, Marks, Work
 
 log = logging.getLogger("mini_scheduler.ticker")
@@ -38,11 +42,14 @@ class MinuteWrites(Part):
         super().__init__(means)
         self.dispatching = dispatching
         self.skips = skips
+        self.waits = Waits(means, skips=skips)
+        self.cancels = Cancels(means, dispatchers=dispatching.dispatchers, skips=skips)
 
     def write(self, plan: TickPlan, tally: Tally, deadline: datetime | None) -> bool:
         """Carry out the plan's claims and skips; False when no firing could be claimed (their
         watch was not written): the deferred firings are then left as they are."""
         jobs = len(plan.dispatches) + len(plan.misfire_runs) + len(plan.skips) + len(plan.ranges)
+        jobs += len(plan.waits)
         workers = max(1, min(self.settings.dispatch_workers, jobs))
         store = min(STORE_WORKERS, workers)
         with (
@@ -63,12 +70,14 @@ class MinuteWrites(Part):
             for group in plan.misfire_runs:
                 work.submit(self._fire_in_order, group, tally, deadline, marks)
             try:
-                if any(group[0].job.overlap == "skip" for group in plan.misfire_runs):
+                if any(group[0].job.exclusive for group in plan.misfire_runs):
                     # The oldest firing of an ``overlap: skip`` job takes its slot, not whichever
                     # claim a worker sends first: its missed firings before the minute's.
                     work.wait()
                 self._claim_as_due(plan.dispatches, tally, deadline, work, marks)
                 work.wait()
+                for d in plan.waits:  # after the claims: the place of one that starts is free
+                    self.waits.wait(d, tally)
             finally:
                 # Whatever went wrong, the firings that were dispatched are marked: every task
                 # let end first (a dispatch still running marks itself), then what is held.
@@ -178,8 +187,7 @@ class MinuteWrites(Part):
             return
         lease = now + timedelta(seconds=self.settings.claim_lease_seconds)
         requests = [
-            ClaimRequest(d.firing, d.job.overlap == "skip", over_skipped=d.firing.backfill)
-            for d in batch
+            ClaimRequest(d.firing, d.job.exclusive, over_skipped=d.firing.backfill) for d in batch
         ]
         try:
             outcomes = self.claims.claim_many(
@@ -222,9 +230,15 @@ class MinuteWrites(Part):
 
     def _claimed(self, d: Dispatch, outcome: ClaimOutcome, tally: Tally) -> bool:
         """Whether the claim of ``d`` was won; a claim lost, refused or failed is counted and
-        said here. A deferred firing's claim that has an answer is noted, to forget it."""
-        if d.deferred is not None and not isinstance(outcome, StoreError):
-            tally.answer(d.deferred)
+        said here. A deferred firing's claim that has an answer is noted, to forget it. An
+        ``overlap: cancel_other`` firing refused stops the open run and claims again."""
+        if outcome is ClaimResult.OVERLAP and d.job.overlap == CANCEL:
+            retaken = self.cancels.retake(d, tally)
+            if retaken is None:  # not stopped: recorded SKIPPED (answered there), saying why
+                return False
+            outcome = retaken
+        if not isinstance(outcome, StoreError):
+            self._answer(d, outcome, tally)
         if isinstance(outcome, StoreError):
             self._not_claimed(d, outcome, tally)
         elif outcome is ClaimResult.LOST:
@@ -236,6 +250,8 @@ class MinuteWrites(Part):
                 d.firing.id,
                 extra=log_keys(d.job.name, d.firing.id),
             )
+        elif outcome is ClaimResult.OVERLAP and d.job.buffer_limit:
+            self.waits.refused(d, tally)
         elif outcome is ClaimResult.OVERLAP:
             self.skips.skip(d.job, d.firing, SkipReason.OVERLAP, tally)
         else:
@@ -243,6 +259,18 @@ class MinuteWrites(Part):
             self.metrics.add(m.FIRINGS_CLAIMED)
             return True
         return False
+
+    def _answer(self, d: Dispatch, outcome: ClaimResult, tally: Tally) -> None:
+        """Note that ``d``'s deferred firing has an answer, to forget it; for a job whose
+        firings wait (:mod:`.waits`), a waiting one is forgotten at once once it starts (or
+        waits on), and one kept waiting on a refusal is answered when it is."""
+        if d.deferred is None:
+            return
+        if d.job.buffer_limit and waited(d):
+            if outcome is not ClaimResult.OVERLAP:
+                self.waits.answered(d, outcome, tally)
+        elif not (d.job.buffer_limit and outcome is ClaimResult.OVERLAP):
+            tally.answer(d.deferred)
 
     def _not_claimed(self, d: Dispatch, exc: StoreError, tally: Tally) -> None:
         tally.add("errors")

@@ -8,11 +8,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from mini_scheduler.claims.base import BACKFILL, SCHEDULE, Deferred, Pause
+from mini_scheduler.claims.base import BACKFILL, BUFFER, SCHEDULE, Deferred, Pause
 from mini_scheduler.config import Settings
 from mini_scheduler.errors import EventError
 from mini_scheduler.jobs import CronFile, Job
 from mini_scheduler.model import Firing, SkipReason
+from mini_scheduler.tick.due import DuePlan
 from mini_scheduler.tick.plan import Dispatch, LeftAlone, Skip, TickInputs
 from mini_scheduler.tick.window import window
 
@@ -37,16 +38,21 @@ def plan_deferred(inputs: TickInputs, settings: Settings) -> DeferredPlan:
     run them. A runtime schedule's firing brings the schedule's other firings of the window (a
     schedule may fire more than once a minute) and its next one after the window (``then``).
     A paused job's retries and backfills wait, read again after its resume; a paused runtime
-    schedule moves on as a paused cron.yaml job does (:func:`_paused_schedule`)."""
+    schedule moves on as a paused cron.yaml job does (:func:`_paused_schedule`). A firing kept
+    waiting for its job's open run (``buffer``) is tried the oldest of each job first, one a
+    tick, whatever its age: it waits as long as the run it waits for lasts."""
     cron_file = inputs.cron_file
     start, end = window(inputs.minute.replace(second=0, microsecond=0), settings)
     stale_before = start - timedelta(seconds=cron_file.misfire_grace)
     held = DeferredPlan()
+    first_waiting: set[str] = set()
     for item in inputs.deferred:
         job, why = deferred_job(item, cron_file)
         if job is None:
             held.dropped.append((item, why))
             continue
+        if item.reason == BUFFER and not _first_waiting(first_waiting, job.name):
+            continue  # it waits behind an older one: read again next tick
         pause = inputs.control.paused.get(job.name)
         if pause is not None:
             if item.reason == SCHEDULE:
@@ -63,13 +69,56 @@ def plan_deferred(inputs: TickInputs, settings: Settings) -> DeferredPlan:
         elsewhere = inputs.elsewhere.get(item.key)
         if elsewhere is not None:  # another region ran it, or may have
             held.late.append(Skip(job, item.firing, SkipReason.ELSEWHERE, item, then, elsewhere))
-        elif item.reason != BACKFILL and item.due < stale_before:
+        elif item.reason not in (BACKFILL, BUFFER) and item.due < stale_before:
             held.late.append(Skip(job, item.firing, SkipReason.MISFIRE_GRACE, item, then))
         else:
             held.dispatches.append(
                 Dispatch(job, item.firing, max(item.due, inputs.now), 0, item, then)
             )
     return held
+
+
+def _first_waiting(seen: set[str], job: str) -> bool:
+    """Whether a waiting firing of ``job`` is the first of the tick (the oldest: they are read
+    oldest first), noting it."""
+    if job in seen:
+        return False
+    seen.add(job)
+    return True
+
+
+def queue_behind(
+    dispatches: Sequence[Dispatch], groups: Sequence[tuple[Dispatch, ...]] = ()
+) -> tuple[list[Dispatch], list[tuple[Dispatch, ...]], list[Dispatch]]:
+    """The tick's claims (``dispatches``, and the misfire runs' ``groups``), less the firings
+    of a job that has a firing waiting (``overlap: buffer_*``): those do not claim ahead of it
+    but are kept waiting behind it, oldest first, once the claims have answers (its claim gives
+    its place back when it starts). The claims and groups kept, and the firings queued."""
+    waiting = {d.job.name for d in dispatches if _waits(d) and d.job.buffer_limit}
+    if not waiting:
+        return list(dispatches), list(groups), []
+    kept = [d for d in dispatches if _waits(d) or d.job.name not in waiting]
+    queued = [d for d in dispatches if not _waits(d) and d.job.name in waiting]
+    queued += [d for group in groups if group[0].job.name in waiting for d in group]
+    kept_groups = [group for group in groups if group[0].job.name not in waiting]
+    return kept, kept_groups, sorted(queued, key=lambda d: d.firing.scheduled)
+
+
+def not_waiting(due: DuePlan, deferred: Sequence[Dispatch]) -> DuePlan:
+    """``due`` (the jobs' own firings) less those the tick claims as waiting firings already (a
+    tick that died once it had kept them waiting, before its watermark moved, left them to be
+    read again): each is claimed once, as the firing that waits, never dropped as a
+    duplicate of its own."""
+    ids = {d.firing.id for d in deferred if _waits(d)}
+    if ids:
+        due.dispatches = [d for d in due.dispatches if d.firing.id not in ids]
+        groups = (tuple(d for d in group if d.firing.id not in ids) for group in due.misfire_runs)
+        due.misfire_runs = [group for group in groups if group]
+    return due
+
+
+def _waits(d: Dispatch) -> bool:
+    return d.deferred is not None and d.deferred.reason == BUFFER
 
 
 def _paused_schedule(

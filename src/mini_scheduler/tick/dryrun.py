@@ -113,6 +113,11 @@ class _Noted:
             self.calls.append((firing_id, self._clock.now()))
         return f"dry-run:{firing_id}"
 
+    def stop(self, target: Target, firing_id: str, reason: str) -> str:
+        """A run ``overlap: cancel_other`` would stop: nothing is stopped (the report says it
+        from the close the tick writes)."""
+        return f"dry-run:stop:{firing_id}"
+
 
 def _summary(first: TickPlan, tallies: Sequence[Tally]) -> TickSummary:
     """The summary the tick would answer, with the counts of its shards' ticks added in."""
@@ -132,7 +137,16 @@ def _counts(tallies: Sequence[Tally]) -> dict[str, Any]:
     """The counts of the tick and its shards' ticks, added up."""
     total = Tally()
     for t in tallies:
-        for name in ("claimed", "dispatched", "misfired", "errors", "taken_over", "timed_out"):
+        for name in (
+            "claimed",
+            "dispatched",
+            "misfired",
+            "errors",
+            "taken_over",
+            "timed_out",
+            "waiting",
+            "cancelled",
+        ):
             total.add(name, getattr(t, name))
         total.skipped.update(t.skipped)
         total.held_at.extend(t.held_at)

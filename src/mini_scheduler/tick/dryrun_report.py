@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from mini_scheduler.claims.base import BACKFILL, SCHEDULE, ClaimResult, Control, Deferred
+from mini_scheduler.claims.base import BACKFILL, BUFFER, SCHEDULE, ClaimResult, Control, Deferred
 from mini_scheduler.claims.predicting import PredictingClaimStore, Written
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.jobs import CronFile
@@ -31,6 +31,8 @@ PAUSED = "paused"
 TIME_OUT = "time-out"
 TAKE_OVER = "take-over"
 FAIL = "fail"
+CANCEL = "cancel"  # an open run stopped by a later firing (overlap: cancel_other)
+WAIT = "wait"  # kept waiting for the job's open run to end (overlap: buffer_one, buffer_all)
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +187,8 @@ class _Report:
         missed = firing.scheduled < self.start
         if w.kind == "claim" and w.answer is ClaimResult.LOST:
             self._already(w.about)
+        elif w.kind in ("buffer", "claim") and w.answer in (True, ClaimResult.OVERLAP):
+            self._waits(w, firing, missed)
         elif w.kind == "record_skipped" and w.answer:
             reason = str(w.detail["reason"])
             self._add(SKIP, w.about, firing.job, firing.scheduled, reason=reason, misfire=missed)
@@ -205,8 +209,22 @@ class _Report:
             self._run(TIME_OUT, w.about, "no completion event before the job's timeout")
         elif w.kind == "take_over" and w.answer:
             self._run(TAKE_OVER, w.about, "claimed but not dispatched within the lease")
+        elif w.kind == "close" and w.answer is not None:  # a tick closes a run to cancel it
+            self._run(CANCEL, w.about, "stopped: a later firing cancels it (overlap: cancel_other)")
         elif w.kind == "fail" and w.about in self.unrunnable:
             self._run(FAIL, w.about, f"not dispatched: {self.unrunnable[w.about]}", service=False)
+
+    def _waits(self, w: Written, firing: Firing, missed: bool) -> None:
+        """A firing kept waiting (``buffer``), or a waiting one whose claim found the run it
+        waits for still open."""
+        planned = self.planned.get(w.about)
+        if w.kind == "buffer":
+            reason = "its previous run has not ended: it starts when that run ends"
+        elif planned is not None and planned.deferred is not None and _waited(planned):
+            reason = "still waits: its previous run has not ended"
+        else:
+            return  # a refused claim of a job that skips: its skip is the action
+        self._add(WAIT, w.about, firing.job, firing.scheduled, reason=reason, misfire=missed)
 
     def _already(self, firing_id: str) -> None:
         firing = firing_from_id(firing_id)
@@ -292,10 +310,16 @@ def firing_scheduled(run: RunRecord) -> datetime:
     return datetime.fromisoformat(run.scheduled_time.replace("Z", "+00:00"))
 
 
+def _waited(d: Dispatch) -> bool:
+    return d.deferred is not None and d.deferred.reason == BUFFER and d.job.buffer_limit > 0
+
+
 def _deferred_reason(deferred: Deferred, firing: Firing) -> str:
     """Why a deferred firing is in the plan, as the dry run says it."""
     if deferred.reason == BACKFILL:
         return f"backfill {deferred.detail.get('backfill', '')}".rstrip()
     if deferred.reason == SCHEDULE:
         return "runtime schedule"
+    if deferred.reason == BUFFER:
+        return "waited: its previous run has ended"
     return f"{deferred.reason}, attempt {firing.attempt}"

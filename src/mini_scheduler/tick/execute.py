@@ -86,7 +86,7 @@ class Executor:
         if plan.fan_out:
             self._fan_out(plan.minute, plan.due_count, tally)
             if (
-                plan.dispatches or plan.dropped or plan.moved or plan.skips
+                plan.dispatches or plan.dropped or plan.moved or plan.skips or plan.waits
             ):  # the deferred firings: the parent's own
                 self._write(plan, tally, deadline)
             return tally
@@ -126,7 +126,7 @@ class Executor:
         if not done and not plan.moved:
             return
         answered = {item.key for item in tally.answered}
-        steps = [(d.deferred, d.then) for d in plan.dispatches]
+        steps = [(d.deferred, d.then) for d in (*plan.dispatches, *plan.waits)]
         steps += [(s.deferred, s.then) for s in plan.skips]
         advances = {
             deferred.key: (deferred, then)

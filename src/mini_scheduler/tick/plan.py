@@ -134,6 +134,7 @@ class TickPlan:
     advance_to: datetime | None = None  # how far the watermark moves when nothing is held
     dropped: tuple[tuple[Deferred, str], ...] = ()  # deferred firings no job can run, and why
     moved: tuple[tuple[Deferred, Deferred], ...] = ()  # a paused schedule's firing -> its next
+    waits: tuple[Dispatch, ...] = ()  # queued behind a job's waiting firing (overlap: buffer_*)
 
     @property
     def misfired(self) -> int:

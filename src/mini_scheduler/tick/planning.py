@@ -29,7 +29,7 @@ from mini_scheduler.config import Settings
 from mini_scheduler.environment.active import same_environment
 from mini_scheduler.jobs import Job
 from mini_scheduler.model import iso_seconds
-from mini_scheduler.tick.deferred import claimed_once, plan_deferred
+from mini_scheduler.tick.deferred import claimed_once, not_waiting, plan_deferred, queue_behind
 from mini_scheduler.tick.due import count_firings, plan_due
 from mini_scheduler.tick.plan import LeftAlone, TickInputs, TickPlan
 from mini_scheduler.tick.sweep import Sweep, plan_sweep
@@ -99,10 +99,12 @@ def _fanned_out(
     """The shards run the jobs' own firings; the parent runs the deferred firings itself."""
     held = plan_deferred(inputs, settings)
     deferred, twice = claimed_once(held.dispatches, set())
+    deferred, _, waits = queue_behind(deferred)
     return replace(
         base,
         mode="active",
         note=f"{due} firings due: fanned out to {settings.fanout_shards} shards",
+        waits=tuple(waits),
         sweep=sweep,
         fan_out=settings.fanout_shards,
         due_count=due,
@@ -138,9 +140,11 @@ def plan_catch_up(inputs: TickInputs, settings: Settings) -> TickPlan:
         return base
     held = plan_deferred(inputs, settings)
     deferred, twice = claimed_once(held.dispatches, set())
+    deferred, _, waits = queue_behind(deferred)
     return replace(
         base,
         mode="active",
+        waits=tuple(waits),
         dispatches=tuple(sorted(deferred, key=lambda d: d.due)),
         skips=tuple(held.late),
         dropped=(*held.dropped, *twice),
@@ -162,17 +166,20 @@ def _active(
     """An active tick's plan: its jobs' own firings, and the deferred firings, one claim each."""
     due = plan_due(inputs, jobs, watermark, begin, base.window, rng)
     held = plan_deferred(inputs, settings)
+    due = not_waiting(due, held.dispatches)
     taken = {d.firing.id for group in due.misfire_runs for d in group}
     taken.update(d.firing.id for d in due.dispatches)
     deferred, twice = claimed_once(held.dispatches, taken)
     dispatches = sorted([*due.dispatches, *deferred], key=lambda d: d.due)
+    dispatches, misfire_runs, waits = queue_behind(dispatches, due.misfire_runs)
     return replace(
         base,
         mode="active",
         dropped=(*held.dropped, *twice),
         moved=tuple(held.moved),
         dispatches=tuple(dispatches),
-        misfire_runs=tuple(due.misfire_runs),
+        waits=tuple(waits),
+        misfire_runs=tuple(misfire_runs),
         skips=(*due.skips, *held.late),
         ranges=tuple(due.ranges),
         missed=tuple(due.missed),

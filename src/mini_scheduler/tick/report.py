@@ -22,6 +22,8 @@ class Tally:
     errors: int = 0
     taken_over: int = 0
     timed_out: int = 0
+    waiting: int = 0  # firings kept waiting for their job's open run (overlap: buffer_*)
+    cancelled: int = 0  # open runs stopped by a later firing (overlap: cancel_other)
     skipped: Counter[str] = field(default_factory=Counter)
     held_at: list[datetime] = field(default_factory=list)  # firings neither claimed nor recorded
     answered: list[Deferred] = field(default_factory=list)  # deferred firings whose claim answered
@@ -53,7 +55,12 @@ class Tally:
             "takenOver": self.taken_over,
             "timedOut": self.timed_out,
             "held": len(self.held_at),  # left to the next tick: not claimed, nothing recorded
-        }
+        } | {name: value for name, value in self._policies().items() if value}
+
+    def _policies(self) -> dict[str, int]:
+        """The overlap policies' counts, said only when not zero (a tick without them answers
+        what it always did)."""
+        return {"waiting": self.waiting, "cancelled": self.cancelled}
 
 
 @dataclass(frozen=True, slots=True)

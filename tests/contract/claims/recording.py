@@ -128,3 +128,7 @@ class Recording:
         for item in deferred:
             self._note("drop", item.key)
         self._inner.drop_deferred(deferred)
+
+    def buffer(self, deferred: Deferred, limit: int) -> bool:
+        self._note("buffer", deferred.key, limit)
+        return self._inner.buffer(deferred, limit)

@@ -367,6 +367,10 @@ class SimClaims:
         self._call("drop deferred", outlasting=True)  # one BatchWriteItem
         self.store.drop_deferred(deferred)
 
+    def buffer(self, deferred: Deferred, limit: int) -> bool:
+        self._call("buffer", outlasting=True)  # a PutItem and an UpdateItem
+        return self.store.buffer(deferred, limit)
+
     def advance_schedule(self, done: Deferred, following: Deferred | None) -> bool:
         self._call("advance schedule", outlasting=True)  # one TransactWriteItems
         return self.store.advance_schedule(done, following)

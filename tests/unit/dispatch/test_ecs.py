@@ -310,3 +310,19 @@ def test_overrides_just_within_the_limit_are_sent(ecs: tuple[Any, str]) -> None:
     assert tasks(client) == [answer]
     with pytest.raises(DispatchError, match="8193 characters"):
         ecs_dispatcher.dispatch(job, FIRING, {**PAYLOAD, "parameters": {"text": "x" * (room + 1)}})
+
+
+def test_stop_finds_the_firing_s_task_and_stops_it_saying_why(ecs: tuple[Any, str]) -> None:
+    """``overlap: cancel_other``: the task is found by its ``startedBy``, as dispatch made it."""
+    client, network = ecs
+    d = dispatcher(client)
+    started = d.dispatch(target(network), "report@2026-11-30T14:00:00Z", {"job": "report"})
+    d.dispatch(target(network), "report@2026-11-30T14:01:00Z", {"job": "report"})
+    why = "cancelled by firing report@2026-11-30T14:02:00Z (overlap: cancel_other)"
+    assert d.stop(target(network), "report@2026-11-30T14:00:00Z", why) == started
+    (task,) = client.describe_tasks(cluster="batch", tasks=[started])["tasks"]
+    assert task["desiredStatus"] == "STOPPED" and task["stoppedReason"] == why
+    running = client.list_tasks(cluster="batch", desiredStatus="RUNNING")["taskArns"]
+    assert started not in running and len(running) == 1
+    gone = d.stop(target(network), "report@2026-11-30T13:00:00Z", why)
+    assert gone.endswith("nothing to stop")

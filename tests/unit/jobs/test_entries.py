@@ -196,10 +196,14 @@ def test_null_optional_keys_mean_absent() -> None:
             id="misfire",
         ),
         pytest.param(
-            {"overlap": "queue"}, "overlap 'queue' is not one of allow and skip", id="overlap"
+            {"overlap": "queue"},
+            "overlap 'queue' is not one of allow, skip, buffer_one, buffer_all and cancel_other",
+            id="overlap",
         ),
         pytest.param(
-            {"overlap": False}, "overlap false is not one of allow and skip", id="overlap-yaml-no"
+            {"overlap": False},
+            "overlap false is not one of allow, skip, buffer_one, buffer_all and cancel_other",
+            id="overlap-yaml-no",
         ),
         pytest.param(
             {"timeout": 0},
@@ -486,7 +490,7 @@ def test_unknown_job_key_warns_and_the_entry_loads() -> None:
     assert warnings(cron_file) == [
         "Job report key timezon ignored - did you mean timezone?",
         "Job report key color ignored - the keys are name, cron, service, timezone, "
-        "parameters, description, resolver, misfire, overlap, timeout, retry, "
+        "parameters, description, resolver, misfire, overlap, max_buffered, timeout, retry, "
         "pause_after_failures, enabled, start, end, input, dead_letter, ecs, http",
         "Job report key schedule ignored - did you mean cron?",
     ]

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from mini_scheduler.claims.base import DEFERRED_REASONS, ClaimStore
+from mini_scheduler.claims.base import BUFFER, DEFERRED_REASONS, ClaimStore
 from mini_scheduler.claims.dynamodb import DynamoDBClaimStore, create_state_table
 from mini_scheduler.claims.memory import MemoryClaimStore
 from mini_scheduler.claims.records import RunRecord
@@ -67,6 +67,7 @@ WRITES = frozenset(
         "defer",
         "drop_deferred",
         "advance_schedule",
+        "buffer",
     }
 )
 
@@ -99,7 +100,7 @@ def _job_yaml(
         f'cron: "{statement}"',
         f'service: "fn-{name}"',
         f'misfire: "{rnd.choice(["fire_now", "fire_all", "skip"])}"',
-        f'overlap: "{rnd.choice(["allow", "skip", "skip"])}"',
+        f'overlap: "{rnd.choice(["allow", "skip", "skip", "buffer_one", "buffer_all"])}"',
         f"timeout: {rnd.choice([30, 90, 900])}",
     ]
     if zone:
@@ -301,6 +302,8 @@ def real_outcome(case: Case, store: ClaimStore) -> tuple[set[tuple[Any, ...]], A
             done.add(("time-out", run.firing_id))
         elif was is not None and was.status is RunStatus.CLAIMED and run.status is RunStatus.FAILED:
             done.add(("fail", run.firing_id))
+    waited = {d.key for d in before["deferred"][BUFFER]}
+    done.update(("wait", d.firing.id) for d in after["deferred"][BUFFER] if d.key not in waited)
     scope = seeded.settings.origin
     moved = after["watermarks"].get(scope)
     watermark = moved if moved != before["watermarks"].get(scope) else None
@@ -333,6 +336,8 @@ def dry_outcome(case: Case, store: ClaimStore) -> tuple[set[tuple[Any, ...]], An
             done.add(("range", a.job, iso_seconds(a.scheduled), until, a.count, str(a.reason)))
         elif a.kind in ("time-out", "take-over", "fail"):
             done.add((a.kind, a.firing_id))
+        elif a.kind == "wait" and not str(a.reason).startswith("still"):
+            done.add(("wait", a.firing_id))
     return done, (plan.watermark_after, plan.summary.counts)
 
 
