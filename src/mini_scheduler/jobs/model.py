@@ -282,6 +282,15 @@ class Job:
     dead_letter: Target | None = None
     """An ``sqs://`` queue that receives the firing's envelope and its last error when a run
     fails for good (None: none)."""
+    jitter: int = 0
+    """Seconds each firing may start after its instant (0: none; :mod:`.spread`)."""
+    window: int = 0
+    """Minutes each firing may start after its instant (0: none; :mod:`.spread`)."""
+
+    @property
+    def spread_seconds(self) -> int:
+        """The span a firing's start is placed in, in seconds (0: at its instant)."""
+        return self.jitter or self.window * 60
 
     def firings(self, begin: datetime, end: datetime) -> Iterator[datetime]:
         """The job's firings in ``[begin, end)`` that its ``start`` and ``end`` allow, in
