@@ -239,15 +239,16 @@ class _Report:
         firing = firing_from_id(firing_id)
         planned = self.planned.get(firing_id)
         deferred = planned.deferred if planned is not None else None
-        missed = deferred is None and firing.scheduled < self.start
+        instant = planned.held_at if planned is not None else firing.scheduled
+        missed = deferred is None and instant < self.start
         if planned is not None:  # at its second, or at once (the noted instant can lag that)
             at = max(planned.due, self.began)
+        reasons = [] if planned is None or missed else [_spread_reason(planned)]
         if deferred is not None:
-            reason: str | None = _deferred_reason(deferred, firing)
+            reasons.append(_deferred_reason(deferred, firing))
         elif self.cron_file.deferred_start and not missed:
-            reason = "plus a random 0-9 s delay (deferred.start)"
-        else:
-            reason = None
+            reasons.append("plus a random 0-9 s delay (deferred.start)")
+        reason = "; ".join(r for r in reasons if r) or None
         self._add(
             DISPATCH, firing_id, firing.job, firing.scheduled, at=at, misfire=missed, reason=reason
         )
@@ -290,6 +291,17 @@ def paused_jobs(plan: TickPlan, control: Control, cron_file: CronFile) -> tuple[
 def firing_scheduled(run: RunRecord) -> datetime:
     """The instant a run record's firing was scheduled (a manual run: when it was asked for)."""
     return datetime.fromisoformat(run.scheduled_time.replace("Z", "+00:00"))
+
+
+def _spread_reason(planned: Dispatch) -> str:
+    """How a job's ``jitter`` or ``window`` placed a firing, as the dry run says it ("" when
+    it has neither)."""
+    job, at = planned.job, planned.planned
+    if at is None or not job.spread_seconds:
+        return ""
+    span = f"jitter {job.jitter} s" if job.jitter else f"window {job.window} min"
+    late = int((at - planned.firing.scheduled).total_seconds())
+    return f"planned at {iso_seconds(at)} by its {span} (+{late} s)"
 
 
 def _deferred_reason(deferred: Deferred, firing: Firing) -> str:
