@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from mini_scheduler.claims.base import ClaimStore
-from mini_scheduler.errors import StoreError
+from mini_scheduler.errors import EventError, StoreError
 from mini_scheduler.handlers.ticker import route
 from mini_scheduler.jobs import Job, load
 from mini_scheduler.jobs.spread import planned
@@ -251,3 +251,38 @@ def test_the_dry_run_predicts_the_planned_instant() -> None:
     assert not action.misfire
     assert action.reason is not None and "window 30 min" in action.reason
     assert r.claims.run("hourly@2026-11-30T14:00:00Z") is None  # nothing written
+
+
+def test_a_runtime_schedule_takes_the_keys_and_runs_each_firing_once_at_its_planned_instant(
+    store: ClaimStore,
+) -> None:
+    r = rig(SPREAD, start="2026-11-30T13:59:00Z", claims=store)
+    r.tick("2026-11-30T13:59:00Z")
+    entries = [
+        {"name": "thrice", "cron": "*/20 * * * * ?", "service": "thrice-fn", "jitter": 45},
+        {"name": "even", "cron": "0 */2 * * * ?", "service": "even-fn", "window": 3},
+    ]
+    created = r.clock.now()
+    r.ticker.operator.create_schedules(entries, "jane.doe")
+    with pytest.raises(EventError, match="jitter must be a whole number of seconds"):
+        r.ticker.operator.create_schedules(
+            {"name": "bad", "cron": "0 * * * * ?", "service": "fn", "jitter": 7200}, "jane.doe"
+        )
+    first = len(r.dispatcher.calls)
+    for i in range(10):
+        r.tick(minute(T0 + timedelta(minutes=i)))
+    text = "jobs:\n" + "".join(
+        f'  - {{name: "{e["name"]}", cron: "{e["cron"]}", service: "{e["service"]}", '
+        + ("jitter: 45}\n" if "jitter" in e else "window: 3}\n")
+        for e in entries
+    )
+    want = {
+        firing_id: start
+        for firing_id, start in expected(text, created, T0 + timedelta(minutes=10)).items()
+        if at(firing_id.partition("@")[2]) > created  # a schedule's first firing: after then
+    }
+    calls = [c for c in r.dispatcher.calls[first:] if c[0] in ("thrice-fn", "even-fn")]
+    assert Counter(c[1] for c in calls) == Counter(set(want))
+    for _target, firing_id, body, sent in calls:
+        assert sent == want[firing_id]
+        assert body["plannedTime"] == want[firing_id].strftime("%Y-%m-%dT%H:%M:%SZ")
