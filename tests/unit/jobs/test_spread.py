@@ -158,3 +158,17 @@ def test_the_next_firings_are_the_next_planned_instants(cron: str, keys: dict[st
     horizon = upcoming[-1][1] + timedelta(seconds=1)
     assert upcoming == list(planned_in(found, after + timedelta(seconds=1), horizon))[:6]
     assert all(start > after for _, start in upcoming)
+
+
+def test_an_input_template_takes_the_planned_time_or_else_the_scheduled_one() -> None:
+    from mini_scheduler.jobs.inputs import fill_input, placeholders_in
+
+    template = {"at": "<plannedTime>", "note": "run of <scheduledTime> at <plannedTime>"}
+    assert placeholders_in(template) == {"plannedTime", "scheduledTime"}
+    spread = {"scheduledTime": "2026-11-30T14:00:00Z", "plannedTime": "2026-11-30T14:07:13Z"}
+    assert fill_input(template, spread) == {
+        "at": "2026-11-30T14:07:13Z",
+        "note": "run of 2026-11-30T14:00:00Z at 2026-11-30T14:07:13Z",
+    }
+    plain = {"scheduledTime": "2026-11-30T14:00:00Z"}
+    assert fill_input(template, plain)["at"] == "2026-11-30T14:00:00Z"
