@@ -131,4 +131,8 @@ def plan_misfires(
 
 def count_firings(job: Job, start: datetime, end: datetime) -> int:
     """The job's firings planned in ``[start, end)``."""
-    return sum(1 for _ in planned_in(job, start, end)) if start < end else 0
+    if start >= end:
+        return 0
+    if job.spread_seconds:
+        return sum(1 for _ in planned_in(job, start, end))
+    return sum(1 for _ in job.firings(start, end))

@@ -76,3 +76,38 @@ def test_validate_refuses_a_bad_jitter_naming_it(
     code, out, err = run(capsys, "validate", write(tmp_path, CRON.replace("90", "90.5")))
     assert code == 1
     assert "jitter must be a whole number of seconds from 0 to 3600, not 90.5" in out + err
+
+
+def test_schedule_create_takes_jitter_and_window(capsys: pytest.CaptureFixture[str]) -> None:
+    from mini_scheduler.cli.main import main
+    from mini_scheduler.schedules import Schedules
+    from tests.unit.cli.test_deferred import CRON as TICKER_CRON
+    from tests.unit.cli.test_deferred import ENV, OPERATOR, TickerInvoker
+    from tests.unit.tick.harness import rig
+
+    r = rig(TICKER_CRON)
+    asked = TickerInvoker(r)
+    for name, flag in (("jittery", ("--jitter", "30")), ("windowed", ("--window", "15"))):
+        code = main(
+            [
+                *("schedule", "create", name, "--cron", "0 0 * * * ?", "--service", "fn", *flag),
+                *("--function", "ticker", *OPERATOR),
+            ],
+            clock=r.clock,
+            environ=ENV,
+            invoke=asked,
+        )
+        assert code == 0, capsys.readouterr().err
+    jobs = {s.name: s.job for s in Schedules(r.claims, cron=None, origin="test").all()}
+    assert (jobs["jittery"].jitter, jobs["windowed"].window) == (30, 15)
+    code = main(
+        [
+            *("schedule", "create", "both", "--cron", "0 0 * * * ?", "--service", "fn"),
+            *("--jitter", "30", "--window", "15", "--function", "ticker", *OPERATOR),
+        ],
+        clock=r.clock,
+        environ=ENV,
+        invoke=asked,
+    )
+    assert code == 1 and "jitter and window both spread a firing" in capsys.readouterr().err
+    assert len(asked.events) == 2  # refused before asking the ticker
