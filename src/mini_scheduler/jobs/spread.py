@@ -34,6 +34,7 @@ from mini_scheduler.jobs.text import describe
 __all__ = [
     "MAX_JITTER",
     "MAX_WINDOW",
+    "next_start",
     "offset",
     "planned",
     "planned_after",
@@ -108,6 +109,14 @@ def planned_after(job: Job, after: datetime, count: int) -> list[tuple[datetime,
             found.append((nominal, start))
         nominal = following
     return found
+
+
+def next_start(job: Job, after: datetime) -> datetime | None:
+    """When the job's first firing planned after ``after`` starts (None: it fires no more)."""
+    if not job.spread_seconds:
+        return job.next_after(after)
+    found = planned_after(job, after, 1)
+    return found[0][1] if found else None
 
 
 def _last_before(job: Job, begin: datetime, span: int) -> datetime | None:

@@ -17,6 +17,7 @@ from mini_scheduler.claims.base import BACKFILL, SCHEDULE, ClaimResult, Control,
 from mini_scheduler.claims.predicting import PredictingClaimStore, Written
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.jobs import CronFile
+from mini_scheduler.jobs.spread import planned_in
 from mini_scheduler.model import Firing, firing_from_id, iso_seconds
 from mini_scheduler.tick.plan import Dispatch, TickPlan
 from mini_scheduler.tick.report import TickSummary
@@ -267,9 +268,14 @@ class _Report:
             else:
                 kind, since = PAUSED, plan.handled or start
                 reason = f"paused by {left.pause.operator}"
-            for at in job.firings(since, end):
+            for at, planned in planned_in(job, since, end):
                 self._add(
-                    kind, Firing(job.name, at).id, job.name, at, reason=reason, misfire=at < start
+                    kind,
+                    Firing(job.name, at).id,
+                    job.name,
+                    at,
+                    reason=reason,
+                    misfire=planned < start,
                 )
 
 
@@ -283,7 +289,7 @@ def paused_jobs(plan: TickPlan, control: Control, cron_file: CronFile) -> tuple[
         if pause is None or not job.enabled:
             continue
         since = plan.handled or start
-        due = sum(1 for _ in job.firings(since, end)) if ran else 0
+        due = sum(1 for _ in planned_in(job, since, end)) if ran else 0
         paused.append(Paused(job.name, pause.operator, pause.at, due))
     return tuple(paused)
 

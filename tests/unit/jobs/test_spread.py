@@ -172,3 +172,13 @@ def test_an_input_template_takes_the_planned_time_or_else_the_scheduled_one() ->
     }
     plain = {"scheduledTime": "2026-11-30T14:00:00Z"}
     assert fill_input(template, plain)["at"] == "2026-11-30T14:00:00Z"
+
+
+def test_the_next_start_is_the_first_planned_after_an_instant() -> None:
+    from mini_scheduler.jobs.spread import next_start
+
+    poll = job("0 */5 * * * ?", jitter=90)
+    after = T0 + timedelta(seconds=1)
+    assert next_start(poll, after) == planned_after(poll, after, 1)[0][1]
+    assert next_start(job("0 */5 * * * ?"), after) == T0 + timedelta(minutes=5)
+    assert next_start(job("0 0 9 * * ?", jitter=5, end="2026-11-30T09:00:01Z"), T0) is None
