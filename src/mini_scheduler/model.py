@@ -178,11 +178,15 @@ def attempt_number(value: Any) -> int | None:
     return value
 
 
-def payload(firing: Firing, parameters: Mapping[str, Any], origin: str) -> dict[str, Any]:
+def payload(
+    firing: Firing, parameters: Mapping[str, Any], origin: str, planned: datetime | None = None
+) -> dict[str, Any]:
     """What the target receives (the Lambda event, or the execution input); a parameter key
     that starts with ``_`` is reserved for the system and never sent (``split_reserved``). A
     rerun (a manual run with ``reruns``) carries the firing id it repeats as ``reruns`` and
-    that firing's ``scheduledTime``: its own ``firingId`` is a manual run's."""
+    that firing's ``scheduledTime``: its own ``firingId`` is a manual run's. ``planned``, the
+    instant a job's ``jitter`` or ``window`` started the firing at, is sent as
+    ``plannedTime`` beside the firing's own ``scheduledTime``."""
     scheduled = firing.scheduled_time
     if firing.reruns is not None:
         scheduled = firing_from_id(firing.reruns).scheduled_time
@@ -191,6 +195,10 @@ def payload(firing: Firing, parameters: Mapping[str, Any], origin: str) -> dict[
         "firingId": firing.firing_id,
         "attempt": firing.attempt,
         "scheduledTime": scheduled,
+    }
+    if planned is not None:
+        body["plannedTime"] = iso_seconds(planned)
+    body |= {
         "origin": origin,
         "manual": firing.manual,
     }

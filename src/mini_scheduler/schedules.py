@@ -42,6 +42,7 @@ from mini_scheduler.claims.records import Definition, new_generation
 from mini_scheduler.clock import Clock
 from mini_scheduler.errors import EventError, StoreError
 from mini_scheduler.jobs import CronFile, Job, name_problem
+from mini_scheduler.jobs.spread import planned, planned_after
 from mini_scheduler.model import (
     Firing,
     floor_minute,
@@ -103,18 +104,24 @@ class RuntimeSchedule:
 def deferred_of(
     job: Job, firing_at: datetime, *, detail: Mapping[str, Any], origin: str, now: datetime
 ) -> Deferred:
-    """The deferred firing that keeps a runtime schedule: its firing at ``firing_at``."""
-    return Deferred(Firing(job.name, firing_at), firing_at, SCHEDULE, origin, now, detail)
+    """The deferred firing that keeps a runtime schedule: its firing at ``firing_at``, due at
+    the instant the schedule's ``jitter`` or ``window`` plans it (:mod:`.jobs.spread`)."""
+    due = planned(job, firing_at)
+    return Deferred(Firing(job.name, firing_at), due, SCHEDULE, origin, now, detail)
 
 
 def successor(
     item: Deferred, job: Job, after: datetime, *, origin: str, now: datetime
 ) -> Deferred | None:
-    """The schedule's firing after ``item``'s (and after ``after``: a schedule late by several
-    firings runs the latest once), or None: a one-time schedule, or past its end."""
+    """The schedule's firing after ``item``'s (and planned after ``after``: a schedule late by
+    several firings runs the latest once), or None: a one-time schedule, or past its end."""
     if "at" in (job.runtime or {}):
         return None
-    following = job.next_after(max(item.firing.scheduled, after))
+    if job.spread_seconds:  # the first firing after item's planned after ``after``
+        upcoming = planned_after(job, max(planned(job, item.firing.scheduled), after), 1)
+        following = upcoming[0][0] if upcoming else None
+    else:
+        following = job.next_after(max(item.firing.scheduled, after))
     if following is None:
         return None
     return deferred_of(job, following, detail=item.detail, origin=origin, now=now)

@@ -33,6 +33,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     }
     if event.get("backfill"):
         line["backfill"] = True
+    if event.get("plannedTime"):  # a job's jitter or window started it after its own instant
+        line |= {"scheduledTime": event.get("scheduledTime"), "plannedTime": event["plannedTime"]}
     logger.info("%s", json.dumps(line))
     fail = (event.get("parameters") or {}).get("failAttempts", 0)
     attempt = event.get("attempt", 1)

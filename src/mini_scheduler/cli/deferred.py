@@ -101,6 +101,8 @@ def add_schedule(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     create.add_argument(
         "--timeout", type=_seconds, metavar="SECONDS", help="a run's time limit (cron.yaml's)"
     )
+    create.add_argument("--jitter", type=int, metavar="SECONDS", help="start each 0-N s late")
+    create.add_argument("--window", type=int, metavar="MINUTES", help="start each in N minutes")
     add_operator(create)
     add_where(create, table=False, function=True)
     read_help = (
@@ -261,7 +263,10 @@ def _entries(args: argparse.Namespace) -> list[Any]:
     """The entries to create: the file's, or one from NAME and the flags."""
     flags = {
         key: getattr(args, key)
-        for key in ("at", "cron", "timezone", "service", "start", "end", "retry", "timeout")
+        for key in (
+            *("at", "cron", "timezone", "service", "start", "end", "retry", "timeout"),
+            *("jitter", "window"),
+        )
         if getattr(args, key) is not None
     }
     if args.parameters is not None:

@@ -40,6 +40,7 @@ from mini_scheduler.cron.zones import get_zone
 from mini_scheduler.errors import CronFileError
 from mini_scheduler.fleet import Outcome, Placed
 from mini_scheduler.jobs import CronFile, name_problem
+from mini_scheduler.jobs.spread import next_start
 from mini_scheduler.model import RunStatus, iso_seconds, parse_instant
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ def jobs(args: argparse.Namespace, context: Context) -> int:
     listed: list[dict[str, Any]] = []
     for job in cron_file.jobs:
         state = claims.job_state(job.name)
-        upcoming = job.next_after(now) if job.enabled else None
+        upcoming = next_start(job, now) if job.enabled else None
         pause = paused.get(job.name)
         listed.append(
             {

@@ -52,7 +52,7 @@ from mini_scheduler.cli.deferred import (
 from mini_scheduler.cli.doctor import add_doctor, doctor
 from mini_scheduler.cli.drill import failover_or_drill
 from mini_scheduler.cli.environment import add_failover, add_status, status
-from mini_scheduler.cli.files import add_next, add_validate, next_firings, validate
+from mini_scheduler.cli.files import add_validate, validate
 from mini_scheduler.cli.jobs import add_history, add_jobs, history, jobs
 from mini_scheduler.cli.local import add_local, local
 from mini_scheduler.cli.pause import add_pause, add_resume, pause, resume
@@ -60,6 +60,7 @@ from mini_scheduler.cli.plan import add_plan, plan
 from mini_scheduler.cli.run import add_run, run_job
 from mini_scheduler.cli.suggest import SuggestingParser
 from mini_scheduler.cli.tick import add_tick, tick
+from mini_scheduler.cli.upcoming import add_next, next_firings
 from mini_scheduler.cli.where import local_run
 from mini_scheduler.clock import Clock, SystemClock
 from mini_scheduler.errors import ConfigurationError, SchedulerError, describe_aws_error

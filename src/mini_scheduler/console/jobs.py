@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime, timedelta
-from itertools import islice
 from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -16,7 +15,7 @@ from mini_scheduler.console.lastruns import handled
 from mini_scheduler.console.regions import Found, Regions
 from mini_scheduler.console.sites import Site
 from mini_scheduler.console.timeline import row
-from mini_scheduler.console.views import firing_times, next_second, visible
+from mini_scheduler.console.views import upcoming, visible
 from mini_scheduler.console.words import in_words
 from mini_scheduler.errors import EventError, SchedulerError, describe_aws_error
 from mini_scheduler.jobs import Job
@@ -57,6 +56,8 @@ def job(regions: Regions, name: str) -> dict[str, Any]:
         "retry": job.failure_policy.as_record() if job.failure_policy else None,
         "start": iso_seconds(job.start) if job.start else None,
         "end": iso_seconds(job.end) if job.end else None,
+        "jitter": job.jitter,
+        "window": job.window,
     }
 
 
@@ -65,9 +66,7 @@ def next_firings(regions: Regions, name: str, count: int = 10) -> dict[str, Any]
     if not 1 <= count <= MAX_NEXT:
         raise EventError(f"count must be 1 to {MAX_NEXT}")
     job = regions.find(name)[0]
-    after = next_second(regions.clock.now())
-    upcoming = list(islice(job.firings(after, after + timedelta(days=366 * 10)), count))
-    return {"job": job.name, "firings": [firing_times(job, f) for f in upcoming]}
+    return {"job": job.name, "firings": upcoming(job, regions.clock.now(), count, years=10)}
 
 
 def timeline(regions: Regions, hours: int = 24) -> dict[str, Any]:
@@ -109,8 +108,6 @@ def _summary(
 ) -> dict[str, Any]:
     job, kind, region = found
     paused = {r: p[job.name] for r, p in pauses.items() if job.name in p}
-    after = next_second(now)
-    upcoming = list(islice(job.firings(after, after + timedelta(days=366 * 4)), 3))
     return {
         "name": job.name,
         "kind": kind,
@@ -121,7 +118,7 @@ def _summary(
         "service": job.service,
         "description": job.description,
         "enabled": job.enabled,
-        "next": [firing_times(job, f) for f in upcoming] if job.enabled else [],
+        "next": upcoming(job, now, 3, years=4) if job.enabled else [],
         "lastRun": last_run,
         "paused": bool(paused),
         "pausedIn": sorted(paused),

@@ -91,10 +91,14 @@ class Problem(BaseModel):
 
 
 class Firing(BaseModel):
-    utc: str
+    utc: str = Field(description="when it starts (a job's jitter or window places it)")
     local: str = Field(description="ISO 8601 in the job's zone, with its offset")
     abbreviation: str | None
     zone: str
+    scheduled: str | None = Field(
+        default=None, description="its own instant, when its job's jitter or window spreads it"
+    )
+    spreadSeconds: int | None = Field(default=None, description="how long after it it starts")
 
 
 class LastRun(BaseModel):
@@ -132,6 +136,8 @@ class JobDetail(JobSummary):
     retry: dict[str, Any] | None
     start: str | None
     end: str | None
+    jitter: int = Field(default=0, description="seconds a firing may start late (0: none)")
+    window: int = Field(default=0, description="minutes a firing may start late (0: none)")
 
 
 class Jobs(BaseModel):

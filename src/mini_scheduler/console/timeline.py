@@ -11,6 +11,7 @@ from typing import Any, Final
 from zoneinfo import ZoneInfo
 
 from mini_scheduler.jobs import Job
+from mini_scheduler.jobs.spread import planned_in
 from mini_scheduler.model import iso_seconds
 
 MAX_MARKS: Final = 1440
@@ -92,8 +93,9 @@ def clock_changes(zone: ZoneInfo, begin: datetime, end: datetime) -> list[ClockC
 
 
 def row(job: Job, begin: datetime, end: datetime) -> Row:
-    """``job``'s firings in ``[begin, end)`` and its zone's clock changes there."""
+    """``job``'s firings in ``[begin, end)`` (each when it starts: a spread one at its
+    planned instant) and its zone's clock changes there."""
     if not job.enabled:
         return Row(job, [], False, clock_changes(job.tz, begin, end))
-    found = list(islice(job.firings(begin, end), MAX_MARKS + 1))
+    found = [start for _, start in islice(planned_in(job, begin, end), MAX_MARKS + 1)]
     return Row(job, found[:MAX_MARKS], len(found) > MAX_MARKS, clock_changes(job.tz, begin, end))

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 from typing import Any
 
 from mini_scheduler.jobs import Job
+from mini_scheduler.jobs.spread import planned_after
 from mini_scheduler.model import iso_seconds
 from mini_scheduler.notes import run_note
 
@@ -18,15 +20,31 @@ def next_second(now: datetime) -> datetime:
     return now.astimezone(UTC).replace(microsecond=0) + timedelta(seconds=1)
 
 
-def firing_times(job: Job, moment: datetime) -> dict[str, Any]:
-    """A firing in UTC and in its job's zone."""
+def firing_times(job: Job, moment: datetime, scheduled: datetime | None = None) -> dict[str, Any]:
+    """A firing in UTC and in its job's zone; for a job with ``jitter`` or ``window``,
+    ``moment`` is when it starts and ``scheduled`` its own instant (both said)."""
     local = moment.astimezone(job.tz)
-    return {
+    shown: dict[str, Any] = {
         "utc": iso_seconds(moment),
         "local": local.isoformat(),
         "abbreviation": local.tzname(),
         "zone": job.zone,
     }
+    if scheduled is not None and job.spread_seconds:
+        late = int((moment - scheduled).total_seconds())
+        shown |= {"scheduled": iso_seconds(scheduled), "spreadSeconds": late}
+    return shown
+
+
+def upcoming(job: Job, now: datetime, count: int, years: int) -> list[dict[str, Any]]:
+    """The job's next ``count`` firings after ``now`` (within ``years``), each when it starts:
+    a spread one at its planned instant (:mod:`mini_scheduler.jobs.spread`)."""
+    after = next_second(now)
+    if job.spread_seconds:
+        pairs = planned_after(job, after - timedelta(seconds=1), count)
+        return [firing_times(job, start, nominal) for nominal, start in pairs]
+    found = islice(job.firings(after, after + timedelta(days=366 * years)), count)
+    return [firing_times(job, at) for at in found]
 
 
 def _millis(run: Any) -> int | None:

@@ -19,6 +19,7 @@ from typing import Any, Final, Literal
 
 from mini_scheduler.instants import iso_seconds
 from mini_scheduler.jobs.model import CronFile, Job
+from mini_scheduler.jobs.spread import planned_after
 
 NEXT_COUNT: Final = 3
 """How many next firings a changed schedule shows, before and after."""
@@ -26,8 +27,8 @@ WINDOW: Final = timedelta(hours=24)
 """How far ahead the firings that appear or disappear are counted."""
 MAPPINGS: Final = frozenset({"parameters", "input", "ecs", "http"})
 """The keys compared by their own keys, never shown by value."""
-TIMING: Final = frozenset({"cron", "timezone", "start", "end", "enabled"})
-"""The keys whose change moves a job's firings."""
+TIMING: Final = frozenset({"cron", "timezone", "start", "end", "enabled", "jitter", "window"})
+"""The keys whose change moves a job's firings (``jitter`` and ``window``: when each starts)."""
 _OPTIONS: Final[Mapping[str, str]] = {"ecs": "ecs", "https": "http"}
 """The key of a target's own mapping, by its kind."""
 
@@ -180,6 +181,8 @@ def values(job: Job) -> dict[str, Any]:
         "enabled": job.enabled,
         "start": iso_seconds(job.start) if job.start is not None else None,
         "end": iso_seconds(job.end) if job.end is not None else None,
+        "jitter": job.jitter or None,
+        "window": job.window or None,
     }
     key = _OPTIONS.get(job.target.kind)
     if key is not None:
@@ -214,7 +217,10 @@ def setting_changes(old: CronFile, new: CronFile) -> tuple[Change, ...]:
 
 
 def next_firings(job: Job, after: datetime, count: int = NEXT_COUNT) -> tuple[datetime, ...]:
-    """The job's next ``count`` firings strictly after ``after`` (none when it is disabled)."""
+    """The job's next ``count`` firings strictly after ``after`` (none when it is disabled); a
+    job with ``jitter`` or ``window``, when each starts (:mod:`.spread`)."""
+    if job.enabled and job.spread_seconds:
+        return tuple(start for _, start in planned_after(job, after, count))
     found: list[datetime] = []
     moment: datetime | None = after
     while job.enabled and moment is not None and len(found) < count:

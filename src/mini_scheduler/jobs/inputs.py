@@ -9,7 +9,8 @@ left as written. The placeholders:
 
 ``<job>``, ``<firingId>``, ``<scheduledTime>``, ``<attempt>``, ``<origin>``, ``<manual>``,
 ``<parameters>``, and ``<parameters.NAME>`` (one parameter; null when the firing has none of
-that name).
+that name); ``<plannedTime>``, the instant a job's ``jitter`` or ``window`` started the firing
+at (its ``scheduledTime`` for a job without them).
 
 Lambda and flow targets take no ``input``: the recorder finds their run by the envelope they
 receive (:mod:`mini_scheduler.jobs.validate` refuses it there).
@@ -32,9 +33,11 @@ PLACEHOLDERS: Final = (
     "origin",
     "manual",
     "parameters",
+    "plannedTime",
 )
 _PLACEHOLDER: Final = re.compile(
-    r"<(job|firingId|scheduledTime|attempt|origin|manual|parameters(?:\.[^<>]{1,200})?)>"
+    r"<(job|firingId|scheduledTime|plannedTime|attempt|origin|manual"
+    r"|parameters(?:\.[^<>]{1,200})?)>"
 )
 
 
@@ -43,6 +46,8 @@ def _value(name: str, envelope: Mapping[str, Any]) -> Any:
         parameters = envelope.get("parameters")
         key = name[len("parameters.") :]
         return parameters.get(key) if isinstance(parameters, Mapping) else None
+    if name == "plannedTime":
+        return envelope.get(name, envelope.get("scheduledTime"))
     return envelope.get(name)
 
 

@@ -293,6 +293,15 @@ class Job:
     fails for good (None: none)."""
     max_buffered: int | None = None
     """``overlap: buffer_all``: how many firings may wait (None: :data:`DEFAULT_MAX_BUFFERED`)."""
+    jitter: int = 0
+    """Seconds each firing may start after its instant (0: none; :mod:`.spread`)."""
+    window: int = 0
+    """Minutes each firing may start after its instant (0: none; :mod:`.spread`)."""
+
+    @property
+    def spread_seconds(self) -> int:
+        """The span a firing's start is placed in, in seconds (0: at its instant)."""
+        return self.jitter or self.window * 60
 
     def firings(self, begin: datetime, end: datetime) -> Iterator[datetime]:
         """The job's firings in ``[begin, end)`` that its ``start`` and ``end`` allow, in

@@ -53,6 +53,7 @@ from mini_scheduler.jobs.model import (
 )
 from mini_scheduler.jobs.names import name_problem, parse_service, readable_name
 from mini_scheduler.jobs.overlap import overlap_problems, read_max_buffered
+from mini_scheduler.jobs.spread import read_jitter, read_window, spread_conflict
 from mini_scheduler.jobs.targets import (
     TargetRules,
     read_dead_letter,
@@ -361,7 +362,8 @@ def _pause_after_failures(value: object, entry: Entry, reading: Reading) -> int 
 
 
 def _target_key(read: Callable[[object], tuple[Any, str | None]]) -> Reader:
-    """A key of the target's own (``input``, ``dead_letter``: :mod:`.targets`)."""
+    """A key another module reads (``input``, ``dead_letter``: :mod:`.targets`; ``jitter``,
+    ``window``: :mod:`.spread`)."""
 
     def reader(value: object, entry: Entry, reading: Reading) -> Any:
         found, reason = read(value)
@@ -401,6 +403,8 @@ FIELDS: Final[dict[str, Reader]] = {
     "dead_letter": _target_key(read_dead_letter),
     "ecs": _ignored,  # read with the service (target_with_keys)
     "http": _ignored,
+    "jitter": _target_key(read_jitter),
+    "window": _target_key(read_window),
 }
 """Every key a job entry may hold, in the order its reasons are listed."""
 JOB_KEYS: Final = tuple(FIELDS)
@@ -436,6 +440,9 @@ def read_entry(
     if start is not None and end is not None and end <= start:
         entry.reasons.append(f"end {iso_seconds(end)} is not after start {iso_seconds(start)}")
     entry.reasons.extend(overlap_problems(values, raw))
+    conflict = spread_conflict(values["jitter"] or 0, values["window"] or 0)
+    if conflict:
+        entry.reasons.append(conflict)
     entry.reasons.extend(
         f"key {duplicate.key} appears twice (lines {duplicate.first} and {duplicate.again})"
         for duplicate in duplicates
@@ -479,4 +486,6 @@ def _job(entry: Entry, raw: dict[Any, Any], values: dict[str, Any], reading: Rea
         input=values["input"],
         dead_letter=values["dead_letter"],
         max_buffered=values["max_buffered"],
+        jitter=values["jitter"],
+        window=values["window"],
     )

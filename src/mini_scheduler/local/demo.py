@@ -8,6 +8,9 @@ with the operator ``make-run``:
   ``failAttempts``), retried 15 seconds later, when it succeeds;
 * ``demo-failure``: one whose every attempt fails: after its retry, the failure is final, and its
   ``Job Run Failed`` event is a line of the log;
+* ``demo-spread``: every minute at a second 25 seconds after the start's, on the heartbeat,
+  with ``jitter: 30``: each firing starts up to 29 seconds after its own instant, its payload
+  saying both (``scheduledTime``, ``plannedTime``);
 * a backfill of the cron file's ``heartbeat`` job over the two minutes before the start, 4
   firings a minute, each payload saying ``"backfill": true``;
 * with the region's sample targets (:mod:`mini_scheduler.local.targets`), a recurring schedule
@@ -41,7 +44,7 @@ BACKFILLED: Final = "heartbeat"  # the sample cron file's job the demo backfills
 
 
 def schedules(now: datetime) -> list[dict[str, Any]]:
-    """The demo's one-time schedules, seconds after ``now``."""
+    """The demo's one-time schedules, seconds after ``now``, and its spread one."""
     start = now.replace(microsecond=0) + timedelta(seconds=1)
 
     def at(seconds: int) -> str:
@@ -63,6 +66,12 @@ def schedules(now: datetime) -> list[dict[str, Any]]:
             "service": HEARTBEAT,
             "parameters": {"failAttempts": 9},
             "retry": retry,
+        },
+        {
+            "name": "demo-spread",
+            "cron": f"{(start + timedelta(seconds=25)).second} * * * * ?",
+            "service": HEARTBEAT,
+            "jitter": 30,
         },
     ]
 

@@ -125,7 +125,8 @@ def banner(
         *(
             [
                 "  demo         at start: a one-time schedule (demo-once), a retry "
-                "(demo-retry), a final failure and its event (demo-failure), a backfill of "
+                "(demo-retry), a final failure and its event (demo-failure), a firing a "
+                "minute started up to 29 s late by its jitter (demo-spread), a backfill of "
                 f"heartbeat{f' in {regions[0]}' if several else ''}, and every minute a "
                 "firing to each sample target (demo-queue, demo-topic, demo-bus, demo-task, "
                 "demo-webhook) (--no-demo: none)"

@@ -304,4 +304,4 @@ def _hold(d: Dispatch, tally: Tally) -> None:
     deferred one stays stored, and the next tick reads it again (its instant, long past, must
     not pull the watermark back)."""
     if d.deferred is None:
-        tally.hold(d.firing.scheduled)
+        tally.hold(d.held_at)

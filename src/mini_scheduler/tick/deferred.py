@@ -12,6 +12,7 @@ from mini_scheduler.claims.base import BACKFILL, BUFFER, SCHEDULE, Deferred, Pau
 from mini_scheduler.config import Settings
 from mini_scheduler.errors import EventError
 from mini_scheduler.jobs import CronFile, Job
+from mini_scheduler.jobs.spread import planned_in
 from mini_scheduler.model import Firing, SkipReason
 from mini_scheduler.tick.due import DuePlan
 from mini_scheduler.tick.plan import Dispatch, LeftAlone, Skip, TickInputs
@@ -61,10 +62,9 @@ def plan_deferred(inputs: TickInputs, settings: Settings) -> DeferredPlan:
         then = None
         if item.reason == SCHEDULE:
             then = _successor(item, job, end - _SECOND, origin=settings.origin, now=inputs.now)
-            after = max(item.firing.scheduled + _SECOND, start)
             held.dispatches.extend(  # forgotten with the item: it held them all
-                Dispatch(job, Firing(job.name, at), max(at, inputs.now), 0, item)
-                for at in job.firings(after, end)
+                Dispatch(job, Firing(job.name, at), max(start, inputs.now), 0, item, planned=start)
+                for at, start in _others(item, job, start, end)
             )
         elsewhere = inputs.elsewhere.get(item.key)
         if elsewhere is not None:  # another region ran it, or may have
@@ -135,14 +135,23 @@ def _paused_schedule(
     one past its end) has none: its firing is recorded SKIPPED (``paused``), so that its
     history says why it never ran."""
     start, end = window(inputs.minute.replace(second=0, microsecond=0), settings)
-    after = max(item.firing.scheduled + _SECOND, start)
-    count = 1 + sum(1 for _ in job.firings(after, end))
+    count = 1 + len(_others(item, job, start, end))
     held.paused.append(LeftAlone(job, count, pause))
     then = _successor(item, job, end - _SECOND, origin=settings.origin, now=inputs.now)
     if then is None:
         held.late.append(Skip(job, item.firing, SkipReason.PAUSED, item))
     else:
         held.moved.append((item, then))
+
+
+def _others(
+    item: Deferred, job: Job, start: datetime, end: datetime
+) -> list[tuple[datetime, datetime]]:
+    """A runtime schedule's firings after ``item``'s planned in ``[start, end)`` (a schedule
+    may fire more than once a minute): ``(firing, planned instant)``."""
+    return [
+        (at, planned) for at, planned in planned_in(job, start, end) if at > item.firing.scheduled
+    ]
 
 
 def _successor(

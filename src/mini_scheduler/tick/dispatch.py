@@ -19,7 +19,8 @@ from mini_scheduler.dispatch.base import Answer, Dispatchers, Ended
 from mini_scheduler.errors import DispatchError, StoreError
 from mini_scheduler.jobs import Job, Target
 from mini_scheduler.jobs.inputs import fill_input
-from mini_scheduler.model import Firing, job_of, log_keys, payload
+from mini_scheduler.jobs.spread import planned
+from mini_scheduler.model import Firing, firing_from_id, job_of, log_keys, payload
 from mini_scheduler.tick.ends import DispatchEnds
 from mini_scheduler.tick.lines import DISPATCHED
 from mini_scheduler.tick.means import Means, Part
@@ -104,7 +105,7 @@ class Dispatching(Part):
         """The firing's parameters, and what its target receives (the envelope, or the job's
         ``input`` filled in from it)."""
         parameters = dict(firing.parameters) if firing.manual else dict(job.parameters)
-        body = payload(firing, parameters, self.settings.origin)
+        body = payload(firing, parameters, self.settings.origin, _planned(job, firing))
         if job.input is not None:
             body = fill_input(job.input, body)
         return parameters, body
@@ -255,3 +256,14 @@ def logged(reference: str, target: Target) -> str:
     """A dispatch line's ``reference``: the target's own id of the request (a Lambda request
     id, a message id), less the kind and name its message says already (``lambda:NAME:``)."""
     return reference.removeprefix(f"{target.kind}:{target.name}:")
+
+
+def _planned(job: Job, firing: Firing) -> datetime | None:
+    """The instant a job's ``jitter`` or ``window`` starts ``firing`` at, for its envelope:
+    every attempt of the firing says the same, and a rerun the one of the firing it repeats (a
+    manual run itself starts at once: it is not spread); None for a job that does not spread."""
+    if not job.spread_seconds:
+        return None
+    if firing.reruns is not None:
+        return planned(job, firing_from_id(firing.reruns).scheduled)
+    return None if firing.manual else planned(job, firing.scheduled)

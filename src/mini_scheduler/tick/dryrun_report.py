@@ -17,6 +17,7 @@ from mini_scheduler.claims.base import BACKFILL, BUFFER, SCHEDULE, ClaimResult, 
 from mini_scheduler.claims.predicting import PredictingClaimStore, Written
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.jobs import CronFile
+from mini_scheduler.jobs.spread import planned_in
 from mini_scheduler.model import Firing, firing_from_id, iso_seconds
 from mini_scheduler.tick.plan import Dispatch, TickPlan
 from mini_scheduler.tick.report import TickSummary
@@ -257,15 +258,16 @@ class _Report:
         firing = firing_from_id(firing_id)
         planned = self.planned.get(firing_id)
         deferred = planned.deferred if planned is not None else None
-        missed = deferred is None and firing.scheduled < self.start
+        instant = planned.held_at if planned is not None else firing.scheduled
+        missed = deferred is None and instant < self.start
         if planned is not None:  # at its second, or at once (the noted instant can lag that)
             at = max(planned.due, self.began)
+        reasons = [] if planned is None or missed else [_spread_reason(planned)]
         if deferred is not None:
-            reason: str | None = _deferred_reason(deferred, firing)
+            reasons.append(_deferred_reason(deferred, firing))
         elif self.cron_file.deferred_start and not missed:
-            reason = "plus a random 0-9 s delay (deferred.start)"
-        else:
-            reason = None
+            reasons.append("plus a random 0-9 s delay (deferred.start)")
+        reason = "; ".join(r for r in reasons if r) or None
         self._add(
             DISPATCH, firing_id, firing.job, firing.scheduled, at=at, misfire=missed, reason=reason
         )
@@ -284,9 +286,14 @@ class _Report:
             else:
                 kind, since = PAUSED, plan.handled or start
                 reason = f"paused by {left.pause.operator}"
-            for at in job.firings(since, end):
+            for at, planned in planned_in(job, since, end):
                 self._add(
-                    kind, Firing(job.name, at).id, job.name, at, reason=reason, misfire=at < start
+                    kind,
+                    Firing(job.name, at).id,
+                    job.name,
+                    at,
+                    reason=reason,
+                    misfire=planned < start,
                 )
 
 
@@ -300,7 +307,7 @@ def paused_jobs(plan: TickPlan, control: Control, cron_file: CronFile) -> tuple[
         if pause is None or not job.enabled:
             continue
         since = plan.handled or start
-        due = sum(1 for _ in job.firings(since, end)) if ran else 0
+        due = sum(1 for _ in planned_in(job, since, end)) if ran else 0
         paused.append(Paused(job.name, pause.operator, pause.at, due))
     return tuple(paused)
 
@@ -312,6 +319,17 @@ def firing_scheduled(run: RunRecord) -> datetime:
 
 def _waited(d: Dispatch) -> bool:
     return d.deferred is not None and d.deferred.reason == BUFFER and d.job.buffer_limit > 0
+
+
+def _spread_reason(planned: Dispatch) -> str:
+    """How a job's ``jitter`` or ``window`` placed a firing, as the dry run says it ("" when
+    it has neither)."""
+    job, at = planned.job, planned.planned
+    if at is None or not job.spread_seconds:
+        return ""
+    span = f"jitter {job.jitter} s" if job.jitter else f"window {job.window} min"
+    late = int((at - planned.firing.scheduled).total_seconds())
+    return f"planned at {iso_seconds(at)} by its {span} (+{late} s)"
 
 
 def _deferred_reason(deferred: Deferred, firing: Firing) -> str:

@@ -1,6 +1,11 @@
 """The active jobs' own firings in a tick: those of the window, each due at its second (plus its
 ``deferred.start`` jitter), and those missed since the watermark, split by each job's
-``misfire`` policy into runs, skips and skipped ranges. A paused job's are left alone."""
+``misfire`` policy into runs, skips and skipped ranges. A paused job's are left alone.
+
+A job with ``jitter`` or ``window`` (:mod:`mini_scheduler.jobs.spread`) has its firings found
+by the instant each is planned at, not by their own: the tick whose window holds that instant
+runs it (a firing of 12:00:50 planned at 12:01:20 is the tick of 12:01's), and a tick that was
+late misses it when that instant has passed. Its id and record keep the firing's own instant."""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from mini_scheduler.jobs import CronFile, Job
+from mini_scheduler.jobs.spread import planned_in
 from mini_scheduler.model import Firing, SkipReason
 from mini_scheduler.tick.plan import Dispatch, LeftAlone, Missed, Skip, SkipRange, TickInputs
 
@@ -54,11 +60,17 @@ def plan_due(
                 runs, job_skips, job_ranges, note = outcome
                 if runs:
                     due.misfire_runs.append(
-                        tuple(Dispatch(job, Firing(job.name, at), inputs.now) for at in runs)
+                        tuple(
+                            Dispatch(job, Firing(job.name, at), inputs.now, planned=planned)
+                            for at, planned in runs
+                        )
                     )
                 due.skips.extend(job_skips)
                 due.ranges.extend(job_ranges)
                 due.missed.append(note)
+        if job.spread_seconds:
+            due.dispatches.extend(_spread(job, begin, end, cron_file, rng))
+            continue
         for at in job.firings(begin, end):
             delay = rng.randint(0, 9) if cron_file.deferred_start else 0
             due.dispatches.append(
@@ -67,26 +79,41 @@ def plan_due(
     return due
 
 
+def _spread(
+    job: Job, begin: datetime, end: datetime, cron_file: CronFile, rng: random.Random
+) -> list[Dispatch]:
+    """The window's firings of a job with ``jitter`` or ``window``, each due at its planned
+    instant (plus ``deferred.start``'s delay)."""
+    found = []
+    for at, planned in planned_in(job, begin, end):
+        delay = rng.randint(0, 9) if cron_file.deferred_start else 0
+        due = planned + timedelta(seconds=delay)
+        found.append(Dispatch(job, Firing(job.name, at), due, delay, planned=planned))
+    return found
+
+
 def plan_misfires(
     job: Job, cron_file: CronFile, watermark: datetime, start: datetime
-) -> tuple[list[datetime], list[Skip], list[SkipRange], Missed] | None:
-    """The firings ``job`` missed in ``[watermark, start)``, split by its policy into runs,
-    single skips and skipped ranges; None when it missed none."""
+) -> tuple[list[tuple[datetime, datetime]], list[Skip], list[SkipRange], Missed] | None:
+    """The firings ``job`` missed in ``[watermark, start)`` (by the instant each was planned
+    at: :mod:`mini_scheduler.jobs.spread`), split by its policy into runs (each with its
+    planned instant), single skips and skipped ranges; None when it missed none."""
     grace_start = max(watermark, start - timedelta(seconds=cron_file.misfire_grace))
     older: list[datetime] = []
     if watermark < grace_start:
-        for at in job.firings(watermark, grace_start):
+        for at, _ in planned_in(job, watermark, grace_start):
             older.append(at)
             if len(older) >= RANGE_CAP:
                 break
-    recent = list(job.firings(grace_start, start))
+    missed = list(planned_in(job, grace_start, start))
+    recent = [at for at, _ in missed]
     if not older and not recent:
         return None
     limit = cron_file.misfire_max
     if job.misfire == "fire_now":
-        runs, skipped, reason = recent[-1:], recent[:-1], SkipReason.MISFIRE
+        runs, skipped, reason = missed[-1:], recent[:-1], SkipReason.MISFIRE
     elif job.misfire == "fire_all":
-        runs, skipped, reason = recent[:limit], recent[limit:], SkipReason.MISFIRE_MAX
+        runs, skipped, reason = missed[:limit], recent[limit:], SkipReason.MISFIRE_MAX
     else:
         runs, skipped, reason = [], recent, SkipReason.MISFIRE
     ranges: list[SkipRange] = []
@@ -103,4 +130,9 @@ def plan_misfires(
 
 
 def count_firings(job: Job, start: datetime, end: datetime) -> int:
-    return sum(1 for _ in job.firings(start, end)) if start < end else 0
+    """The job's firings planned in ``[start, end)``."""
+    if start >= end:
+        return 0
+    if job.spread_seconds:
+        return sum(1 for _ in planned_in(job, start, end))
+    return sum(1 for _ in job.firings(start, end))

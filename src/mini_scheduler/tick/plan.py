@@ -40,7 +40,8 @@ class Shard:
 
 @dataclass(frozen=True, slots=True)
 class Dispatch:
-    """Claim ``firing`` and dispatch it at ``due`` (its second, plus any ``deferred.start``)."""
+    """Claim ``firing`` and dispatch it at ``due`` (its second, or the instant its ``jitter`` or
+    ``window`` plans, plus any ``deferred.start``)."""
 
     job: Job
     firing: Firing
@@ -48,6 +49,13 @@ class Dispatch:
     delay: int = 0  # deferred.start's seconds
     deferred: Deferred | None = None  # a deferred firing's: forgotten once claimed
     then: Deferred | None = None  # a runtime schedule's next firing: written as it is forgotten
+    planned: datetime | None = None  # its jitter or window's instant (None: the firing's own)
+
+    @property
+    def held_at(self) -> datetime:
+        """Where a firing not claimed holds the watermark: the instant it was planned at, so
+        that the next tick finds it among the missed (:func:`~.due.plan_misfires`)."""
+        return self.planned or self.firing.scheduled
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,3 +86,26 @@ def test_a_file_setting_that_changes_is_a_change() -> None:
     text = _job('    cron: "0 0 * * * ?"\n')
     plan = compare(load(text), load(text + "misfire.max: 5\n"), START)
     assert plan.changes and plan.settings == (Change("misfire.max", 100, 5),)
+
+
+def test_a_jitter_or_window_change_shows_when_the_next_firings_start_before_and_after() -> None:
+    from mini_scheduler.jobs.spread import planned_after
+
+    before = load(_job('    cron: "0 0 * * * ?"\n'))
+    after = load(_job('    cron: "0 0 * * * ?"\n    window: 30\n'))
+    (change,) = compare(before, after, START).jobs
+    assert list(change.fields) == [Change("window", None, 30)]
+    assert change.timing and change.before == tuple(before.jobs[0].firings(START, END3))
+    assert change.after == tuple(s for _, s in planned_after(after.jobs[0], START, 3))
+    assert change.after != change.before
+    assert (change.appear, change.disappear) == (0, 0)  # the same firings, started later
+    swapped = load(_job('    cron: "0 0 * * * ?"\n    jitter: 60\n'))
+    (change,) = compare(after, swapped, START).jobs
+    assert list(change.fields) == [Change("jitter", None, 60), Change("window", 30, None)]
+    assert change.to_json()["fields"] == [
+        {"field": "jitter", "before": None, "after": 60},
+        {"field": "window", "before": 30, "after": None},
+    ]
+
+
+END3 = datetime(2026, 11, 30, 17, 0, 1, tzinfo=UTC)

@@ -491,7 +491,8 @@ def test_unknown_job_key_warns_and_the_entry_loads() -> None:
         "Job report key timezon ignored - did you mean timezone?",
         "Job report key color ignored - the keys are name, cron, service, timezone, "
         "parameters, description, resolver, misfire, overlap, max_buffered, timeout, retry, "
-        "pause_after_failures, enabled, start, end, input, dead_letter, ecs, http",
+        "pause_after_failures, enabled, start, end, input, dead_letter, ecs, http, jitter, "
+        "window",
         "Job report key schedule ignored - did you mean cron?",
     ]
 

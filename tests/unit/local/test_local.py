@@ -638,6 +638,9 @@ def test_make_run_s_demo_shows_a_schedule_a_retry_a_final_failure_and_a_backfill
         'Event Job Run Failed: {"schemaVersion":1,"job":"demo-failure",'
         '"firingId":"demo-failure@2026-11-30T13:59:41Z#2"'
     )
+    spread = [line for line in text.splitlines() if '"plannedTime"' in line]
+    assert spread and all('"job": "demo-spread"' in line for line in spread), text
+    assert '"scheduledTime": "2026-11-30T13:59:26Z", "plannedTime": "2026-11-30T13:59:' in text
     assert logged("Operator make-run backfills heartbeat: 8 firings from 2026-11-30T13:57:00Z")
     backfilled = [line for line in text.splitlines() if '"backfill": true' in line]
     assert len(backfilled) == 8, text

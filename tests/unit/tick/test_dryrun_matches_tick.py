@@ -112,6 +112,8 @@ def _job_yaml(
     if rnd.random() < 0.15:
         edge = iso_seconds(minute + timedelta(seconds=rnd.choice([-60, 0, 20, 30, 45, 60])))
         fields.append(f'{rnd.choice(["start", "end"])}: "{edge}"')
+    if rnd.random() < 0.2:  # started later than its instant, maybe in a later minute
+        fields.append(rnd.choice(["jitter: 45", "jitter: 300", "window: 3"]))
     return "  - {" + ", ".join(fields) + "}"
 
 

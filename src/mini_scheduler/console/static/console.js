@@ -44,6 +44,13 @@ function wall(firing) {
   return `${day} ${local.slice(0, 10)} ${local.slice(11, 19)} ${firing.abbreviation || ""}`.trim();
 }
 
+function spread(firing) {
+  // a firing its job's jitter or window placed: its own instant, on hover
+  return firing.scheduled
+    ? { title: `its firing of ${utc(firing.scheduled)}, started ${firing.spreadSeconds} s later` }
+    : {};
+}
+
 function took(ms) {
   if (ms === null || ms === undefined) return "-";
   if (ms < 10000) return `${ms} ms`;
@@ -345,7 +352,7 @@ document.getElementById("failover").addEventListener("click", () => {
 
 function jobRow(job, now) {
   const next = job.next.length
-    ? el("ol", { class: "next" }, job.next.map((f) => el("li", {},
+    ? el("ol", { class: "next" }, job.next.map((f) => el("li", spread(f),
         el("span", { class: "local" }, wall(f)), el("span", { class: "utc" }, utc(f.utc)))))
     : el("span", { class: "muted" }, job.enabled ? "never again" : "disabled");
   const last = job.lastRun
