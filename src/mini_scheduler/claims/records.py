@@ -88,6 +88,7 @@ class RunRecord:
     backfill: bool = False  # a past firing an operator's backfill ran (:attr:`.Firing.backfill`)
     replaced_skip: Mapping[str, Any] | None = None  # the skip a backfill's claim replaced
     reruns: str | None = None  # a rerun's: the firing id it repeats (:attr:`.Firing.reruns`)
+    operator_reason: str | None = None  # a manual run's: why its operator ran it (--reason)
 
     @property
     def pause_after(self) -> int | None:
@@ -139,6 +140,7 @@ class RunRecord:
             ("service", self.service),
             ("schedule", self.schedule),
             ("reruns", self.reruns),
+            ("operatorReason", self.operator_reason),
         ):
             if value is not None:
                 out[key] = _iso(value) if isinstance(value, datetime) else value
@@ -215,6 +217,7 @@ RUN_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "backfill": "backfill",
         "replaced_skip": "replacedSkip",  # {reason, until, count}: :func:`.transitions.replaced`
         "reruns": "reruns",
+        "operator_reason": "operatorReason",
         # kept by the store only
         "claim_token": "claimToken",  # nosec B105 # a field's name, not a password
         "takeovers": "takeovers",  # how many times the claim was taken over
@@ -285,6 +288,7 @@ def run_record_from(
         backfill=bool(get("backfill", False)),
         replaced_skip=get("replaced_skip"),
         reruns=get("reruns"),
+        operator_reason=get("operator_reason"),
         earlier_ends=tuple(
             EarlierEnd(
                 RunStatus(end[END_FIELDS["status"]]),
