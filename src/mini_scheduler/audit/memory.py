@@ -6,6 +6,7 @@ import threading
 from datetime import datetime
 
 from mini_scheduler.audit.base import READ_LIMIT, AuditRecord, newest_first
+from mini_scheduler.errors import AuditError
 
 
 class MemoryAuditLog:
@@ -17,8 +18,14 @@ class MemoryAuditLog:
     def __init__(self) -> None:
         self._lines: list[str] = []
         self._lock = threading.Lock()
+        self.failing: Exception | None = None  # set: every call fails so (tests)
+
+    def _check(self) -> None:
+        if self.failing is not None:
+            raise AuditError(f"audit trail {self.name} unavailable: {self.failing}")
 
     def append(self, record: AuditRecord) -> None:
+        self._check()
         line = record.to_line()
         with self._lock:
             self._lines.append(line)
@@ -32,6 +39,7 @@ class MemoryAuditLog:
         actor: str | None = None,
         limit: int = READ_LIMIT,
     ) -> list[AuditRecord]:
+        self._check()
         with self._lock:
             lines = list(self._lines)
         records = [r for r in map(AuditRecord.from_line, lines) if r is not None]
