@@ -213,6 +213,7 @@ def test_the_ticker_role_is_exactly_what_the_ticker_calls(template: Template) ->
     PartiQLInsert and PartiQLUpdate. No index: the sweep reads watch items."""
     assert _grants(template, "TickerRole") == {
         "Logs": (["logs:CreateLogStream", "logs:PutLogEvents"], ["<TickerLogGroup.Arn>"]),
+        "Audit": (["logs:CreateLogStream", "logs:PutLogEvents"], ["<AuditLogGroup.Arn>"]),
         "StateTable": (
             TICKER_TABLE_ACTIONS,
             [STATE_TABLE],
