@@ -10,22 +10,20 @@ and after, and the operator's reason.
 
 from __future__ import annotations
 
-import copy
 import logging
 import re
 from collections.abc import Callable, Mapping
-from contextlib import suppress
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from mini_scheduler.audit.trail import Asking, Trail, run_state
+from mini_scheduler.audit.trail import Audited, Trail, run_state, stored_active
 from mini_scheduler.backfill import check_rate, check_window, plan_backfill, start_backfill
 from mini_scheduler.backfill import status as backfill_status
 from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.clock import Clock
 from mini_scheduler.environment.active import ActiveEnvironment
-from mini_scheduler.errors import EventError, PayloadError, StoreError
+from mini_scheduler.errors import EventError, PayloadError
 from mini_scheduler.fleet import no_such_job
 from mini_scheduler.jobs import (
     CronFile,
@@ -138,6 +136,22 @@ def _check_fired(claims: ClaimStore | None, job: Job, original: Firing) -> None:
         )
 
 
+def _mode(environment: ActiveEnvironment, job: Job) -> str:
+    """``active`` or ``standby``, with the line that says an operator's run goes ahead."""
+    reading = environment.read()
+    if environment.is_active(reading.active):
+        return "active"
+    log.warning(
+        "Manual run of %s on an instance on standby - the active environment is "
+        "%s, this instance is %s; the operator's run goes ahead",
+        job.name,
+        reading.active,
+        environment.environment_name,
+        extra=log_keys(job.name),
+    )
+    return "standby"
+
+
 def _job_name(name: Any) -> str:
     if not isinstance(name, str) or not name:
         raise EventError("job must be the name of a job in cron.yaml")
@@ -147,7 +161,7 @@ def _job_name(name: Any) -> str:
     return name
 
 
-class Operator:
+class Operator(Audited):
     """Operator actions over one region's stores. ``run`` is the function that claims and
     dispatches a manual firing (the tick's executor); without one, runs are refused (the CLI
     runs a job by invoking the ticker, which has one). Without ``cron`` (the CLI when it cannot
@@ -179,27 +193,6 @@ class Operator:
         self._lead = lead_seconds  # the tickers' TICK_LEAD_SECONDS (unknown: the most)
         self._in_step = in_step  # after a write: the peers brought in step (carry/)
         self.audit = audit  # where each action done is recorded (none: not recorded)
-        self._asking = Asking()
-
-    def asked(self, reason: Any = None, identity: Any = None, via: str | None = None) -> Operator:
-        """This operator path for one request: its reason, the identity its caller told and
-        who writes its audit record (EventError naming a bad reason or identity)."""
-        asked = copy.copy(self)
-        asked._asking = Asking.of(reason, identity, via)
-        return asked
-
-    def _audited(
-        self, answer: dict[str, Any], action: str, operator: str, **fields: Any
-    ) -> dict[str, Any]:
-        """``answer``, after the action's audit record was written (``auditError`` when not)."""
-        if self.audit is not None:
-            at = self.clock.now()
-            error = self.audit.write(
-                at=at, action=action, operator=operator, asking=self._asking, **fields
-            )
-            if error is not None:
-                answer["auditError"] = error
-        return answer
 
     def _carried(self, answer: dict[str, Any]) -> dict[str, Any]:
         """``answer``, with the regions brought in step after the write (when there are
@@ -237,11 +230,9 @@ class Operator:
         merged = run_parameters(job, parameters)
         if self._run is None:
             raise EventError("this operator path cannot dispatch: run the job through the ticker")
-        mode = self._mode(job)
+        mode = _mode(self._environment(), job)
         log.info("Operator %s runs %s manually", operator, job.name, extra=log_keys(job.name))
-        firing = Firing.manual_run(
-            job.name, self.clock.now(), operator, merged, operator_reason=self._asking.reason
-        )
+        firing = self.manual_firing(job.name, operator, merged)
         dispatched = self._run(job, firing)
         answer = {
             "job": job.name,
@@ -267,7 +258,7 @@ class Operator:
         merged = run_parameters(job, parameters)
         if self._run is None:
             raise EventError("this operator path cannot dispatch: run the job through the ticker")
-        mode = self._mode(job)
+        mode = _mode(self._environment(), job)
         log.info(
             "Operator %s runs %s manually - a rerun of firing %s",
             operator,
@@ -275,14 +266,7 @@ class Operator:
             original.firing_id,
             extra=log_keys(job.name, original.firing_id),
         )
-        firing = Firing.manual_run(
-            job.name,
-            self.clock.now(),
-            operator,
-            merged,
-            reruns=original.firing_id,
-            operator_reason=self._asking.reason,
-        )
+        firing = self.manual_firing(job.name, operator, merged, original.firing_id)
         dispatched = self._run(job, firing)
         answer = {
             "job": job.name,
@@ -297,22 +281,6 @@ class Operator:
         }
         done = {"job": job.name, "subject": original.firing_id, "after": run_state(answer)}
         return self._audited(answer, "rerun", operator, **done)
-
-    def _mode(self, job: Job) -> str:
-        """``active`` or ``standby``, with the line that says an operator's run goes ahead."""
-        environment = self._environment()
-        reading = environment.read()
-        if environment.is_active(reading.active):
-            return "active"
-        log.warning(
-            "Manual run of %s on an instance on standby - the active environment is "
-            "%s, this instance is %s; the operator's run goes ahead",
-            job.name,
-            reading.active,
-            environment.environment_name,
-            extra=log_keys(job.name),
-        )
-        return "standby"
 
     def _runnable(self, name: str) -> Job:
         """The job a firing names: cron.yaml's, else a runtime schedule's."""
@@ -403,9 +371,7 @@ class Operator:
         environment = self._environment()
         if force and reason is None:
             reason = self._asking.reason  # the audit's reason is the forced name's too
-        before = None
-        with suppress(StoreError):  # the audit's before: unread, the write still goes ahead
-            before = environment.store.get()
+        before = stored_active(environment.store)
         status = environment.activate(
             active, operator, self.clock.now(), force=force, reason=reason
         )

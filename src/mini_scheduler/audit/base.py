@@ -6,7 +6,7 @@ The protocol is :class:`AuditLog`: ``append`` adds one record, ``read`` returns 
 time range (``since`` included, ``until`` excluded), newest first, optionally of one job or one
 actor, at most ``limit``. Backends: :mod:`.cloudwatch` (a CloudWatch Logs group: the API has no
 call that changes an event, and its retention is the group's) and :mod:`.memory` (tests, make
-run without one). The contract is tests/contract/test_audit.py, run on both.
+run without one). The contract is tests/contract/audit/test_contract.py, run on both.
 
 Who a record names: ``operator`` is the name the caller gave (``--operator``, or the last part
 of its ARN), ``identity`` the caller's identity as the caller told it (the CLI's STS

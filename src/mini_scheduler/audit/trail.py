@@ -10,13 +10,21 @@ shows.
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, Self
 
 from mini_scheduler.audit.base import AuditLog, AuditRecord, check_identity, check_reason
+from mini_scheduler.errors import StoreError
+from mini_scheduler.model import Firing
+
+if TYPE_CHECKING:
+    from mini_scheduler.clock import Clock
+    from mini_scheduler.environment.base import EnvironmentStore
 
 log = logging.getLogger("mini_scheduler.audit")
 
@@ -89,3 +97,50 @@ class Trail:
             )
             return f"{action} done, but its audit record was not written to {self.log.name}: {exc}"
         return None
+
+
+class Audited:
+    """The operator path's side of the audit trail: a request's :class:`Asking`, a manual
+    firing that keeps its reason, and the record written after an action."""
+
+    audit: Trail | None = None
+    clock: Clock
+    _asking: Asking = Asking()
+
+    def asked(self, reason: Any = None, identity: Any = None, via: str | None = None) -> Self:
+        """This operator path for one request: its reason, the identity its caller told and
+        who writes its audit record (EventError naming a bad reason or identity)."""
+        asked = copy.copy(self)
+        asked._asking = Asking.of(reason, identity, via)
+        return asked
+
+    def manual_firing(
+        self, job: str, operator: str, parameters: Mapping[str, Any], reruns: str | None = None
+    ) -> Firing:
+        """A manual run asked now, with the request's reason (kept on its run record)."""
+        reason = self._asking.reason
+        now = self.clock.now()
+        return Firing.manual_run(
+            job, now, operator, parameters, reruns=reruns, operator_reason=reason
+        )
+
+    def _audited(
+        self, answer: dict[str, Any], action: str, operator: str, **fields: Any
+    ) -> dict[str, Any]:
+        """``answer``, after the action's audit record was written (``auditError`` when not)."""
+        if self.audit is not None:
+            at = self.clock.now()
+            error = self.audit.write(
+                at=at, action=action, operator=operator, asking=self._asking, **fields
+            )
+            if error is not None:
+                answer["auditError"] = error
+        return answer
+
+
+def stored_active(store: EnvironmentStore) -> str | None:
+    """The active environment a store holds before it is written, for the record (None: none,
+    or unread: the write still goes ahead)."""
+    with suppress(StoreError):
+        return store.get()
+    return None

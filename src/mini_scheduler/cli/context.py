@@ -226,6 +226,11 @@ def ask_ticker(
     return payload
 
 
+def audited_exit(code: int, context: Context) -> int:
+    """A command's exit code: 1 instead of 0 when an action it did is not in the audit trail."""
+    return EXIT_FAILED if code == EXIT_OK and context.audit_failures else code
+
+
 def audit_said(context: Context, command: str, answer: Any) -> None:
     """When ``answer`` (an operator action's) says its audit record was not written: a
     warning on stderr, and the command will exit 1 though the action was done."""

@@ -39,6 +39,7 @@ from mini_scheduler.cli.context import (
     Handler,
     Invoker,
     RegionClients,
+    audited_exit,
     invoke_ticker,
     on_local_run,
 )
@@ -145,10 +146,7 @@ def main(
         if getattr(args, "local", False):
             run = local_run(args, context.environ)
             context = on_local_run(context, run.endpoint, run.regions[0])
-        code = handler(args, context)
-        if code == EXIT_OK and context.audit_failures:  # done, but not in the audit trail
-            return EXIT_FAILED
-        return code
+        return audited_exit(handler(args, context), context)
     except CommandError as exc:
         return context.fail(args.command, str(exc), exc.code)
     except ConfigurationError as exc:
