@@ -289,6 +289,7 @@ def build_ticker(
     cron: Callable[[], CronFile] | None = None,
     alerts: Alerts | None = None,
     wake: Wake | None = None,
+    audit: AuditLog | None = None,
 ) -> Ticker:
     from mini_scheduler.tick import Ticker
 
@@ -309,7 +310,7 @@ def build_ticker(
         alerts=alerts if alerts is not None else alert_publisher(settings, clients),
         wake=wake,
         peers=peers(settings, clients),
-        audit=audit_log(settings, clients),
+        audit=audit if audit is not None else audit_log(settings, clients),
     )
 
 

@@ -43,6 +43,12 @@ class Asking:
         """Checked: EventError naming ``reason`` or ``identity`` when one is not text."""
         return cls(check_reason(reason), check_identity(identity), via)
 
+    def event(self, reason: Any = None) -> dict[str, str]:
+        """What an event to a ticker carries for its record: ``reason`` (checked) and this
+        caller's ``identity``, those that are set."""
+        said = {"reason": check_reason(reason), "identity": self.identity}
+        return {key: value for key, value in said.items() if value is not None}
+
 
 def run_state(answer: Mapping[str, Any]) -> dict[str, Any]:
     """A manual run's state after it, for its record: its firing id, status and mode."""
@@ -113,6 +119,16 @@ class Audited:
         asked = copy.copy(self)
         asked._asking = Asking.of(reason, identity, via)
         return asked
+
+    @property
+    def asking(self) -> Asking:
+        """Who asks through this operator path (the console's: its identity)."""
+        return self._asking
+
+    def because(self, reason: Any) -> Self:
+        """This operator path for one request with ``reason``, the caller kept."""
+        asking = self._asking
+        return self.asked(reason, asking.identity, asking.via)
 
     def manual_firing(
         self, job: str, operator: str, parameters: Mapping[str, Any], reruns: str | None = None

@@ -74,7 +74,7 @@ def asking(args: argparse.Namespace, context: Context, region: str) -> dict[str,
     return {key: value for key, value in out.items() if value is not None}
 
 
-def trail_for(context: Context, where: Where) -> Trail | None:
+def trail_for(context: Context, where: Where, via: str = "cli") -> Trail | None:
     """The audit trail of a region, for an action the CLI writes itself (pause, resume,
     failover); None when the stack names none (a stack deployed before it had one)."""
     if not where.audit_group:
@@ -82,7 +82,7 @@ def trail_for(context: Context, where: Where) -> Trail | None:
     from mini_scheduler.audit.cloudwatch import CloudWatchAuditLog
 
     log = CloudWatchAuditLog(where.audit_group, lambda: context.clients(where.region)("logs"))
-    return Trail(log, region=where.region, stack=where.stack, via="cli")
+    return Trail(log, region=where.region, stack=where.stack, via=via)
 
 
 def no_trail(context: Context, command: str, where: Where) -> None:
