@@ -85,6 +85,9 @@ class Settings:
     # there): the runtime schedules, pauses and waiting firings carried (mini_scheduler.carry).
     peers: tuple[tuple[str, str | None], ...] = ()
     stack_name: str | None = None
+    # The CloudWatch Logs group of the audit trail (AUDIT_LOG_GROUP; the template's
+    # AuditLogGroup): the operator actions an event asks of the ticker are recorded there.
+    audit_log_group: str | None = None
     # For each kind of target besides Lambda and flows, the prefix the template's parameter
     # gives (TARGET_QUEUE_PREFIX, ...: an empty one turns the kind off); a kind missing is not
     # checked (outside Lambda). See mini_scheduler.jobs.targets.
@@ -139,6 +142,7 @@ class Settings:
             event_bus=_event_bus(env),
             peers=peers,
             stack_name=env.get("STACK_NAME", "").strip() or None,
+            audit_log_group=env.get("AUDIT_LOG_GROUP", "").strip() or None,
             target_prefixes=tuple(
                 (kind, env[variable].strip())
                 for kind, variable in TARGET_PREFIX_VARIABLES.items()

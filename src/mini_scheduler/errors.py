@@ -146,3 +146,8 @@ def one_line(text: str, longest: int = _LONGEST) -> str:
     """``text`` on one line (its whitespace runs made one space), cut to ``longest``."""
     flat = " ".join(text.split())
     return flat if len(flat) <= longest else flat[: longest - 3] + "..."
+
+
+class AuditError(SchedulerError):
+    """An audit record was not kept, or the audit trail cannot be read; the message names the
+    store and the cause. The action it records was done all the same."""

@@ -2,7 +2,7 @@
 outcome and an action done region by region (a region that fails reported beside the others);
 the refusal of a name that is neither a job nor a runtime schedule; the names a deployment knows
 and the verdict on who is active; which regions a failover must write, and the check of each
-afterwards; a job's history merged across regions, newest first.
+afterwards; a job's history (and the audit trail) merged across regions, newest first.
 
 Decided here once, rendered by each caller; the console imports nothing from ``cli/``.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from mini_scheduler.environment.active import same_environment
 from mini_scheduler.environment.regions import Held, active_regions, is_known, verdict
@@ -20,6 +20,8 @@ from mini_scheduler.errors import SchedulerError, describe_aws_error
 
 if TYPE_CHECKING:
     from mini_scheduler.claims.records import RunRecord
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -196,7 +198,12 @@ class Placed(NamedTuple):
 def newest_first(runs: Iterable[Placed]) -> list[Placed]:
     """Runs of several regions (and jobs) merged, newest first: by their history's sort key
     (time first, a firing's attempts together, the latest first), then job, then region."""
-    return sorted(runs, key=lambda p: (_sort_key(p.run), p.run.job, p.region), reverse=True)
+    return merged([runs], lambda p: (_sort_key(p.run), p.run.job, p.region))
+
+
+def merged(parts: Iterable[Iterable[T]], key: Callable[[T], Any]) -> list[T]:
+    """What several regions read (runs, audit records), merged newest first by ``key``."""
+    return sorted(itertools.chain.from_iterable(parts), key=key, reverse=True)
 
 
 def page(merged: Sequence[Placed], limit: int) -> tuple[list[Placed], str | None]:

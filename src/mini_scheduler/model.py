@@ -71,6 +71,7 @@ class Firing:
     attempt: int = 1
     backfill: bool = False  # a past firing run again on an operator's backfill
     reruns: str | None = None  # a manual run's only: the firing id of the firing it repeats
+    operator_reason: str | None = None  # a manual run's only: the operator's --reason
     # Made on first use and kept: a tick reads a firing's id about ten times (its claim, its
     # payload, log lines, its mark), each a strftime (make bench).
     _scheduled_time: str = field(default="", init=False, repr=False, compare=False)
@@ -86,6 +87,7 @@ class Firing:
         parameters: Mapping[str, Any],
         nonce: str | None = None,
         reruns: str | None = None,
+        operator_reason: str | None = None,
     ) -> Firing:
         """A manual run asked for ``at``; with ``reruns``, a firing run again (its target is
         sent that firing's ``scheduledTime``: :func:`payload`)."""
@@ -97,6 +99,7 @@ class Firing:
             operator,
             parameters,
             reruns=reruns,
+            operator_reason=operator_reason,
         )
 
     @property

@@ -23,6 +23,8 @@ def run_note(run: RunRecord) -> str:
         parts.append(f"manual run by {run.operator}" if run.operator else "manual run")
     if run.reruns:
         parts.append(f"rerun of {run.reruns}")
+    if run.operator_reason:
+        parts.append(f"reason: {run.operator_reason}")
     if run.attempt > 1:
         parts.append(f"attempt {run.attempt}")
     if run.backfill:

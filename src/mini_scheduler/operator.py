@@ -3,7 +3,9 @@ resume it, read or set the active environment, create, list, show or delete runt
 schedules, backfill a job's past window and follow it. One implementation, called by the
 ticker's events and by the CLI alike.
 
-Each action checks its operator and its job before anything is written, and logs who asked.
+Each action checks its operator and its job before anything is written, and logs who asked;
+once done, it writes its audit record (:mod:`mini_scheduler.audit.trail`) with the state before
+and after, and the operator's reason.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Final
 
+from mini_scheduler.audit.trail import Audited, Trail, run_state, stored_active
 from mini_scheduler.backfill import check_rate, check_window, plan_backfill, start_backfill
 from mini_scheduler.backfill import status as backfill_status
 from mini_scheduler.claims.base import ClaimStore
@@ -133,6 +136,22 @@ def _check_fired(claims: ClaimStore | None, job: Job, original: Firing) -> None:
         )
 
 
+def _mode(environment: ActiveEnvironment, job: Job) -> str:
+    """``active`` or ``standby``, with the line that says an operator's run goes ahead."""
+    reading = environment.read()
+    if environment.is_active(reading.active):
+        return "active"
+    log.warning(
+        "Manual run of %s on an instance on standby - the active environment is "
+        "%s, this instance is %s; the operator's run goes ahead",
+        job.name,
+        reading.active,
+        environment.environment_name,
+        extra=log_keys(job.name),
+    )
+    return "standby"
+
+
 def _job_name(name: Any) -> str:
     if not isinstance(name, str) or not name:
         raise EventError("job must be the name of a job in cron.yaml")
@@ -142,7 +161,7 @@ def _job_name(name: Any) -> str:
     return name
 
 
-class Operator:
+class Operator(Audited):
     """Operator actions over one region's stores. ``run`` is the function that claims and
     dispatches a manual firing (the tick's executor); without one, runs are refused (the CLI
     runs a job by invoking the ticker, which has one). Without ``cron`` (the CLI when it cannot
@@ -161,6 +180,7 @@ class Operator:
         wake: Wake | None = None,
         lead_seconds: int = MAX_LEAD,
         in_step: Callable[[], Mapping[str, Any]] | None = None,
+        audit: Trail | None = None,
     ) -> None:
         self._cron = cron
         self.claims = claims
@@ -172,6 +192,7 @@ class Operator:
         self._wake = wake  # told of firings deferred, in case one is due in this minute
         self._lead = lead_seconds  # the tickers' TICK_LEAD_SECONDS (unknown: the most)
         self._in_step = in_step  # after a write: the peers brought in step (carry/)
+        self.audit = audit  # where each action done is recorded (none: not recorded)
 
     def _carried(self, answer: dict[str, Any]) -> dict[str, Any]:
         """``answer``, with the regions brought in step after the write (when there are
@@ -209,11 +230,11 @@ class Operator:
         merged = run_parameters(job, parameters)
         if self._run is None:
             raise EventError("this operator path cannot dispatch: run the job through the ticker")
-        mode = self._mode(job)
+        mode = _mode(self._environment(), job)
         log.info("Operator %s runs %s manually", operator, job.name, extra=log_keys(job.name))
-        firing = Firing.manual_run(job.name, self.clock.now(), operator, merged)
+        firing = self.manual_firing(job.name, operator, merged)
         dispatched = self._run(job, firing)
-        return {
+        answer = {
             "job": job.name,
             "firingId": firing.id,
             "operator": operator,
@@ -222,6 +243,7 @@ class Operator:
             "mode": mode,
             "parameters": merged,
         }
+        return self._audited(answer, "run", operator, job=job.name, after=run_state(answer))
 
     def rerun(self, firing_id: Any, operator: Any, parameters: Any = None) -> dict[str, Any]:
         """Run a past firing again for an operator: a manual run (a firing id of its own, no
@@ -236,7 +258,7 @@ class Operator:
         merged = run_parameters(job, parameters)
         if self._run is None:
             raise EventError("this operator path cannot dispatch: run the job through the ticker")
-        mode = self._mode(job)
+        mode = _mode(self._environment(), job)
         log.info(
             "Operator %s runs %s manually - a rerun of firing %s",
             operator,
@@ -244,11 +266,9 @@ class Operator:
             original.firing_id,
             extra=log_keys(job.name, original.firing_id),
         )
-        firing = Firing.manual_run(
-            job.name, self.clock.now(), operator, merged, reruns=original.firing_id
-        )
+        firing = self.manual_firing(job.name, operator, merged, original.firing_id)
         dispatched = self._run(job, firing)
-        return {
+        answer = {
             "job": job.name,
             "firingId": firing.id,
             "reruns": original.firing_id,
@@ -259,22 +279,8 @@ class Operator:
             "mode": mode,
             "parameters": merged,
         }
-
-    def _mode(self, job: Job) -> str:
-        """``active`` or ``standby``, with the line that says an operator's run goes ahead."""
-        environment = self._environment()
-        reading = environment.read()
-        if environment.is_active(reading.active):
-            return "active"
-        log.warning(
-            "Manual run of %s on an instance on standby - the active environment is "
-            "%s, this instance is %s; the operator's run goes ahead",
-            job.name,
-            reading.active,
-            environment.environment_name,
-            extra=log_keys(job.name),
-        )
-        return "standby"
+        done = {"job": job.name, "subject": original.firing_id, "after": run_state(answer)}
+        return self._audited(answer, "rerun", operator, **done)
 
     def _runnable(self, name: str) -> Job:
         """The job a firing names: cron.yaml's, else a runtime schedule's."""
@@ -301,7 +307,8 @@ class Operator:
         if self.claims is None:
             raise EventError("no claim store here to keep pauses in")
         name = _job_name(job_name)
-        if paused or name not in self.claims.control("-").paused:
+        was = name in self.claims.control("-").paused
+        if paused or not was:
             name = self._pausable(name)
         self.claims.set_paused(name, paused, operator=operator, now=self.clock.now())
         log.info(
@@ -311,7 +318,10 @@ class Operator:
             operator,
             extra=log_keys(name),
         )
-        return self._carried({"job": name, "paused": paused, "operator": operator})
+        answer = self._carried({"job": name, "paused": paused, "operator": operator})
+        action = "pause" if paused else "resume"
+        states = {"before": {"paused": was}, "after": {"paused": paused}}
+        return self._audited(answer, action, operator, job=name, **states)
 
     def _pausable(self, job_name: Any) -> str:
         """A job of cron.yaml, else a runtime schedule's name (read only when the cron file has
@@ -359,6 +369,9 @@ class Operator:
         if reason is not None and not force:
             raise EventError('environment.reason goes with "force": true (a known name needs none)')
         environment = self._environment()
+        if force and reason is None:
+            reason = self._asking.reason  # the audit's reason is the forced name's too
+        before = stored_active(environment.store)
         status = environment.activate(
             active, operator, self.clock.now(), force=force, reason=reason
         )
@@ -368,7 +381,8 @@ class Operator:
             "that reads another store keeps its value, and the regions disagree until "
             f"mini-scheduler failover --to {status['active']} --regions R1,R2 writes them all"
         )
-        return status
+        states = {"before": {"active": before}, "after": {"active": status.get("active")}}
+        return self._audited(status, "environment", operator, subject=str(active), **states)
 
     # -- runtime schedules and backfills -----------------------------------------------------
 
@@ -394,7 +408,11 @@ class Operator:
             raise EventError("schedules must be a list of schedule entries (or one entry)")
         made = self._schedules().create(entries, operator=operator, now=self.clock.now())
         self._woken([s.next_firing for s in made if s.next_firing is not None])
-        return self._carried({"created": [s.to_json() for s in made], "operator": operator})
+        answer = self._carried({"created": [s.to_json() for s in made], "operator": operator})
+        for schedule in made:
+            made_one = {"after": schedule.to_json(), "job": schedule.name}
+            answer = self._audited(answer, "schedule.create", operator, **made_one)
+        return answer
 
     def _woken(self, dues: list[datetime]) -> None:
         if self._wake is not None and dues:
@@ -415,9 +433,9 @@ class Operator:
             name, operator=operator, clock=self.clock, lead_seconds=self._lead
         )
         self._claims().set_paused(name, False, operator=operator, now=self.clock.now())
-        return self._carried(
-            {"deleted": gone.to_json() if gone else {"name": name}, "operator": operator}
-        )
+        before = gone.to_json() if gone else None
+        answer = self._carried({"deleted": before or {"name": name}, "operator": operator})
+        return self._audited(answer, "schedule.delete", operator, job=name, before=before)
 
     def backfill(
         self, job_name: Any, start: Any, end: Any, rate: Any, operator: Any
@@ -434,7 +452,8 @@ class Operator:
         )
         started = start_backfill(self._claims(), items)
         self._woken([item.due for item in items[:1]])  # the first firings are due now
-        return self._carried(started.to_json())
+        answer = self._carried(started.to_json())
+        return self._audited(answer, "backfill", operator, job=job.name, after=started.to_json())
 
     def backfill_status(self, job_name: Any = None) -> dict[str, Any]:
         """The backfills with firings left to dispatch (of one job, or all)."""

@@ -36,6 +36,7 @@ BATCH_ENTRIES = 10  # SendMessageBatch, PublishBatch and PutEvents take ten entr
 
 if TYPE_CHECKING:
     from mini_scheduler.alerts import Alerts
+    from mini_scheduler.audit.base import AuditLog
     from mini_scheduler.carry.carrier import Peers
     from mini_scheduler.jobs import CronFile
     from mini_scheduler.recorder import Recorder
@@ -288,6 +289,7 @@ def build_ticker(
     cron: Callable[[], CronFile] | None = None,
     alerts: Alerts | None = None,
     wake: Wake | None = None,
+    audit: AuditLog | None = None,
 ) -> Ticker:
     from mini_scheduler.tick import Ticker
 
@@ -308,7 +310,18 @@ def build_ticker(
         alerts=alerts if alerts is not None else alert_publisher(settings, clients),
         wake=wake,
         peers=peers(settings, clients),
+        audit=audit if audit is not None else audit_log(settings, clients),
     )
+
+
+def audit_log(settings: Settings, clients: Clients) -> AuditLog | None:
+    """The audit trail's log group (``AUDIT_LOG_GROUP``), its client made on first use; None
+    without one (operator actions are then not recorded)."""
+    if not settings.audit_log_group:
+        return None
+    from mini_scheduler.audit.cloudwatch import CloudWatchAuditLog
+
+    return CloudWatchAuditLog(settings.audit_log_group, lambda: clients("logs"))
 
 
 def build_recorder(

@@ -19,6 +19,7 @@ no request refused or failed (:func:`watch`).
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import urllib.error
@@ -797,4 +798,29 @@ def test_a_phone_can_create_a_schedule_and_backfill(phone_page: Page, console: C
     inside(phone_page.locator("#form-ok"))
     scroll = phone_page.evaluate("() => document.documentElement.scrollWidth")
     assert scroll <= width + 1
+    assert errors == []
+
+
+def test_the_audit_page_shows_who_paused_and_resumed(page: Page, console: Console) -> None:
+    """The Audit section (docs/audit.md) reads every region's trail: each action once, newest
+    first, with the state before and after and the console's local identity."""
+    errors = open_console(page, console)
+    expect(page.locator("#audit-none")).to_be_visible()
+    row = job_row(page, "heartbeat")
+    row.get_by_role("button", name="Pause").click()
+    confirm(page)
+    expect(row.locator(".badge")).to_have_text(f"paused by {OPERATOR}", timeout=WAIT_MS)
+    row.get_by_role("button", name="Resume").click()
+    confirm(page)
+    expect(row.locator(".badge")).to_have_text("scheduled", timeout=WAIT_MS)
+    rows = page.locator("#audit-rows tr")
+    expect(rows).to_have_count(2, timeout=WAIT_MS)
+    expect(rows.nth(0)).to_have_attribute("data-audit", "resume")
+    expect(rows.nth(0).locator('[data-label="Change"]')).to_have_text("paused: true -> false")
+    expect(rows.nth(1)).to_have_attribute("data-audit", "pause")
+    expect(rows.nth(1).locator('[data-label="Who"]')).to_have_text(OPERATOR)
+    expect(rows.nth(1).locator('[data-label="Who"]')).to_have_attribute(
+        "title", re.compile(r"^local:")
+    )
+    expect(page.locator("#audit-none")).to_be_hidden()
     assert errors == []

@@ -26,6 +26,10 @@ import pytest
 from tests.docs import ROOT, pages
 
 NOT_RUN = {
+    (
+        "docs/audit.md",
+        "mini-scheduler audit --since 1d --regions us-east-1,us-west-2 --stack mini-scheduler",
+    ),
     ("docs/development.md", "make run"),
     ("docs/console.md", "make run"),
     (

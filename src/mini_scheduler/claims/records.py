@@ -89,6 +89,7 @@ class RunRecord:
     replaced_skip: Mapping[str, Any] | None = None  # the skip a backfill's claim replaced
     reruns: str | None = None  # a rerun's: the firing id it repeats (:attr:`.Firing.reruns`)
     buffered: bool = False  # its job keeps firings waiting for its end (overlap: buffer_*)
+    operator_reason: str | None = None  # a manual run's: why its operator ran it (--reason)
 
     @property
     def pause_after(self) -> int | None:
@@ -140,6 +141,7 @@ class RunRecord:
             ("service", self.service),
             ("schedule", self.schedule),
             ("reruns", self.reruns),
+            ("operatorReason", self.operator_reason),
         ):
             if value is not None:
                 out[key] = _iso(value) if isinstance(value, datetime) else value
@@ -219,6 +221,7 @@ RUN_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "replaced_skip": "replacedSkip",  # {reason, until, count}: :func:`.transitions.replaced`
         "reruns": "reruns",
         "buffered": "buffered",  # its end wakes the ticker: a firing may wait for it
+        "operator_reason": "operatorReason",
         # kept by the store only
         "claim_token": "claimToken",  # nosec B105 # a field's name, not a password
         "takeovers": "takeovers",  # how many times the claim was taken over
@@ -291,6 +294,7 @@ def run_record_from(
         replaced_skip=get("replaced_skip"),
         reruns=get("reruns"),
         buffered=bool(get("buffered", False)),
+        operator_reason=get("operator_reason"),
         earlier_ends=tuple(
             EarlierEnd(
                 RunStatus(end[END_FIELDS["status"]]),

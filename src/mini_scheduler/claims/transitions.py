@@ -67,6 +67,8 @@ def new_run(firing: Firing, status: RunStatus, *, origin: str, **more: Any) -> d
         run["backfill"] = True
     if firing.reruns:
         run["reruns"] = firing.reruns
+    if firing.operator_reason:
+        run["operator_reason"] = firing.operator_reason
     run.update((name, value) for name, value in more.items() if value is not None)
     return run
 

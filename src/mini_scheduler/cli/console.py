@@ -15,6 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from mini_scheduler.cli.audit import identity_of, trail_for
 from mini_scheduler.cli.context import (
     EXIT_FAILED,
     EXIT_OK,
@@ -76,7 +77,7 @@ def _send(context: Context, where: Where, event: Mapping[str, Any]) -> Any:
         raise EventError(str(exc)) from None
 
 
-def _site(context: Context, where: Where, known: tuple[str, ...]) -> Site:
+def _site(context: Context, where: Where, known: tuple[str, ...], identity: str | None) -> Site:
     from mini_scheduler.console.sites import CachedCron, Site
     from mini_scheduler.environment.active import DEFAULT_ACTIVE, ActiveEnvironment
     from mini_scheduler.operator import Operator
@@ -89,7 +90,8 @@ def _site(context: Context, where: Where, known: tuple[str, ...]) -> Site:
         environment=environment,
         clock=context.clock,
         origin=f"{where.region}/{name}",
-    )
+        audit=trail_for(context, where, via="console"),
+    ).asked(None, identity, "console")
     table = f"table {where.table}" if where.table else "no state table"
     return Site(
         region=where.region,
@@ -120,7 +122,8 @@ def console(args: argparse.Namespace, context: Context) -> int:
         listed = "; ".join(f"{o.region}: {o.error}" for o in unresolved)
         return context.fail("console", f"cannot read every region's stack - {listed}", EXIT_FAILED)
     known = known_names(args, context, list(wheres.values()))
-    sites = [_site(context, wheres[region].where, known) for region in regions]
+    identity = identity_of(args, context, regions[0])  # the console's credentials
+    sites = [_site(context, wheres[region].where, known, identity) for region in regions]
     try:
         server = ConsoleServer(args.port)
     except OSError as exc:

@@ -159,6 +159,8 @@ class Context:
     invoke: Invoker = invoke_ticker
     sleep: Callable[[float], None] = time.sleep  # a command that polls waits on it
     download: Callable[[str], bytes] = download  # a deployed ticker's package (its cron file)
+    # actions done whose audit record was not written (cli/audit.py): the command exits 1
+    audit_failures: list[str] = field(default_factory=list)
 
     def print(self, text: str = "") -> None:
         print(text, file=self.out)
@@ -220,7 +222,22 @@ def ask_ticker(
         raise CommandError(f"the ticker failed ({answer.function_error}): {detail}")
     if isinstance(payload, Mapping) and payload.get("status") == "rejected":
         raise TickerRefused(f"the ticker refused it: {payload.get('error')}")
+    audit_said(context, command, payload)
     return payload
+
+
+def audited_exit(code: int, context: Context) -> int:
+    """A command's exit code: 1 instead of 0 when an action it did is not in the audit trail."""
+    return EXIT_FAILED if code == EXIT_OK and context.audit_failures else code
+
+
+def audit_said(context: Context, command: str, answer: Any) -> None:
+    """When ``answer`` (an operator action's) says its audit record was not written: a
+    warning on stderr, and the command will exit 1 though the action was done."""
+    if isinstance(answer, Mapping) and answer.get("auditError"):
+        error = str(answer["auditError"])
+        context.audit_failures.append(error)
+        context.warn(f"{PROG} {command}: warning: {error} (the action was done: do not repeat it)")
 
 
 Handler = Callable[[argparse.Namespace, Context], int]

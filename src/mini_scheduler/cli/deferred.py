@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from mini_scheduler.cli.audit import add_reason, asking
 from mini_scheduler.cli.context import (
     EXIT_FAILED,
     EXIT_OK,
@@ -48,8 +49,9 @@ _BAR = 30
 def _ask(args: argparse.Namespace, context: Context, command: str, event: dict[str, Any]) -> Any:
     region = one_region(args, context)
     where = resolve(args, context, region)
-    if "operator" in event:
+    if "operator" in event:  # an action: who asks, and why (its audit record)
         event["operator"] = operator_name(args, context, region)
+        event |= asking(args, context, region)
     return ask_ticker(context, command, region, where.need_function(), event)
 
 
@@ -104,6 +106,7 @@ def add_schedule(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     create.add_argument("--jitter", type=int, metavar="SECONDS", help="start each 0-N s late")
     create.add_argument("--window", type=int, metavar="MINUTES", help="start each in N minutes")
     add_operator(create)
+    add_reason(create)
     add_where(create, table=False, function=True)
     read_help = (
         "read from the state table (--table, --stack or STATE_TABLE), else asked of --function"
@@ -118,6 +121,7 @@ def add_schedule(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     delete = actions.add_parser("delete", help="delete a runtime schedule (its runs stay)")
     delete.add_argument("name", metavar="NAME")
     add_operator(delete)
+    add_reason(delete)
     add_where(delete, table=False, function=True)
 
 
@@ -330,6 +334,7 @@ def add_backfill(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--no-wait", action="store_true", help="start it and return, without the progress bar"
     )
     add_operator(parser)
+    add_reason(parser)
     add_where(parser, table=False, function=True)
 
 
@@ -443,6 +448,7 @@ def add_rerun(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         help="the firing id history shows, e.g. nightly-export@2026-11-30T02:00:00Z",
     )
     add_operator(parser)
+    add_reason(parser)
     add_parameters(parser)
     add_where(parser, table=False, function=True)
 

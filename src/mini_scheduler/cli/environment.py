@@ -11,7 +11,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from mini_scheduler import fleet
-from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, Context
+from mini_scheduler.cli.audit import identity_of, no_trail, reason_of, trail_for
+from mini_scheduler.cli.context import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CommandError,
+    Context,
+    audit_said,
+)
 from mini_scheduler.cli.render import columns, plural
 from mini_scheduler.cli.suggest import closest
 from mini_scheduler.cli.where import (
@@ -216,7 +224,9 @@ def add_failover(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="write a name that is not a known environment (no region may be active then)",
     )
     parser.add_argument(
-        "--reason", metavar="TEXT", help="why it is forced (required with --force; logged)"
+        "--reason",
+        metavar="TEXT",
+        help="why (kept in the audit trail; required with --force: why that name)",
     )
     drill = parser.add_argument_group("a drill (docs/fail-over.md, Drill)")
     drill.add_argument(
@@ -303,6 +313,7 @@ class _Write:
     force: bool
     reason: str | None
     known: tuple[str, ...]
+    identity: str | None = None  # the caller's, for the audit record
 
     def to(self, context: Context, where: Where) -> dict[str, Any]:
         """Write, and read back (:func:`fleet.check_written`): what the region held before,
@@ -314,9 +325,15 @@ class _Write:
             before = None
         name = where.environment_name or DEFAULT_ACTIVE
         environment = ActiveEnvironment(store, name, self.known)
-        Operator(
-            cron=None, claims=None, environment=environment, clock=context.clock
-        ).set_environment(self.target, self.operator, self.force, self.reason)
+        trail = trail_for(context, where)
+        if trail is None:
+            no_trail(context, "failover", where)
+        operator_path = Operator(
+            cron=None, claims=None, environment=environment, clock=context.clock, audit=trail
+        ).asked(self.reason, self.identity)
+        forced_why = self.reason if self.force else None
+        done = operator_path.set_environment(self.target, self.operator, self.force, forced_why)
+        audit_said(context, "failover", done)
         after = fleet.check_written(store.name, store.get(), self.target)
         fields = {"store": store.name, "before": before, "active": after}
         if where.environment_name:
@@ -369,7 +386,8 @@ def switch(args: argparse.Namespace, context: Context) -> Switched:
     if refused:
         raise CommandError(refused, EXIT_USAGE)
     operator = operator_name(args, context, regions[0])
-    write = _Write(target, operator, args.force, args.reason, known)
+    identity = identity_of(args, context, regions[0])
+    write = _Write(target, operator, args.force, reason_of(args), known, identity)
     done = {o.region: o for o in unresolved}
     for o in each_region(list(wheres), lambda region: write.to(context, wheres[region].where)):
         done[o.region] = o
@@ -392,11 +410,8 @@ def _refused_flags(args: argparse.Namespace) -> str | None:
     """Why the flags given cannot make a failover (every region named, --force with a reason)."""
     if getattr(args, "regions", None) is None:
         return "name every region with --regions R1,R2: a failover must reach them all"
-    if args.force != (args.reason is not None):
-        return (
-            "--force needs --reason TEXT (why the name is not a known one), and --reason goes "
-            "with --force"
-        )
+    if args.force and args.reason is None:
+        return "--force needs --reason TEXT (why the name is not a known one)"
     if not args.drill and (args.yes or args.stay or args.timeout is not None):
         return "--yes, --stay and --timeout go with --drill"
     return None

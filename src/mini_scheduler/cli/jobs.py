@@ -192,7 +192,7 @@ def _history_limit(text: str) -> int:
     return value
 
 
-def _since(text: str) -> timedelta | datetime:
+def since_option(text: str) -> timedelta | datetime:
     """``--since``: a span back from now (``12h``, ``30m``, ``2d``, ``1h30m``) or an instant."""
     value = text.strip()
     if _DURATION.fullmatch(value):
@@ -242,7 +242,7 @@ def add_history(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     parser.add_argument("--job", dest="job_option", metavar="JOB", help="one job's runs")
     parser.add_argument(
         "--since",
-        type=_since,
+        type=since_option,
         metavar="WHEN",
         help="runs scheduled since: a span back from now (12h, 30m, 2d) or an ISO 8601 time",
     )

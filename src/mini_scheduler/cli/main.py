@@ -7,7 +7,8 @@ against what a deployed stack runs). Commands for operators, against a
 deployed stack (where.py says where they act): ``jobs``, ``history`` (jobs.py), ``run``
 (run.py), ``pause``, ``resume`` (pause.py), ``status``, ``failover`` (environment.py; with
 ``--drill``, drill/), ``schedule``, ``backfill``, ``rerun`` (deferred.py), ``tick`` (tick.py),
-``doctor`` (doctor/) and ``console`` (console.py: the web page, an optional extra).
+``doctor`` (doctor/), ``audit`` (audit.py: the operator actions recorded, and every action's
+``--reason``) and ``console`` (console.py: the web page, an optional extra).
 
 Every command prints for people by default and JSON with ``--json``; an error is one line on
 stderr (exit codes in context.py). Only :func:`main` picks the real clock, environment, AWS
@@ -25,6 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Final, cast
 
 from mini_scheduler import __version__
+from mini_scheduler.cli.audit import add_audit, audit
 from mini_scheduler.cli.console import add_console, console
 from mini_scheduler.cli.context import (
     EXIT_FAILED,
@@ -37,6 +39,7 @@ from mini_scheduler.cli.context import (
     Handler,
     Invoker,
     RegionClients,
+    audited_exit,
     invoke_ticker,
     on_local_run,
 )
@@ -81,6 +84,7 @@ COMMANDS: Final[dict[str, tuple[Register, Handler]]] = {
     "failover": (add_failover, failover_or_drill),
     "schedule": (add_schedule, schedule),
     "backfill": (add_backfill, backfill),
+    "audit": (add_audit, audit),
     "tick": (add_tick, tick),
     "doctor": (add_doctor, doctor),
     "console": (add_console, console),
@@ -143,7 +147,7 @@ def main(
         if getattr(args, "local", False):
             run = local_run(args, context.environ)
             context = on_local_run(context, run.endpoint, run.regions[0])
-        return handler(args, context)
+        return audited_exit(handler(args, context), context)
     except CommandError as exc:
         return context.fail(args.command, str(exc), exc.code)
     except ConfigurationError as exc:

@@ -8,7 +8,15 @@ import json
 from typing import Any
 
 from mini_scheduler import fleet
-from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, Context
+from mini_scheduler.cli.audit import add_reason, asking, no_trail, trail_for
+from mini_scheduler.cli.context import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    CommandError,
+    Context,
+    audit_said,
+)
 from mini_scheduler.cli.render import columns, plural
 from mini_scheduler.cli.where import (
     add_operator,
@@ -38,6 +46,7 @@ def add_pause(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     )
     parser.add_argument("job", metavar="JOB", help="a cron.yaml job's or a runtime schedule's name")
     add_operator(parser)
+    add_reason(parser)
     add_where(parser, many_regions=True, cron_file=True)
 
 
@@ -49,6 +58,7 @@ def add_resume(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("job", metavar="JOB", help="the job's name")
     add_operator(parser)
+    add_reason(parser)
     add_where(parser, many_regions=True)
 
 
@@ -73,6 +83,7 @@ def _set_paused(args: argparse.Namespace, context: Context, paused: bool) -> int
     if cron_file is not None and cron_file.job(args.job) is None:
         holders = _schedule_holders(args, context, regions, cron_file)
     operator = operator_name(args, context, regions[0])
+    asked = asking(args, context, regions[0])
 
     def act(region: str) -> dict[str, Any]:
         where = resolve(args, context, region)
@@ -83,8 +94,13 @@ def _set_paused(args: argparse.Namespace, context: Context, paused: bool) -> int
         if not paused:
             was = args.job in claims.control(f"{region}/-").paused
         cron = None if cron_file is None else (lambda: cron_file)
-        operator_path = Operator(cron=cron, claims=claims, environment=None, clock=context.clock)
-        operator_path.set_paused(args.job, paused, operator)
+        trail = trail_for(context, where)
+        if trail is None:
+            no_trail(context, command, where)
+        operator_path = Operator(
+            cron=cron, claims=claims, environment=None, clock=context.clock, audit=trail
+        ).asked(asked.get("reason"), asked.get("identity"))
+        audit_said(context, command, operator_path.set_paused(args.job, paused, operator))
         fields: dict[str, Any] = {"table": where.table, "paused": paused}
         if was is not None:
             fields["wasPaused"] = was

@@ -8,7 +8,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, Context
+from mini_scheduler.cli.audit import add_reason, asking
+from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, Context, audit_said
 from mini_scheduler.cli.render import columns
 from mini_scheduler.cli.where import (
     add_operator,
@@ -35,6 +36,7 @@ def add_run(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     )
     parser.add_argument("job", metavar="JOB", help="the job's name, as in cron.yaml")
     add_operator(parser)
+    add_reason(parser)
     add_parameters(parser)
     add_where(parser, table=False, function=True)
 
@@ -52,6 +54,7 @@ def run_job(args: argparse.Namespace, context: Context) -> int:
     function = where.need_function()
     operator = operator_name(args, context, region)
     event = {"job": args.job, "operator": operator, "parameters": args.parameters or {}}
+    event |= asking(args, context, region)
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
@@ -80,6 +83,7 @@ def run_job(args: argparse.Namespace, context: Context) -> int:
         return context.fail("run", f"the ticker failed ({answer.function_error}): {detail}", 1)
     if isinstance(payload, Mapping) and payload.get("status") == "rejected":
         return context.fail("run", f"the ticker refused the run: {payload.get('error')}", 1)
+    audit_said(context, "run", payload)
     failed = isinstance(payload, Mapping) and payload.get("status") == "FAILED"
     if not args.json:
         _print_run_answer(context, args.job, operator, payload)

@@ -23,7 +23,9 @@ says so.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -205,6 +207,7 @@ class Where:
     environment_name: str | None  # None: not known for this region
     cron_file: str | None
     cron_from_stack: bool = False  # cron_file is the stack's: its file: locations are packaged
+    audit_group: str | None = None  # the audit trail's log group (AuditLogGroupName)
 
     def need_table(self) -> str:
         if self.table:
@@ -322,6 +325,7 @@ def resolve(args: argparse.Namespace, context: Context, region: str, *, one_of: 
         environment_name=name,
         cron_file=pick("cron_file", CRON_OUTPUT, "CRON_FILE"),
         cron_from_stack=from_stack,
+        audit_group=pick("audit_group", "AuditLogGroupName", "AUDIT_LOG_GROUP"),
     )
 
 
@@ -426,7 +430,7 @@ def operator_name(args: argparse.Namespace, context: Context, region: str) -> st
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
-        arn = str(context.clients(region)("sts").get_caller_identity()["Arn"])
+        arn = caller_arn(context, region)
     except (BotoCoreError, ClientError) as exc:
         raise CommandError(
             f"cannot tell who you are (STS GetCallerIdentity failed - "
@@ -441,6 +445,23 @@ def operator_name(args: argparse.Namespace, context: Context, region: str) -> st
             f"your identity {arn} does not end in an operator name ({exc}): give --operator NAME",
             EXIT_USAGE,
         ) from exc
+
+
+_ARNS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+def caller_arn(context: Context, region: str) -> str:
+    """The caller's ARN: STS GetCallerIdentity, asked once for a region's clients (the
+    operator's name and the audit record's identity both come from it)."""
+    clients = context.clients(region)
+    try:
+        return _ARNS[clients]
+    except (KeyError, TypeError):  # TypeError: clients that cannot be weakly referenced
+        pass
+    arn = str(clients("sts").get_caller_identity()["Arn"])
+    with contextlib.suppress(TypeError):
+        _ARNS[clients] = arn
+    return arn
 
 
 def each_region(regions: Sequence[str], act: Callable[[str], dict[str, Any]]) -> list[Outcome]:

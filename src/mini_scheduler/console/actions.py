@@ -8,6 +8,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from mini_scheduler.audit.base import check_reason
 from mini_scheduler.console.regions import Regions
 from mini_scheduler.operator import check_operator, run_parameters
 
@@ -20,6 +21,7 @@ def run_now(
     operator: str,
     parameters: Mapping[str, Any] | None = None,
     region: str | None = None,
+    reason: str | None = None,
 ) -> dict[str, Any]:
     """Run a job now, by its region's ticker; its parameters are checked against the job's
     target first (PayloadError), as the ticker will, so that nothing too large is sent."""
@@ -27,18 +29,24 @@ def run_now(
     run_parameters(regions.find(name)[0], parameters)
     site = regions.site(region)
     log.info("Console: %s runs %s now in %s", operator, name, site.region)
-    answer = site.send({"job": name, "operator": operator, "parameters": dict(parameters or {})})
+    event = {"job": name, "operator": operator, "parameters": dict(parameters or {})}
+    answer = site.send(event | site.operator.asking.event(reason))
     return _sent(regions, site.region, answer)
 
 
 def rerun(
-    regions: Regions, firing_id: str, operator: str, region: str | None = None
+    regions: Regions,
+    firing_id: str,
+    operator: str,
+    region: str | None = None,
+    reason: str | None = None,
 ) -> dict[str, Any]:
     """Run a past firing again, by the ticker of the region named (else the active one)."""
     operator = check_operator(operator)
     site = regions.site(region)
     log.info("Console: %s reruns %s in %s", operator, firing_id[:160], site.region)
-    answer = site.send({"rerun": firing_id, "operator": operator})
+    event = {"rerun": firing_id, "operator": operator}
+    answer = site.send(event | site.operator.asking.event(reason))
     return _sent(regions, site.region, answer)
 
 
@@ -50,17 +58,20 @@ def _sent(regions: Regions, region: str, answer: Any) -> dict[str, Any]:
     return {"region": region, **answered}
 
 
-def set_paused(regions: Regions, name: str, paused: bool, operator: str) -> dict[str, Any]:
+def set_paused(
+    regions: Regions, name: str, paused: bool, operator: str, reason: str | None = None
+) -> dict[str, Any]:
     """Pause or resume a job in every region (each region's ticker reads its own table); a
     runtime schedule in the regions that hold it (:meth:`Regions.holding`)."""
     operator = check_operator(operator)
+    reason = check_reason(reason)  # refused before any region is written
     kind = regions.find(name)[1]
     sites = regions.sites if kind == "cron.yaml" else regions.holding(name)
     verb = "pauses" if paused else "resumes"
     where = ", ".join(site.region for site in sites)
     log.info("Console: %s %s %s in %s", operator, verb, name, where)
     outcomes = regions.one_by_one(
-        sites, lambda site: site.operator.set_paused(name, paused, operator)
+        sites, lambda site: site.operator.because(reason).set_paused(name, paused, operator)
     )
     return {
         "job": name,

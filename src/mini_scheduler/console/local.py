@@ -4,6 +4,7 @@ the same event routing as the deployed ticker's (:func:`mini_scheduler.handlers.
 
 from __future__ import annotations
 
+import getpass
 from typing import TYPE_CHECKING
 
 from mini_scheduler.console.service import ConsoleService
@@ -15,11 +16,12 @@ if TYPE_CHECKING:
 
 def local_console(scheduler: LocalScheduler) -> ConsoleService:
     """The console's service over a started local scheduler."""
+    identity = f"local:{getpass.getuser()}"  # make run's own operator
     sites = [
         Site(
             region=region.region,
             environment_name=region.settings.environment_name,
-            operator=region.ticker.operator,
+            operator=region.ticker.operator.asked(None, identity, "console"),
             send=region.send,
             where=region.where,
         )

@@ -18,6 +18,14 @@ REGION = Field(
 )
 
 
+REASON = Field(
+    None,
+    description="why (one line, at most 500 characters): kept in the audit trail, and on a "
+    "manual run",
+    examples=["incident 4711"],
+)
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -28,10 +36,12 @@ class RunNow(Strict):
     operator: str = OPERATOR
     parameters: dict[str, Any] | None = Field(None, description="merged over the job's")
     region: str | None = REGION
+    reason: str | None = REASON
 
 
 class OperatorOnly(Strict):
     operator: str = OPERATOR
+    reason: str | None = REASON
 
 
 class InRegion(Strict):
@@ -45,6 +55,7 @@ class Rerun(Strict):
     )
     operator: str = OPERATOR
     region: str | None = REGION
+    reason: str | None = REASON
 
 
 class EnvironmentChange(Strict):
@@ -234,6 +245,30 @@ class EnvironmentStatus(Open):
     known: list[str]
     activeRegions: list[str]
     problem: str | None
+
+
+class AuditRecord(BaseModel):
+    """One operator action (docs/audit.md): keys of a later version are kept."""
+
+    model_config = ConfigDict(extra="allow")
+    v: int
+    at: str
+    action: str
+    operator: str
+    region: str
+    stack: str | None = None
+    identity: str | None = Field(None, description="the caller's identity, as the caller told it")
+    via: str | None = Field(None, description="who wrote it: cli, console, a function's ARN")
+    job: str | None = None
+    subject: str | None = None
+    before: dict[str, Any] | None = None
+    after: dict[str, Any] | None = None
+    reason: str | None = None
+
+
+class Audit(BaseModel):
+    records: list[AuditRecord]
+    unread: list[Unread]
 
 
 class Csrf(BaseModel):

@@ -32,7 +32,7 @@ def add_routes(app: FastAPI, service: ConsoleService, csrf: str) -> None:
         """The token every POST and DELETE must carry in X-CSRF-Token."""
         return {"token": csrf}
 
-    for routes in (_jobs, _actions, _history, _environment, _deferred):
+    for routes in (_jobs, _actions, _history, _environment, _deferred, _audit):
         routes(app, service)
 
 
@@ -75,26 +75,26 @@ def _actions(app: FastAPI, service: ConsoleService) -> None:
     def run_now(name: str, body: models.RunNow) -> dict[str, Any]:
         """Run the job now (seed 000's run-now): a firing of its own, by the region's ticker,
         on a region on standby too."""
-        return service.run_now(name, body.operator, body.parameters, body.region)
+        return service.run_now(name, body.operator, body.parameters, body.region, body.reason)
 
     @app.post("/api/rerun", response_model=models.Open, responses=PROBLEMS, tags=["jobs"])
     def rerun(body: models.Rerun) -> dict[str, Any]:
         """Run a past firing again, as a manual run that names it."""
-        return service.rerun(body.firingId, body.operator, body.region)
+        return service.rerun(body.firingId, body.operator, body.region, body.reason)
 
     @app.post(
         "/api/schedule/{name}/pause", response_model=models.Open, responses=PROBLEMS, tags=["jobs"]
     )
     def pause(name: str, body: models.OperatorOnly) -> dict[str, Any]:
         """Pause the job in every region: ticks skip it until it is resumed."""
-        return service.set_paused(name, True, body.operator)
+        return service.set_paused(name, True, body.operator, body.reason)
 
     @app.post(
         "/api/schedule/{name}/resume", response_model=models.Open, responses=PROBLEMS, tags=["jobs"]
     )
     def resume(name: str, body: models.OperatorOnly) -> dict[str, Any]:
         """Resume the job in every region."""
-        return service.set_paused(name, False, body.operator)
+        return service.set_paused(name, False, body.operator, body.reason)
 
 
 def _history(app: FastAPI, service: ConsoleService) -> None:
@@ -187,3 +187,18 @@ def _deferred(app: FastAPI, service: ConsoleService) -> None:
     def backfills() -> dict[str, Any]:
         """Every region's backfills with firings left to dispatch."""
         return service.backfills()
+
+
+def _audit(app: FastAPI, service: ConsoleService) -> None:
+    """The audit trail: who did what, when and why, in every region."""
+
+    @app.get("/api/audit", response_model=models.Audit, responses=PROBLEMS, tags=["audit"])
+    def audit(
+        hours: Annotated[int, Query(ge=1, le=24 * 400)] = 168,
+        job: Annotated[str | None, Query(max_length=200)] = None,
+        actor: Annotated[str | None, Query(max_length=2048)] = None,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+    ) -> dict[str, Any]:
+        """The operator actions of the last hours in every region, newest first (docs/audit.md:
+        one record each, with the state before and after and the reason)."""
+        return service.audit(hours, job, actor, limit)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from mini_scheduler.clock import Clock
-from mini_scheduler.console import actions, deferred, environment, history, jobs
+from mini_scheduler.console import actions, audit, deferred, environment, history, jobs
 from mini_scheduler.console.regions import Regions
 from mini_scheduler.console.sites import Site
 from mini_scheduler.fleet import Outcome, each_region
@@ -91,14 +91,23 @@ class ConsoleService:
         operator: str,
         parameters: Mapping[str, Any] | None = None,
         region: str | None = None,
+        reason: str | None = None,
     ) -> dict[str, Any]:
-        return actions.run_now(self.regions, name, operator, parameters, region)
+        return actions.run_now(self.regions, name, operator, parameters, region, reason)
 
-    def rerun(self, firing_id: str, operator: str, region: str | None = None) -> dict[str, Any]:
-        return actions.rerun(self.regions, firing_id, operator, region)
+    def rerun(
+        self,
+        firing_id: str,
+        operator: str,
+        region: str | None = None,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
+        return actions.rerun(self.regions, firing_id, operator, region, reason)
 
-    def set_paused(self, name: str, paused: bool, operator: str) -> dict[str, Any]:
-        return actions.set_paused(self.regions, name, paused, operator)
+    def set_paused(
+        self, name: str, paused: bool, operator: str, reason: str | None = None
+    ) -> dict[str, Any]:
+        return actions.set_paused(self.regions, name, paused, operator, reason)
 
     # -- runtime schedules and backfills --------------------------------------------------------
 
@@ -133,3 +142,10 @@ class ConsoleService:
 
     def backfills(self) -> dict[str, Any]:
         return deferred.backfills(self.regions)
+
+    # -- the audit trail ------------------------------------------------------------------------
+
+    def audit(
+        self, hours: int = 168, job: str | None = None, actor: str | None = None, limit: int = 200
+    ) -> dict[str, Any]:
+        return audit.audit(self.regions, hours, job, actor, limit)

@@ -69,7 +69,8 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
     try:
         ticker = _get_ticker(context)
         try:
-            return route(ticker, event, deadline_of(context, ticker.clock.now()))
+            via = getattr(context, "invoked_function_arn", None)
+            return route(ticker, event, deadline_of(context, ticker.clock.now()), via)
         except EventError as exc:
             logger.warning("Event rejected: %s", exc)
             return error_answer(str(exc))

@@ -210,6 +210,7 @@ class LocalRegion:
 
     def _build(self, clients: Clients) -> None:
         """The recorder and the ticker, as wiring builds them in Lambda, on moto's clients."""
+        from mini_scheduler.audit import MemoryAuditLog
         from mini_scheduler.local.alerts import LogAlerts
         from mini_scheduler.wiring import build_recorder, build_ticker
 
@@ -226,6 +227,7 @@ class LocalRegion:
             dispatch=self._dispatchers(clients),
             cron=self._cron.load,
             wake=wake,
+            audit=MemoryAuditLog(),  # the console's Audit page reads it (docs/audit.md)
         )
 
     def _dispatchers(self, clients: Clients) -> Dispatchers:

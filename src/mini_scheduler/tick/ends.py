@@ -173,4 +173,5 @@ def _as_marked(mark: MarkRequest, now: datetime, origin: str) -> RunRecord:
         policy=start.policy,
         backfill=firing.backfill,
         reruns=firing.reruns,
+        operator_reason=firing.operator_reason,
     )

@@ -96,5 +96,6 @@ class Sweeper(Part):
             run.parameters or {},
             base.attempt,
             reruns=run.reruns,
+            operator_reason=run.operator_reason,
         )
         self.dispatching.dispatch_now(job, firing, tally)

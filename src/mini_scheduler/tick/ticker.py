@@ -37,6 +37,7 @@ from mini_scheduler.wake import Wake, waker
 
 if TYPE_CHECKING:  # imported where used: a tick of cron.yaml's jobs needs none of them
     from mini_scheduler.alerts import Alerts
+    from mini_scheduler.audit.base import AuditLog
     from mini_scheduler.carry.carrier import Carrier, Peers
     from mini_scheduler.carry.takeover import Takeover
     from mini_scheduler.failures import FinalFailures
@@ -81,8 +82,10 @@ class Ticker:
         alerts: Alerts | None = None,
         wake: Wake | None = None,
         peers: Peers | None = None,
+        audit: AuditLog | None = None,
     ) -> None:
         self.settings = settings
+        self.audit = audit  # where the operator path records its actions (none: not recorded)
         if wake is None and fanout is not None:  # in Lambda: this function, invoked anew
             wake = waker(fanout, clock, settings.tick_lead_seconds)
         self.wake = wake
@@ -123,9 +126,14 @@ class Ticker:
         """The operator path, over this ticker's stores and executor: built at the first
         operator event, so that a container that only ticks never imports it (nor the
         backfills, runtime schedules and fleet views it brings)."""
+        from mini_scheduler.audit.trail import Trail
         from mini_scheduler.operator import Operator
 
         settings, wake = self.settings, self.wake
+        via = settings.function_name or "ticker"
+        trail = None
+        if self.audit is not None:
+            trail = Trail(self.audit, region=settings.region, stack=settings.stack_name, via=via)
         return Operator(
             cron=self.cron_file,
             claims=self.claims,
@@ -137,6 +145,7 @@ class Ticker:
             wake=wake,
             lead_seconds=settings.tick_lead_seconds,
             in_step=self._operator_carry if self.carrier is not None else None,
+            audit=trail,
         )
 
     def cron_file(self) -> CronFile:

@@ -1285,3 +1285,24 @@ def test_a_bad_cursor_is_refused_before_any_request(
         unreachable_claim_store.history("report", 3, cursor)  # type: ignore[arg-type]
     with pytest.raises(StoreError):
         unreachable_claim_store.history("report", 3, "2026-11-30T14:00:00.000Z")
+
+
+def test_a_manual_run_keeps_its_operator_s_reason(claim_store: ClaimStore) -> None:
+    """--reason on a manual run (the audit trail's issue): stored with the run, by one claim or
+    in a batch, and read back by key and in the history."""
+    alone = Firing.manual_run(
+        "report", T0, "jane.doe", {}, nonce="0a1b2c3d", operator_reason="incident 4711"
+    )
+    batched = Firing.manual_run(
+        "report", T0 + timedelta(seconds=1), "bob", {}, nonce="0a1b2c3e", operator_reason="drill"
+    )
+    plain = Firing.manual_run("report", T0 + timedelta(seconds=2), "bob", {}, nonce="0a1b2c3f")
+    assert _claim(claim_store, alone) is ClaimResult.WON
+    assert _claim_many(claim_store, [ClaimRequest(batched), ClaimRequest(plain)]) == [
+        ClaimResult.WON,
+        ClaimResult.WON,
+    ]
+    run = claim_store.run(alone.id)
+    assert run is not None and run.operator_reason == "incident 4711"
+    history = claim_store.history("report", limit=5)
+    assert [r.operator_reason for r in history] == [None, "drill", "incident 4711"]

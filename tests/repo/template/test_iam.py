@@ -213,6 +213,7 @@ def test_the_ticker_role_is_exactly_what_the_ticker_calls(template: Template) ->
     PartiQLInsert and PartiQLUpdate. No index: the sweep reads watch items."""
     assert _grants(template, "TickerRole") == {
         "Logs": (["logs:CreateLogStream", "logs:PutLogEvents"], ["<TickerLogGroup.Arn>"]),
+        "Audit": (["logs:CreateLogStream", "logs:PutLogEvents"], ["<AuditLogGroup.Arn>"]),
         "StateTable": (
             TICKER_TABLE_ACTIONS,
             [STATE_TABLE],
@@ -462,3 +463,50 @@ def test_the_completion_queue_takes_the_stack_s_rules_events_only(template: Temp
     assert flows == rule("FlowEnds", "FlowEndedRule")
     assert tasks == rule("TaskEnds", "TaskStoppedRule")
     assert template["Resources"]["TaskStoppedRule"]["Condition"] == "HasTaskTargets"
+
+
+def test_operators_may_add_to_and_read_the_audit_trail_never_change_it(
+    template: Template,
+) -> None:
+    """OperatorAuditPolicy (docs/audit.md): append and read on the stack's audit log group, and
+    an explicit Deny of every call that deletes its events or shortens their retention, which
+    no other policy attached to the operators' role can then allow."""
+    policy = template["Resources"]["OperatorAuditPolicy"]
+    assert policy["Type"] == "AWS::IAM::ManagedPolicy"
+    statements = {
+        s["Sid"]: (s["Effect"], sorted(cfn.as_list(s["Action"])), _render(s["Resource"]))
+        for s in cfn.statements(policy["Properties"]["PolicyDocument"])
+    }
+    assert statements == {
+        "AddAndRead": (
+            "Allow",
+            [
+                "logs:CreateLogStream",
+                "logs:DescribeLogStreams",
+                "logs:FilterLogEvents",
+                "logs:GetLogEvents",
+                "logs:PutLogEvents",
+            ],
+            "<AuditLogGroup.Arn>",
+        ),
+        "NeverChangeNorDelete": (
+            "Deny",
+            [
+                "logs:AssociateKmsKey",
+                "logs:DeleteLogGroup",
+                "logs:DeleteLogStream",
+                "logs:DeleteRetentionPolicy",
+                "logs:DisassociateKmsKey",
+                "logs:PutRetentionPolicy",
+            ],
+            "<AuditLogGroup.Arn>",
+        ),
+    }
+    group = template["Resources"]["AuditLogGroup"]
+    assert group["DeletionPolicy"] == group["UpdateReplacePolicy"] == "Retain"
+    assert group["Properties"]["RetentionInDays"] == {"Ref": "AuditRetentionDays"}
+    retention = template["Parameters"]["AuditRetentionDays"]
+    assert retention["Default"] == 400 and 400 in retention["AllowedValues"]
+    assert (
+        retention["AllowedValues"] == template["Parameters"]["LogRetentionInDays"]["AllowedValues"]
+    )

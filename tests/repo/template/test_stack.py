@@ -219,6 +219,7 @@ def test_the_functions_point_at_the_stack_s_resources(aws: None, moto_template: 
         "FANOUT_SHARDS": "40",
         "EVENT_BUS_NAME": "default",
         "STACK_NAME": "mini-scheduler",  # PEER_STATE_TABLES: none without PeerRegions
+        "AUDIT_LOG_GROUP": "/mini-scheduler/mini-scheduler/audit",
         # the other kinds of target: off by default
         "TARGET_QUEUE_PREFIX": "",
         "TARGET_TOPIC_PREFIX": "",
@@ -264,8 +265,13 @@ def test_the_ticker_role_names_the_stack_s_resources(aws: None, moto_template: T
     assert granted["FailureEvents"]["Resource"] == (
         f"arn:aws:events:us-east-1:{ACCOUNT}:event-bus/default"
     )
+    # moto's GetAtt Arn of a log group; CloudFormation's ends in ":*", its streams
+    assert granted["Audit"]["Resource"] == (
+        f"arn:aws:logs:us-east-1:{ACCOUNT}:log-group:/mini-scheduler/mini-scheduler/audit"
+    )
     assert set(granted) == {
         "Logs",
+        "Audit",
         "StateTable",
         "DispatchToFunctions",
         "DispatchToFlows",
@@ -421,7 +427,8 @@ def _granted(stack: Stack, role: str) -> set[str]:
         for statement in stack.role_policy(role)
         if statement["Effect"] == "Allow"
         for action in cfn.as_list(statement["Action"])
-        if not action.startswith("logs:")  # the Lambda service writes the logs, not the code
+        # the Lambda service writes the functions' logs, not the code (the audit trail: the code)
+        if statement.get("Sid") != "Logs"
     }
 
 
@@ -492,6 +499,9 @@ def test_the_handlers_run_on_the_stack(
         soon = {"name": "soon", "at": "2026-11-30T14:16:30Z", "service": SAMPLE_REPORT}
         tick({"schedule": "create", "operator": "jane.doe", "schedules": [soon]})
         assert tick(load_event("manual-run.json"))["status"] == "DISPATCHED"
+        # each action is written to the stack's audit trail (CreateLogStream, PutLogEvents:
+        # the calls below; what a record holds: tests/unit/cli/test_audit.py, on a clock
+        # CloudWatch Logs takes, whose events are of the last 14 days)
 
         flow = stack.resources["SampleCleanupFlow"]
         executions = stack.client("stepfunctions").list_executions(stateMachineArn=flow)

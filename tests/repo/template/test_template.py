@@ -138,6 +138,7 @@ def test_the_ticker_is_configured_by_reference(template: Template) -> None:
             "Fn::If": ["HasPeers", {"Ref": "PeerRegions"}, {"Ref": "AWS::NoValue"}]
         },
         "STACK_NAME": {"Ref": "AWS::StackName"},
+        "AUDIT_LOG_GROUP": {"Ref": "AuditLogGroup"},
         "TARGET_QUEUE_PREFIX": {"Ref": "TargetQueuePrefix"},
         "TARGET_TOPIC_PREFIX": {"Ref": "TargetTopicPrefix"},
         "TARGET_EVENT_BUS_PREFIX": {"Ref": "TargetEventBusPrefix"},

@@ -70,6 +70,9 @@ class FakeInvoker:
         return Invocation(self.answer, self.function_error)
 
 
+MOTO_ARN = "arn:aws:sts::123456789012:user/moto"  # what moto's STS answers GetCallerIdentity
+
+
 def cli(
     capsys: pytest.CaptureFixture[str],
     *argv: str,
@@ -725,7 +728,12 @@ def test_run_invokes_the_ticker_with_a_manual_run_event_and_prints_its_answer(
         (
             "us-east-1",
             TICKER,
-            {"job": "morning-report", "operator": "jane.doe", "parameters": {"region": "west"}},
+            {
+                "job": "morning-report",
+                "operator": "jane.doe",
+                "parameters": {"region": "west"},
+                "identity": MOTO_ARN,  # the caller's, for the audit record
+            },
         )
     ]
     assert run.lines == [
@@ -765,7 +773,12 @@ def test_run_takes_the_operator_from_the_caller_s_identity(
     invoker = FakeInvoker(ANSWER)
     run = cli(capsys, "run", "heartbeat", "--function", TICKER, invoke=invoker)
     assert run.code == 0
-    assert invoker.calls[0][2] == {"job": "heartbeat", "operator": "moto", "parameters": {}}
+    assert invoker.calls[0][2] == {
+        "job": "heartbeat",
+        "operator": "moto",
+        "parameters": {},
+        "identity": MOTO_ARN,  # one STS call: the name is its last part
+    }
 
 
 def test_run_through_moto_s_lambda(capsys: pytest.CaptureFixture[str], aws: Aws) -> None:
@@ -777,6 +790,7 @@ def test_run_through_moto_s_lambda(capsys: pytest.CaptureFixture[str], aws: Aws)
         "  job         heartbeat",
         "  operator    jane.doe",
         "  parameters  {}",
+        f"  identity    {MOTO_ARN}",
     ]
     report = cli(
         capsys, "run", "heartbeat", "--operator", "jane.doe", "--function", TICKER, "--json"
@@ -788,6 +802,7 @@ def test_run_through_moto_s_lambda(capsys: pytest.CaptureFixture[str], aws: Aws)
             "job": "heartbeat",
             "operator": "jane.doe",
             "parameters": {},
+            "identity": MOTO_ARN,
         }
     )
 
@@ -1404,7 +1419,7 @@ def test_a_forced_failover_to_a_name_no_stack_has_says_no_region_is_active(
     ("argv", "message"),
     [
         (["--force"], "--force needs --reason TEXT"),
-        (["--reason", "why"], "--force needs --reason TEXT"),
+        (["--force", "--reason", "x\ny"], "--reason: reason must be one line"),
         (["--known", "prod,two words"], "--known: 'two words' is not an environment name"),
     ],
 )

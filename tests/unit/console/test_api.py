@@ -642,6 +642,7 @@ def test_the_openapi_document_describes_every_route(client: TestClient) -> None:
         "/api/schedules",
         "/api/schedules/{name}",
         "/api/backfills",
+        "/api/audit",
     }
     assert set(paths["/api/schedule/{name}"]) == {"get", "post"}
     run_now = paths["/api/schedule/{name}"]["post"]

@@ -114,7 +114,17 @@ async function api(method, path, body) {
     const reason = answer && answer.error ? answer.error : `HTTP ${response.status}`;
     throw new Error(reason);
   }
+  if (method !== "GET") auditErrors(answer);
   return answer;
+}
+
+// an action done whose audit record was not written: said, the action stands (docs/audit.md)
+function auditErrors(answer) {
+  const regions = answer && Array.isArray(answer.regions) ? answer.regions : [];
+  const found = [answer, ...regions];
+  for (const part of found) {
+    if (part && part.auditError) say(`Done, but not in the audit trail: ${part.auditError}`, "error");
+  }
 }
 
 // -- the operator's name and confirmations -----------------------------------------------------
@@ -539,6 +549,34 @@ function drawBackfills(answer, read) {
   }
 }
 
+// -- the audit trail -----------------------------------------------------------------------------------
+
+function change(record) {
+  const show = (state) => (state === undefined || state === null ? "-" : JSON.stringify(state));
+  const keys = new Set([...Object.keys(record.before || {}), ...Object.keys(record.after || {})]);
+  if (record.before && record.after && keys.size === 1) {
+    const [key] = keys;
+    return `${key}: ${show(record.before[key])} -> ${show(record.after[key])}`;
+  }
+  if (!record.before && !record.after) return "";
+  const text = `${show(record.before)} -> ${show(record.after)}`;
+  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+}
+
+function drawAudit(answer) {
+  for (const region of answer.unread) say(`Audit of ${region.region}: ${region.error}`, "error");
+  const rows = answer.records.map((r) => el("tr", { dataset: { audit: r.action, auditJob: r.job || "" } },
+    el("td", { "data-label": "When" }, utc(r.at)),
+    el("td", { "data-label": "Region" }, r.region),
+    el("td", { "data-label": "Action" }, r.action),
+    el("td", { "data-label": "Job" }, r.job || r.subject || ""),
+    el("td", { "data-label": "Who", title: r.identity || "" }, r.operator),
+    el("td", { "data-label": "Change" }, change(r)),
+    el("td", { "data-label": "Reason", class: "note" }, r.reason || "")));
+  document.getElementById("audit-rows").replaceChildren(...rows);
+  document.getElementById("audit-none").hidden = rows.length > 0;
+}
+
 // -- the next 24 hours -------------------------------------------------------------------------------
 
 function drawTimeline(answer) {
@@ -588,8 +626,9 @@ async function refresh() {
   if (state.busy) return;
   state.busy = true;
   const read = Date.now();
-  const [jobs, env, backfills] = await Promise.allSettled([
+  const [jobs, env, backfills, audit] = await Promise.allSettled([
     api("GET", "/api/schedule"), api("GET", "/api/scheduler/environment"), api("GET", "/api/backfills"),
+    api("GET", "/api/audit?hours=168"),
   ]);
   state.busy = false;
   if (jobs.status === "fulfilled") {
@@ -602,6 +641,8 @@ async function refresh() {
   else say(`Regions: ${env.reason.message}`, "error");
   if (backfills.status === "fulfilled") drawBackfills(backfills.value, read);
   else say(`Backfills: ${backfills.reason.message}`, "error");
+  if (audit.status === "fulfilled") drawAudit(audit.value);
+  else say(`Audit: ${audit.reason.message}`, "error");
   // the newest page of an open history again, unless older runs are shown below it
   if (state.historyJob && !state.historyPaged) loadHistory(false).catch(() => {});
   if (state.historyJob) loadRetries().catch(() => {});
