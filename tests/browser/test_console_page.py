@@ -680,6 +680,36 @@ def test_a_runtime_schedule_created_then_deleted(page: Page, console: Console) -
     assert errors == [f"HTTP 400: POST {console.url}api/schedules", f"{logged} 400 (Bad Request)"]
 
 
+def test_a_runtime_schedule_takes_more_of_cron_yamls_keys(page: Page, console: Console) -> None:
+    errors = open_console(page, console)
+    sent = posts(page)
+    page.locator("#new-schedule").click()
+    every = {
+        "name": "guarded",
+        "cron": "0 */5 * * * ?",
+        "service": "mini-scheduler-sample-heartbeat",
+    }
+    problem = page.locator("#form-error")
+    # a key the form has a field for: said in the form, and nothing sent
+    fill_form(page, every | {"more": '{"service": "other"}'})
+    expect(problem).to_contain_text("more keys: service has a field of its own above")
+    # a bad value: the server's refusal names the key; nothing written
+    with page.expect_response(lambda answer: answer.url.endswith("/api/schedules")) as answer:
+        fill_form(page, every | {"more": '{"overlap": "sometimes"}'})
+    assert answer.value.status == 400
+    expect(problem).to_contain_text("overlap 'sometimes' is not one of")
+    assert pending(console, "schedule") == []
+
+    more = '{"overlap": "skip", "timeout": 120, "retry": {"retries": 2, "backoff": 30}}'
+    fill_form(page, every | {"more": more})
+    expect(page.locator("#form")).to_be_hidden()
+    [schedule] = console.scheduler.ticker.operator.runtime_schedules()
+    assert (schedule.name, schedule.job.overlap, schedule.job.timeout) == ("guarded", "skip", 120)
+    assert schedule.job.retry is not None and schedule.job.retry.retries == 2
+    assert sent == ["api/schedules"] * 2
+    assert len(errors) == 2  # the refusal, as HTTP 400 and as Chromium's resource error
+
+
 def test_a_backfill_started_and_followed_to_its_end(page: Page, console: Console) -> None:
     errors = open_console(page, console)
     row = job_row(page, "hourly-cleanup")

@@ -25,6 +25,7 @@ error.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import ipaddress
 import json
@@ -221,15 +222,34 @@ class WebhookDispatcher:
 
 
 class _PinnedHTTP(http.client.HTTPConnection):
-    """A connection to checked addresses, whose ``Host`` header names the host."""
+    """A connection to checked addresses, whose ``Host`` header names the host, bounded as a
+    whole by its timeout: the connect, the request and the answer together (a socket's own
+    timeout bounds each wait only, and a server may send a byte just often enough)."""
 
     def __init__(self, host: str, port: int, addresses: list[Address], timeout: float) -> None:
         super().__init__(host, port, timeout=timeout)
         self._addresses = addresses
-        self._limit = timeout
+        self.deadline = time.monotonic() + timeout
+        self.cut_off = False
+        self._cut_lock = threading.Lock()
 
     def connect(self) -> None:
-        self.sock = _open(self._addresses, self._limit)
+        sock = _open(self._addresses, self.deadline)
+        with self._cut_lock:
+            self.sock = sock
+            late = self.cut_off
+        if late:
+            raise TimeoutError("timed out")
+
+    def cut(self) -> None:
+        """At the deadline, from a timer's thread: the socket is shut down, which ends the wait
+        of the thread reading or writing it."""
+        with self._cut_lock:
+            self.cut_off = True
+            sock = self.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):  # closed already: the exchange is over
+                sock.shutdown(socket.SHUT_RDWR)
 
 
 class _PinnedHTTPS(_PinnedHTTP):
@@ -263,18 +283,23 @@ def _connection(
 
 
 MOST_ADDRESSES: Final = 2
-"""Addresses of a name tried in turn: each may take the job's whole timeout to refuse, and a
-tick's worker must not wait on a name's every address (the ticker has 150 seconds)."""
+"""Addresses of a name tried in turn, within the one timeout of the whole exchange: each gets
+an equal share of what is left, so that one that never answers leaves time for the next."""
 
 
-def _open(addresses: list[Address], timeout: float) -> socket.socket:
+def _open(addresses: list[Address], deadline: float) -> socket.socket:
     """A socket connected to the first of ``addresses`` that answers (of the first
-    :data:`MOST_ADDRESSES`)."""
+    :data:`MOST_ADDRESSES`) before ``deadline`` (``time.monotonic``)."""
     failure: OSError = OSError("no address")
-    for family, sockaddr in addresses[:MOST_ADDRESSES]:
+    tried = addresses[:MOST_ADDRESSES]
+    for index, (family, sockaddr) in enumerate(tried):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("timed out")
+        left /= len(tried) - index
         sock = socket.socket(family, socket.SOCK_STREAM)
         try:
-            sock.settimeout(timeout)
+            sock.settimeout(left)
             sock.connect(sockaddr)
         except OSError as exc:
             sock.close()
@@ -295,13 +320,20 @@ def _exchange(
 ) -> tuple[int, str, str]:
     """Send the request and read the answer: its status, its reason and the printable start
     of its body (at most :data:`BODY_LIMIT` bytes read); DispatchError when none came."""
+    timer = threading.Timer(max(0.0, connection.deadline - time.monotonic()), connection.cut)
+    timer.daemon = True
+    timer.start()
     try:
         connection.request(method, path, body=body, headers=dict(headers))
         response = connection.getresponse()
         data = response.read(BODY_LIMIT)
+        if connection.cut_off:  # the answer ended because it was cut: it is not all there
+            raise TimeoutError("timed out")
     except (OSError, http.client.HTTPException) as exc:
-        raise DispatchError(f"{where} could not be reached - {_cause(exc, timeout)}") from exc
+        cause = _cause(TimeoutError() if connection.cut_off else exc, timeout)
+        raise DispatchError(f"{where} could not be reached - {cause}") from exc
     finally:
+        timer.cancel()
         connection.close()
     text = data[:ERROR_BODY].decode("utf-8", "replace")
     start = " ".join("".join(c if c.isprintable() else " " for c in text).split())

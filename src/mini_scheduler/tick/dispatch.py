@@ -128,7 +128,9 @@ class Dispatching(Part):
             job.name,
             job.service,
             firing.id,
-            extra=log_keys(job.name, firing.id, named=True, reference=reference),
+            extra=log_keys(
+                job.name, firing.id, named=True, reference=logged(reference, job.target)
+            ),
         )
         tally.add("dispatched")
         self.metrics.add(m.FIRINGS_DISPATCHED)
@@ -258,3 +260,9 @@ def _planned(job: Job, firing: Firing) -> datetime | None:
     if firing.reruns is not None:
         return planned(job, firing_from_id(firing.reruns).scheduled)
     return None if firing.manual else planned(job, firing.scheduled)
+
+
+def logged(reference: str, target: Target) -> str:
+    """A dispatch line's ``reference``: the target's own id of the request (a Lambda request
+    id, a message id), less the kind and name its message says already (``lambda:NAME:``)."""
+    return reference.removeprefix(f"{target.kind}:{target.name}:")

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mini_scheduler import metrics as m
 from mini_scheduler.claims.base import SCHEDULE, ClaimResult, ClaimStore, Deferred
+from mini_scheduler.claims.definitions import moves
 from mini_scheduler.clock import Clock
 from mini_scheduler.config import Settings
 from mini_scheduler.dispatch.base import Dispatchers
@@ -28,7 +29,7 @@ from mini_scheduler.metrics import Metrics
 from mini_scheduler.model import Firing, iso_seconds, log_keys
 from mini_scheduler.tick.batches import MinuteWrites
 from mini_scheduler.tick.dispatch import Dispatching
-from mini_scheduler.tick.lines import log_decisions
+from mini_scheduler.tick.lines import SCHEDULE_DELETED, SCHEDULE_MOVED_ON, log_decisions
 from mini_scheduler.tick.means import Means
 from mini_scheduler.tick.plan import TickPlan
 from mini_scheduler.tick.report import Tally
@@ -150,15 +151,20 @@ class Executor:
 
     def _advance_schedule(self, done: Deferred, then: Deferred) -> None:
         """A runtime schedule's next firing in place of the one answered, unless the schedule
-        was deleted since the tick read it (a delete is never undone)."""
-        if not self.claims.advance_schedule(done, then):
-            log.info(
-                "Runtime schedule %s was deleted, or moved on by another tick, during this tick "
-                "- its next firing %s is not written here",
-                done.firing.job,
-                then.firing.id,
-                extra=log_keys(done.firing.job, then.firing.id),
-            )
+        was deleted since the tick read it (a delete is never undone), or another tick of the
+        minute (a catch-up, a repeated tick) moved it on first: that tick wrote its next firing,
+        which is said at DEBUG only (a catch-up reads the minute's firings too, and this is
+        what it finds every time)."""
+        if self.claims.advance_schedule(done, then):
+            return
+        moved_on = moves(self.claims.schedule(done.firing.job), done)
+        log.log(
+            logging.DEBUG if moved_on else logging.INFO,
+            SCHEDULE_MOVED_ON if moved_on else SCHEDULE_DELETED,
+            done.firing.job,
+            then.firing.id,
+            extra=log_keys(done.firing.job, then.firing.id),
+        )
 
     def _advance(self, plan: TickPlan, tally: Tally) -> None:
         if plan.advance_to is None:

@@ -18,6 +18,13 @@ SKIPPED = "Job %s skipped - firing %s (%s)"
 SKIPPED_RANGE = "Job %s skipped %d firings from %s to %s (%s)"
 TAKEN_OVER = "Job %s - firing %s taken over: its claim was not dispatched within the lease"
 NOT_DISPATCHED = "Job %s not dispatched - firing %s: %s"
+SCHEDULE_DELETED = (
+    "Runtime schedule %s was deleted during this tick - its next firing %s is not written here"
+)
+SCHEDULE_MOVED_ON = (
+    "Runtime schedule %s was moved on by another tick of this minute - its next firing %s was "
+    "written there"
+)
 
 
 def log_decisions(plan: TickPlan) -> None:

@@ -237,6 +237,15 @@ def test_no_answer_within_the_timeout(server: Receiver) -> None:
     assert len(server.requests) == 1
 
 
+def test_an_answer_that_keeps_coming_too_slowly_is_cut_at_the_timeout(server: Receiver) -> None:
+    server.drip, server.answer = 0.25, (200, {}, b"ok" * 10)  # each byte in time, the whole not
+    target = hook(server.url("/drip"), timeout=1)
+    with pytest.raises(DispatchError) as raised:
+        dispatcher(server).dispatch(target, FIRING, PAYLOAD)
+    server.release.set()
+    assert str(raised.value).endswith("no answer within 1 s (http.timeout)")
+
+
 def test_a_refused_connection(server: Receiver) -> None:
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))

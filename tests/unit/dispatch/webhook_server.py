@@ -5,7 +5,8 @@ server received.
 
 The server answers each request with :attr:`Receiver.answer` (status, headers, body); with
 :attr:`Receiver.hold` set it waits first on :attr:`Receiver.release` (a test sets it; the wait
-is bounded), for a dispatcher's timeout."""
+is bounded), for a dispatcher's timeout; with :attr:`Receiver.drip` it sends its answer a byte
+at a time, that many seconds apart (a server that answers, too slowly)."""
 
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ class Receiver:
     """A client context that trusts the receiver's certificate, and nothing else."""
     answer: tuple[int, dict[str, str], bytes] = (200, {}, b"ok")
     hold: bool = False
+    drip: float | None = None
     release: threading.Event = field(default_factory=threading.Event)
     requests: list[Received] = field(default_factory=list)
 
@@ -104,12 +106,23 @@ def _handler(receiver: Receiver) -> type[http.server.BaseHTTPRequestHandler]:
             if receiver.hold:
                 receiver.release.wait(HOLD_LIMIT)
             status, headers, content = receiver.answer
+            if receiver.drip is not None:
+                self._drip(status, content, receiver.drip)
+                return
             self.send_response(status)
             for name, value in headers.items():
                 self.send_header(name, value)
             self.send_header("Content-Length", str(len(content)))
             self.end_headers()
             self.wfile.write(content)
+
+        def _drip(self, status: int, content: bytes, seconds: float) -> None:
+            head = f"HTTP/1.1 {status} OK\r\nContent-Length: {len(content)}\r\n\r\n"
+            for byte in head.encode() + content:
+                self.wfile.write(bytes([byte]))
+                self.wfile.flush()
+                if receiver.release.wait(seconds):  # the test is over
+                    return
 
         do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _answer
 

@@ -393,6 +393,12 @@ def test_two_regions_fail_over_through_the_cli(
         )
 
     def look() -> None:
+        changed = tmp_path / "changed.yaml"  # the run's file with heartbeat's statement changed
+        changed.write_text(FAILOVER_CRON.replace("0/15 * * * * ?", "0/20 * * * * ?"))
+        capsys.readouterr()
+        argv = ["plan", str(changed), "--local", "--json"]
+        seen["plan"] = cli_main(argv, clock=clock, environ=cli.environ)
+        seen["planned"] = json.loads(capsys.readouterr().out)
         seen["carried"] = _settled(cli, "once-east", 2)  # taken over in us-east-1, run in west
         seen["heartbeat"] = _settled(cli, "heartbeat", 16)
         seen["cleanup"] = _settled(cli, "cleanup", 4)
@@ -424,6 +430,18 @@ def test_two_regions_fail_over_through_the_cli(
     console = seen["console"]
     assert [r["region"] for r in console["regions"]] == TWO
     assert console["activeRegions"] == ["us-west-2"]
+
+    # plan, against what each region's ticker reads now: the one change, in both regions
+    assert seen["plan"] == 2  # changes (terraform's -detailed-exitcode)
+    planned = seen["planned"]["regions"]
+    assert [(r["region"], r["ok"], r["changes"]) for r in planned] == [(r, True, True) for r in TWO]
+    for region in planned:
+        (job,) = region["jobs"]
+        assert (job["job"], job["action"]) == ("heartbeat", "change")
+        assert job["fields"] == [
+            {"field": "cron", "before": "0/15 * * * * ?", "after": "0/20 * * * * ?"}
+        ]
+        assert job["firings24h"] == {"appear": 2880, "disappear": 4320}
 
     seconds = [f"{m}:{s:02d}" for m in ("14:01", "14:02") for s in (0, 15, 30, 45)]
     assert _by_region(seen["heartbeat"]) == {

@@ -4,6 +4,7 @@ firing (issue 14, part 3); and ``start``/``end`` on a job."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
@@ -17,7 +18,7 @@ from mini_scheduler.jobs import load
 from mini_scheduler.model import Firing, RunStatus
 from mini_scheduler.recorder import Completion, Recorder
 from mini_scheduler.tick.deferred import deferred_job
-from tests.unit.tick.harness import at, rig
+from tests.unit.tick.harness import Rig, at, rig
 
 CRON = """
 jobs:
@@ -343,3 +344,51 @@ def test_a_runtime_schedule_is_paused_and_resumed_like_a_job() -> None:
         assert r.claims.run(paused) is None  # nothing written for a paused firing
     with pytest.raises(EventError, match=r"runtime schedule nope: not in cron\.yaml"):
         route(r.ticker, {"pause": "nope", "operator": "jane.doe"})
+
+
+def _schedule_line(
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    meanwhile: Callable[[Rig, Callable[[], bool]], None],
+) -> tuple[Rig, logging.LogRecord]:
+    """A schedule firing at second 30 of every minute, ticked once with ``meanwhile`` done just
+    before the tick moves it on (given the rig, and the move a peer tick would make): the rig,
+    and the one line the tick said of the schedule."""
+    r = rig(CRON)
+    r.ticker.operator.create_schedules(
+        [{"name": "s", "cron": "30 * * * * ?", "service": "fn"}], "jane.doe"
+    )
+    advance = r.claims.advance_schedule
+
+    def after_meanwhile(done: Deferred, following: Deferred | None) -> bool:
+        meanwhile(r, lambda: advance(done, following))
+        return advance(done, following)
+
+    monkeypatch.setattr(r.claims, "advance_schedule", after_meanwhile)
+    with caplog.at_level(logging.DEBUG, logger="mini_scheduler.ticker"):
+        r.tick("2026-11-30T14:01:00Z")
+    (line,) = [rec for rec in caplog.records if rec.msg.startswith("Runtime schedule")]
+    return r, line
+
+
+def test_a_schedule_another_tick_moved_on_first_is_said_at_debug_only(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def peer(r: Rig, move_on: Callable[[], bool]) -> None:
+        assert move_on()  # a catch-up of the minute moved it on just before
+
+    r, line = _schedule_line(monkeypatch, caplog, peer)
+    assert line.levelno == logging.DEBUG and "moved on by another tick" in line.getMessage()
+    (shown,) = r.ticker.operator.list_schedules()["schedules"]
+    assert shown["nextFiring"] == "2026-11-30T14:02:30Z"  # the peer's next firing stands
+
+
+def test_a_schedule_deleted_during_the_tick_is_said_at_info_and_stays_deleted(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def delete(r: Rig, move_on: Callable[[], bool]) -> None:
+        r.ticker.operator.delete_schedule("s", "bob")
+
+    r, line = _schedule_line(monkeypatch, caplog, delete)
+    assert line.levelno == logging.INFO and "was deleted during this tick" in line.getMessage()
+    assert r.ticker.operator.list_schedules() == {"schedules": []}

@@ -15,6 +15,7 @@ from mini_scheduler.dispatch.base import Answer, BatchDispatcher, Ended
 from mini_scheduler.errors import DispatchError, StoreError
 from mini_scheduler.jobs import Target
 from mini_scheduler.model import RunStatus
+from mini_scheduler.tick.dispatch import logged
 from tests.unit.tick.harness import FakeDispatcher, rig
 
 MINUTE = "2026-11-30T14:01:00Z"
@@ -302,3 +303,14 @@ def test_a_failed_end_whose_mark_the_store_refused_is_left_to_the_runs_new_claim
     assert r.claims.pending_deferred("retry") == []
     assert alerts.of("Job Run Failed") == []
     assert r.metrics.totals["RunsFailed"] == 0
+
+
+def test_a_dispatch_line_says_the_targets_own_id_not_what_its_message_says() -> None:
+    function, queue = Target("lambda", "report"), Target("sqs", "jobs.fifo")
+    flow = Target("flow", "arn:aws:states:us-east-1:1:stateMachine:etl")
+    execution = "arn:aws:states:us-east-1:1:execution:etl:job-2026"
+
+    assert logged("lambda:report:5f0c-11", function) == "5f0c-11"
+    assert logged("sqs:jobs.fifo:m-1", queue) == "m-1"
+    assert logged(execution, flow) == execution  # an ARN is the target's own id already
+    assert logged("lambda:other:5f0c-11", function) == "lambda:other:5f0c-11"

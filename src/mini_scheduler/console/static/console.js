@@ -254,6 +254,8 @@ function jsonObject(text, name) {
   return value;
 }
 
+const FORM_KEYS = ["name", "at", "cron", "timezone", "service", "parameters"]; // the form's own fields
+
 document.getElementById("new-schedule").addEventListener("click", () => {
   openForm("New runtime schedule",
     "A job made while the scheduler runs, beside cron.yaml's: once at an instant, or on a Quartz " +
@@ -263,14 +265,20 @@ document.getElementById("new-schedule").addEventListener("click", () => {
       { name: "at", label: "At: once, at this instant (UTC)", placeholder: "2026-12-24T18:00:00Z" },
       { name: "cron", label: "Or cron: a Quartz statement", placeholder: "0 0 9 ? * MON-FRI" },
       { name: "timezone", label: "Its zone (for cron)", placeholder: "UTC" },
-      { name: "service", label: "Service: the function or flow://name to run", required: true },
+      { name: "service", label: "Service: a function, flow://, sqs://, sns://, events://, ecs:// or an https:// URL", required: true },
       { name: "parameters", label: "Parameters (a JSON object)", type: "textarea", placeholder: '{"day": "monday"}' },
+      { name: "more", label: "More of cron.yaml's keys (a JSON object: overlap, retry, timeout, input, ecs, http...)",
+        type: "textarea", placeholder: '{"overlap": "skip", "retry": {"retries": 2}}' },
       ...regionFields(),
     ], "Create",
   async (v, operator) => {
     const entry = { name: v.name, service: v.service };
     for (const key of ["at", "cron", "timezone"]) if (v[key]) entry[key] = v[key];
     if (v.parameters) entry.parameters = jsonObject(v.parameters, "parameters");
+    const more = v.more ? jsonObject(v.more, "more keys") : {};
+    const own = Object.keys(more).filter((key) => key in entry || FORM_KEYS.includes(key));
+    if (own.length) throw new Error(`more keys: ${own.join(", ")} has a field of its own above`);
+    Object.assign(entry, more);
     const body = { schedules: [entry], operator };
     if (v.region) body.region = v.region;
     const answer = await api("POST", "/api/schedules", body);
