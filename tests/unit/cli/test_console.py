@@ -65,7 +65,16 @@ def test_the_console_reads_and_acts_on_both_regions_stacks(
     assert seen["where"] == f"table mini-scheduler-state, ssm:{PARAMETER}"
     assert seen["run"]["region"] == "us-east-1" and seen["run"]["status"] == "DISPATCHED"
     assert invoker.calls == [
-        ("us-east-1", TICKER, {"job": "heartbeat", "operator": "jane", "parameters": {}})
+        (
+            "us-east-1",
+            TICKER,
+            {
+                "job": "heartbeat",
+                "operator": "jane",
+                "parameters": {},
+                "identity": "arn:aws:sts::123456789012:user/moto",  # the console's credentials
+            },
+        )
     ]
     assert seen["pause"]["failedRegions"] == []
     for region in ("us-east-1", "us-west-2"):
