@@ -133,7 +133,20 @@ class DynamoDBClaims(DynamoDBReads, OneByOne):
                 run = self._claimed(batch, i, holder)
                 outcomes[i] = self._claim_over_skip(claims[i].firing, holder, run, batch.token)
             else:
-                outcomes[i] = ClaimResult.LOST
+                outcomes[i] = self._lost(claims[i], holder)
+
+    def _lost(self, request: ClaimRequest, holder: RunRecord | None) -> ClaimOutcome:
+        """A claim lost to ``holder``: an exclusive one gives back the slot it took, unless
+        ``holder`` keeps it (:func:`.transitions.lost_keeps_slot`). LOST, or the release's
+        StoreError."""
+        if request.exclusive and not transitions.lost_keeps_slot(holder):
+            try:
+                self._slots.release(
+                    request.firing.job, request.firing.id, "release job (lost claim)"
+                )
+            except StoreError as exc:
+                return exc
+        return ClaimResult.LOST
 
     def _claimed(self, batch: _Batch, i: int, over: RunRecord | None = None) -> dict[str, Any]:
         """The run the batch's claim ``i`` writes (``over``: the SKIPPED record it replaces)."""

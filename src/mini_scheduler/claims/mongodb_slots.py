@@ -38,6 +38,7 @@ from mini_scheduler.claims import transitions
 from mini_scheduler.claims.base import ClaimOutcome, ClaimResult
 from mini_scheduler.claims.mongodb_documents import (
     RUN,
+    run_from,
     update_job,
     update_jobs,
     utc,
@@ -192,7 +193,7 @@ class JobSlots:
         """An exclusive claim lost to ``holder``: its slot is released unless ``holder`` is an
         open exclusive run (the same firing: the slot is its own). LOST, or the release's
         StoreError."""
-        if holder.get(RUN["open"]) and holder.get(RUN["exclusive"]):
+        if transitions.lost_keeps_slot(run_from(holder)):
             return ClaimResult.LOST
         # The firing was skipped, has ended, or is a non-exclusive run: no open run owns the slot.
         try:

@@ -397,6 +397,14 @@ def left(waiting: Sequence[str], firing_id: str) -> tuple[str, ...]:
     return tuple(found for found in waiting if found != firing_id)
 
 
+def lost_keeps_slot(holder: RunRecord | None) -> bool:
+    """Whether the slot an exclusive claim took stays taken when the claim is lost to
+    ``holder``, the firing's record: only for an open exclusive run (the same firing's, so the
+    slot is its own). A skipped, ended or plain record never runs under it: the claimer gives
+    the slot back at once, rather than leave it to the next claim's stale release."""
+    return holder is not None and holder.status.open and holder.exclusive
+
+
 def log_slot_held(job: str, firing_id: str) -> None:
     """A redriven exclusive run found the job's slot held by another run."""
     log.warning(

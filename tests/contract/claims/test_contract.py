@@ -364,6 +364,8 @@ def test_an_exclusive_claim_of_a_recorded_firing_loses_and_frees_nothing(
     skipped, later = Firing("solo", T0), Firing("solo", T0 + timedelta(minutes=1))
     assert claim_store.record_skipped(skipped, now=T0, reason="misfire", origin=ORIGIN)
     assert _claim(claim_store, skipped, exclusive=True) is ClaimResult.LOST
+    state = claim_store.job_state("solo")  # no slot left held by a firing that never runs
+    assert state is None or state.open_firing is None
     assert _claim(claim_store, later, exclusive=True) is ClaimResult.WON
     # the earlier firing is recorded: LOST, not OVERLAP, even while the slot is held
     assert _claim(claim_store, skipped, exclusive=True) is ClaimResult.LOST
