@@ -17,6 +17,13 @@ def iso_millis(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 
+def firing_id(job: str, instant: str) -> str:
+    """A firing's id, ``<job>@<instant>`` (``instant`` as :func:`iso_seconds` writes a scheduled
+    one, or a manual run's ``manual-...``): where :class:`~mini_scheduler.model.Firing` and
+    the modules it cannot be imported by write it alike."""
+    return f"{job}@{instant}"
+
+
 def parse_instant(text: str) -> datetime:
     """An ISO-8601 instant with a zone (``Z`` or an offset) as an aware UTC datetime."""
     moment = datetime.fromisoformat(text.strip())

@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
+from mini_scheduler.instants import firing_id
 from mini_scheduler.instants import iso_millis as iso_millis
 from mini_scheduler.instants import iso_seconds as iso_seconds
 from mini_scheduler.instants import parse_instant as parse_instant
@@ -110,9 +111,9 @@ class Firing:
         found = self._firing_id
         if not found:
             if self.manual:
-                found = f"{self.job}@manual-{self.scheduled_time}-{self.nonce}"
+                found = firing_id(self.job, f"manual-{self.scheduled_time}-{self.nonce}")
             else:
-                found = f"{self.job}@{self.scheduled_time}"
+                found = firing_id(self.job, self.scheduled_time)
             object.__setattr__(self, "_firing_id", found)  # frozen: set once, always the same
         return found
 

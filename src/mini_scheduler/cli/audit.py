@@ -20,7 +20,7 @@ from mini_scheduler.audit.base import READ_LIMIT, AuditRecord, check_reason
 from mini_scheduler.audit.trail import Trail
 from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, Context
 from mini_scheduler.cli.jobs import since_option
-from mini_scheduler.cli.render import columns, plural
+from mini_scheduler.cli.render import plural, print_read
 from mini_scheduler.cli.where import (
     Where,
     add_where,
@@ -222,12 +222,7 @@ def _print_records(
         ]
         for r in shown
     )
-    if shown:
-        for line in columns(rows):
-            context.print(line)
-    for o in outcomes:
-        if not o.ok:
-            context.warn(f"mini-scheduler audit: {o.region} not read - {o.error}")
+    print_read(context, "audit", bool(shown), rows, outcomes)
     places = ", ".join(o.region for o in outcomes if o.ok) or "no region"
     more = f", the newest {len(shown)} of {found}: --limit for more" if found > len(shown) else ""
     context.print(f"{plural(len(shown), 'audit record')} in {places}{more}")

@@ -19,6 +19,7 @@ from mini_scheduler.cli.render import (
     columns,
     instant,
     plural,
+    print_read,
     run_note,
     span,
     took,
@@ -455,12 +456,7 @@ def _merged(
         ]
         for f in shown
     )
-    if shown:
-        for line in columns(rows):
-            context.print(line)
-    for o in outcomes:
-        if not o.ok:
-            context.warn(f"mini-scheduler history: {o.region} not read - {o.error}")
+    print_read(context, "history", bool(shown), rows, outcomes)
     _summary(context, job, outcomes, found, shown, keep, cut)
 
 

@@ -13,6 +13,8 @@ from mini_scheduler.notes import utc_stamp as utc_stamp
 
 if TYPE_CHECKING:
     from mini_scheduler.claims.records import RunRecord
+    from mini_scheduler.cli.context import Context
+    from mini_scheduler.fleet import Outcome
 
 
 def plural(count: int, word: str, many: str | None = None) -> str:
@@ -86,3 +88,20 @@ def took(run: RunRecord) -> str:
     elapsed = max(timedelta(0), run.ended_at - started)
     millis = int(elapsed.total_seconds() * 1000)
     return f"{millis} ms" if millis < 10_000 else span(elapsed)
+
+
+def print_read(
+    context: Context,
+    command: str,
+    shown: bool,
+    rows: Sequence[Sequence[str]],
+    outcomes: Sequence[Outcome],
+) -> None:
+    """What a read across regions found, as columns (under their heading ``rows[0]``, when it
+    ``shown`` any), then each region that could not be read, on stderr."""
+    if shown:
+        for line in columns(rows):
+            context.print(line)
+    for o in outcomes:
+        if not o.ok:
+            context.warn(f"mini-scheduler {command}: {o.region} not read - {o.error}")

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Final
 
-from mini_scheduler.instants import iso_seconds
+from mini_scheduler.instants import firing_id, iso_seconds
 from mini_scheduler.jobs.model import Job
 from mini_scheduler.jobs.text import describe
 
@@ -69,8 +69,7 @@ def planned(job: Job, nominal: datetime, following: datetime | None = None) -> d
         following = job.next_after(nominal)
     if following is not None:
         span = min(span, int((following - nominal).total_seconds()))
-    firing_id = f"{job.name}@{iso_seconds(nominal)}"  # model.Firing's: it imports jobs
-    return nominal + timedelta(seconds=offset(firing_id, span))
+    return nominal + timedelta(seconds=offset(firing_id(job.name, iso_seconds(nominal)), span))
 
 
 def planned_in(job: Job, begin: datetime, end: datetime) -> Iterator[tuple[datetime, datetime]]:
