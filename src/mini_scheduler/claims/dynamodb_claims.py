@@ -17,9 +17,7 @@ from mini_scheduler.claims.base import (
     ClaimOutcome,
     ClaimRequest,
     ClaimResult,
-    Lease,
     MarkRequest,
-    OneByOne,
 )
 from mini_scheduler.claims.dynamodb_batch import BatchWriter, Insert, Update
 from mini_scheduler.claims.dynamodb_reads import DynamoDBReads
@@ -35,6 +33,7 @@ from mini_scheduler.claims.dynamodb_table import (
     run_key,
     write_retried,
 )
+from mini_scheduler.claims.oneby import Lease, OneByOne
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.errors import StoreError
 from mini_scheduler.model import Firing, firing_from_id

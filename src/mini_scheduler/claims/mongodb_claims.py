@@ -22,9 +22,7 @@ from mini_scheduler.claims.base import (
     ClaimOutcome,
     ClaimRequest,
     ClaimResult,
-    Lease,
     MarkRequest,
-    OneByOne,
 )
 from mini_scheduler.claims.mongodb_documents import (
     DUPLICATE_KEY,
@@ -40,6 +38,7 @@ from mini_scheduler.claims.mongodb_documents import (
 )
 from mini_scheduler.claims.mongodb_reads import MongoDBReads
 from mini_scheduler.claims.mongodb_slots import JobSlots
+from mini_scheduler.claims.oneby import Lease, OneByOne
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.claims.transitions import Write
 from mini_scheduler.errors import StoreError

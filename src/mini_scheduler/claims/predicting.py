@@ -29,12 +29,11 @@ from mini_scheduler.claims.base import (
     ClaimStore,
     Control,
     Deferred,
-    FromJobStates,
     MarkRequest,
-    OneByOne,
 )
 from mini_scheduler.claims.ends import Skip, Skips
 from mini_scheduler.claims.memory import MemoryClaimStore
+from mini_scheduler.claims.oneby import FromJobStates, OneByOne
 from mini_scheduler.claims.records import Definition, JobState, Redrive, RunRecord
 from mini_scheduler.errors import StoreError
 from mini_scheduler.model import Firing, RunStatus, job_of
