@@ -27,11 +27,16 @@ def at_statement(at: datetime) -> str:
 
 
 def read_schedule(
-    raw: object, *, default_zone: str, now: datetime
+    raw: object,
+    *,
+    default_zone: str,
+    now: datetime,
+    pools: Mapping[str, int] | None = None,
 ) -> tuple[Job, dict[str, Any], datetime]:
     """A runtime schedule's job, the entry to store (``timezone`` filled in, instants in UTC)
     and its first firing after ``now``; EventError naming every reason it cannot be one (an
-    ``at`` not after ``now``, a cron schedule that never fires after it)."""
+    ``at`` not after ``now``, a cron schedule that never fires after it, a ``pool`` that
+    ``pools``, the deployed cron.yaml's, does not define: None when the file is not at hand)."""
     if not isinstance(raw, Mapping):
         raise EventError(f"a schedule is a mapping of job keys, not {type(raw).__name__}")
     name = raw.get("name")
@@ -53,7 +58,7 @@ def read_schedule(
         for key in ("start", "end"):
             entry[key] = _instant_text(entry.get(key))
     entry = {key: value for key, value in entry.items() if value is not None}
-    job = schedule_job(entry, label)
+    job = schedule_job(entry, label, pools)
     if not job.enabled:
         raise EventError(f"{label}: enabled is false - delete the schedule instead")
     first = job.next_after(now)
@@ -104,9 +109,12 @@ def _instant_text(value: object) -> object:
     return value
 
 
-def schedule_job(entry: Mapping[str, Any], label: str | None = None) -> Job:
+def schedule_job(
+    entry: Mapping[str, Any], label: str | None = None, pools: Mapping[str, int] | None = None
+) -> Job:
     """The job of a stored runtime schedule's entry (EventError when it is not one: a stored
-    entry that today's rules refuse)."""
+    entry that today's rules refuse). ``pools``: cron.yaml's, which a ``pool`` must name (None:
+    not at hand, any well-formed name)."""
     name = entry.get("name")
     label = label or f"schedule {name}"
     raw: dict[str, Any] = dict(entry)
@@ -114,7 +122,7 @@ def schedule_job(entry: Mapping[str, Any], label: str | None = None) -> Job:
     if at is not None:
         raw["cron"] = at_statement(parse_instant(str(at)))
         raw["timezone"] = "UTC"
-    found = read_entry(1, raw, (), Reading(str(raw.get("timezone") or "UTC")))
+    found = read_entry(1, raw, (), Reading(str(raw.get("timezone") or "UTC"), pools=pools))
     problems = [*found.reasons, *found.notes]
     if found.job is None or problems:
         raise EventError(f"{label}: " + "; ".join(problems or ["not a job"]))

@@ -183,6 +183,12 @@ class Schedules:
                 return found[0]
         raise EventError(f"no runtime schedule {name[:100]!r}: `schedule list` shows them")
 
+    def _read(self, raw: object, now: datetime) -> tuple[Job, dict[str, Any], datetime]:
+        """An entry read as a schedule (:func:`.read_schedule`), its ``pool`` checked against
+        the deployed cron.yaml's pools when the file is at hand."""
+        pools = self._cron.pools if self._cron is not None else None
+        return read_schedule(raw, default_zone=self._default_zone, now=now, pools=pools)
+
     def create(
         self, entries: Sequence[object], *, operator: str, now: datetime
     ) -> list[RuntimeSchedule]:
@@ -200,7 +206,7 @@ class Schedules:
         seen: set[str] = set()
         for number, raw in enumerate(entries, 1):
             try:
-                job, entry, first = read_schedule(raw, default_zone=self._default_zone, now=now)
+                job, entry, first = self._read(raw, now)
             except EventError as exc:
                 reasons.append(f"entry {number}: {exc}")
                 continue

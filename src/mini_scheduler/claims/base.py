@@ -24,6 +24,9 @@ contract test suite holds each to it.
 * An exclusive claim (``overlap: skip``) also takes the job's open slot; the slot is released
   when the run closes, fails or times out, so a lost completion event cannot block the job. A
   release is conditional on the slot being this run's: an end never frees another run's slot.
+  A capped claim (``max_running`` above 1, a pool) takes a place under each cap the same way,
+  before its run is written; a cap that is full makes it OVERLAP (:mod:`.places`), and
+  ``holders`` reads who holds a cap's places.
 * What an end event does to a run that has ended already (a completion after the sweep's
   TIMED_OUT, a Step Functions redrive) is decided by :func:`.transitions.after_end` and
   :func:`.transitions.after_redrive`, the same for every backend; a backend only writes the
@@ -57,6 +60,7 @@ from typing import Any, Protocol
 
 from mini_scheduler.claims.records import Definition, JobStart, JobState, Redrive, RunRecord
 from mini_scheduler.errors import StoreError
+from mini_scheduler.jobs.model import Place
 from mini_scheduler.model import Firing, RunStatus, firing_from_id, iso_millis
 
 
@@ -68,13 +72,15 @@ class ClaimResult(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class ClaimRequest:
-    """One firing to claim; ``exclusive`` (``overlap: skip``) takes the job's open slot too.
+    """One firing to claim; ``exclusive`` (``overlap: skip``) takes the job's open slot too,
+    ``places`` a place under each of its caps (``max_running``, a pool: :mod:`.places`).
     ``over_skipped`` (a backfill's firing) wins over a SKIPPED record of the firing as well as
     where it has none: a skipped firing never ran, and a backfill is for those."""
 
     firing: Firing
     exclusive: bool = False
     over_skipped: bool = False
+    places: tuple[Place, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,9 +214,11 @@ class ClaimStore(Protocol):
         origin: str,
         exclusive: bool = False,
         over_skipped: bool = False,
+        places: Sequence[Place] = (),
     ) -> ClaimResult:
         """Claim ``firing`` in one conditional write: WON for exactly one caller. With
-        ``exclusive`` the job's open slot must be free as well (else OVERLAP, nothing written).
+        ``exclusive`` the job's open slot must be free as well, with ``places`` a place under
+        each cap (else OVERLAP, nothing left taken).
         With ``over_skipped`` the claim also wins over the firing's SKIPPED record, replacing
         it (:class:`ClaimRequest`). A run of a backfill's firing says ``backfill``. Raises
         StoreError when the store cannot answer (after retries)."""
@@ -331,6 +339,11 @@ class ClaimStore(Protocol):
         ...
 
     def job_state(self, job: str) -> JobState | None: ...
+
+    def holders(self, key: str) -> Mapping[str, datetime]:
+        """Who holds a place under the cap ``key`` (``job:<name>``, ``pool:<name>``): each
+        firing id, with the lease of the claim that took it (:mod:`.places`)."""
+        ...
 
     def latest_runs(self, named: Mapping[str, Sequence[str]]) -> Mapping[str, Latest]:
         """Many jobs' latest dispatched runs in one read (the console's list): ``named`` gives

@@ -6,6 +6,7 @@ Items (``pk`` / ``sk``):
   is the firing id, so the claim is a conditional insert; the time-first sort key serves a
   job's history newest first, and its latest run (the job's latest state), with one Query.
 * ``JOB#<job>`` / ``STATE``: the job's open slot for ``overlap: skip`` (:mod:`.dynamodb_slots`).
+* ``CAP#<key>`` / ``STATE``: a cap's places (``max_running``, a pool: :mod:`.dynamodb_places`).
 * ``CONTROL`` / ``WATERMARK#<scope>`` and ``CONTROL`` / ``PAUSE#<job>``: read by a tick in one
   consistent Query.
 * ``WATCH`` / ``<instant>#<random>``: the runs the sweep looks at (:mod:`.dynamodb_watch`).
@@ -14,7 +15,8 @@ Items (``pk`` / ``sk``):
 On the hot path a firing of an ``overlap: allow`` job costs three writes of one item each, no
 transaction and no index entry: the claim (a PartiQL ``INSERT``), the mark (a PartiQL
 ``UPDATE``), both 25 to a request (:mod:`.dynamodb_batch`), and the recorder's close (one
-``UpdateItem``). An ``overlap: skip`` job's slot adds one write at the claim and one at the end.
+``UpdateItem``). An ``overlap: skip`` job's slot adds one write at the claim and one at the end;
+each cap of a capped job one more of each (an ``UpdateItem`` per claim: never batched).
 A backfill's claim (``over_skipped``) whose ``INSERT`` met an item reads it, as every refused
 claim does (its token tells our own insert sent again from a peer's), and where that item is a
 SKIPPED record replaces it with one ``PutItem``, conditional on the skip as read: one request
@@ -41,6 +43,7 @@ from mini_scheduler.claims.definitions import KeptInABook
 from mini_scheduler.claims.dynamodb_batch import BatchWriter
 from mini_scheduler.claims.dynamodb_claims import DynamoDBClaims
 from mini_scheduler.claims.dynamodb_deferred import DeferredFirings
+from mini_scheduler.claims.dynamodb_places import Caps
 from mini_scheduler.claims.dynamodb_schedules import ScheduleBook
 from mini_scheduler.claims.dynamodb_slots import JobSlots
 from mini_scheduler.claims.dynamodb_table import code, named, run_from, run_item, write_retried
@@ -81,6 +84,7 @@ class DynamoDBClaimStore(RunEnds, KeptInABook, DynamoDBClaims):
         self._sleep = sleep
         self._writer = BatchWriter(client, table, sleep, batched=batched)
         self._slots = JobSlots(client, table, sleep)
+        self._caps = Caps(client, table, sleep)
         self._watch = Watch(client, table, self._ttl, sleep)
         self._deferred = DeferredFirings(client, table, self._ttl, sleep)
         self._schedules = ScheduleBook(
@@ -131,6 +135,15 @@ class DynamoDBClaimStore(RunEnds, KeptInABook, DynamoDBClaims):
 
     def _take_back_slot(self, firing: Firing, take: Write, after: RunRecord) -> bool:
         return self._slots.take_back(firing.job, firing.id)  # ``take``, as JobSlots writes it
+
+    def _release_place(self, key: str, firing_id: str) -> None:
+        self._caps.release(key, firing_id)
+
+    def _take_place(self, key: str, firing_id: str, limit: int, now: datetime) -> bool:
+        return self._caps.take(key, firing_id, limit, lease=now, now=now)
+
+    def holders(self, key: str) -> Mapping[str, datetime]:
+        return self._caps.holders(key)
 
     # -- deferred firings ------------------------------------------------------------------
 

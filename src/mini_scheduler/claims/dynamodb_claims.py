@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from mini_scheduler.claims import transitions
+from mini_scheduler.claims import places, transitions
 from mini_scheduler.claims.base import (
     ClaimOutcome,
     ClaimRequest,
@@ -20,6 +20,7 @@ from mini_scheduler.claims.base import (
     MarkRequest,
 )
 from mini_scheduler.claims.dynamodb_batch import BatchWriter, Insert, Update
+from mini_scheduler.claims.dynamodb_places import Caps
 from mini_scheduler.claims.dynamodb_reads import DynamoDBReads
 from mini_scheduler.claims.dynamodb_slots import JobSlots
 from mini_scheduler.claims.dynamodb_table import (
@@ -60,11 +61,12 @@ class DynamoDBClaims(DynamoDBReads, OneByOne):
 
     _writer: BatchWriter
     _slots: JobSlots
+    _caps: Caps
 
     def _claim_batch(self, claims: Sequence[ClaimRequest], lease: Lease) -> list[ClaimOutcome]:
         batch = _Batch(claims, lease.now, lease.until, lease.origin, uuid.uuid4().hex)
         outcomes: Outcomes = [None] * len(claims)
-        inserts = self._take_slots(batch, outcomes)
+        inserts = self._take_places(batch, self._take_slots(batch, outcomes), outcomes)
         items = [Insert(run_item(claims[i].firing, self._claimed(batch, i))) for i in inserts]
         try:
             written_all = self._writer.write(items)
@@ -111,6 +113,49 @@ class DynamoDBClaims(DynamoDBReads, OneByOne):
                 inserts.append(i)
         return sorted(inserts)
 
+    def _take_places(self, batch: _Batch, inserts: list[int], outcomes: Outcomes) -> list[int]:
+        """Take the capped claims' places, one ``UpdateItem`` each (:mod:`.dynamodb_places`):
+        a claim refused a place gives back what it took before it (its slot too), and its
+        answer is OVERLAP (or LOST, a firing recorded already). The requests left to insert."""
+        kept: list[int] = []
+        for i in inserts:
+            request = batch.claims[i]
+            if not request.places:
+                kept.append(i)
+                continue
+            taken: list[str] = []
+            try:
+                for place in request.places:
+                    if not self._caps.take(
+                        place.key,
+                        request.firing.id,
+                        place.limit,
+                        lease=batch.lease_until,
+                        now=batch.now,
+                    ):
+                        break
+                    taken.append(place.key)
+            except StoreError as exc:
+                outcomes[i] = self._give_back(request, taken) or exc
+                continue
+            if len(taken) == len(request.places):
+                kept.append(i)
+            else:
+                outcomes[i] = self._give_back(request, taken) or self._overlap_or_lost(request)
+        return kept
+
+    def _give_back(self, request: ClaimRequest, keys: Sequence[str]) -> StoreError | None:
+        """A claim that will not be written gives back its places ``keys`` and its slot: None,
+        or the StoreError of a release that failed (the place is then released as stale)."""
+        try:
+            for key in keys:
+                self._caps.release(key, request.firing.id)
+            if request.exclusive:
+                self._slots.release(request.firing.job, request.firing.id, "release job (cap)")
+        except StoreError as exc:
+            return exc
+        return None
+
     def _settle_refused(self, batch: _Batch, refused: list[int], outcomes: Outcomes) -> None:
         """The answers of the inserts refused: a peer's claim, or our own (the SDK sends a
         request again when its answer was lost, and the second send meets the first's items;
@@ -145,6 +190,9 @@ class DynamoDBClaims(DynamoDBReads, OneByOne):
                 )
             except StoreError as exc:
                 return exc
+        if request.places and not places.lost_keeps_places(holder):
+            keys = [place.key for place in request.places]
+            return self._give_back(replace(request, exclusive=False), keys) or ClaimResult.LOST
         return ClaimResult.LOST
 
     def _claimed(self, batch: _Batch, i: int, over: RunRecord | None = None) -> dict[str, Any]:
@@ -159,6 +207,7 @@ class DynamoDBClaims(DynamoDBReads, OneByOne):
             expires_at=batch.now + self._ttl,
             token=batch.token,
             over=over,
+            places=places.held(request.places),
         )
 
     def _claim_over_skip(

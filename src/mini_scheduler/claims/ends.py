@@ -11,9 +11,10 @@ lock):
 * ``_read_run`` and ``_rewrite_run``: a change decided on the run as read, written conditionally
   on it being as read (tried again ``_conflict_attempts`` times when it changed meanwhile);
 * ``_insert_run``: a new record unless the firing has one (a skip);
-* ``_follow_run``, ``_release_slot``, ``_take_back_slot``: what follows a run's change outside
-  its record (the job's latest state, or on DynamoDB, which keeps none, the sweep's watch of a
-  reopened run; an exclusive run's slot), with ``_following`` saying what a failure of those
+* ``_follow_run``, ``_release_slot``, ``_take_back_slot``, ``_release_place``, ``_take_place``:
+  what follows a run's change outside its record (the job's latest state, or on DynamoDB, which
+  keeps none, the sweep's watch of a reopened run; an exclusive run's slot; a capped run's
+  places, :mod:`.places`), with ``_following`` saying what a failure of those
   does (MongoDB logs it; the others raise it);
 * ``_expiry``: when a new record expires (None: never);
 * ``_operation``: what surrounds each operation (the memory store's lock and call count).
@@ -28,13 +29,16 @@ import contextlib
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
-from mini_scheduler.claims import transitions
+from mini_scheduler.claims import places, transitions
 from mini_scheduler.claims.records import Redrive, RunRecord
 from mini_scheduler.claims.transitions import Write
 from mini_scheduler.model import Firing, RunStatus, firing_from_id
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+"""The lease of a place a redrive takes back: its run exists, so the lease never counts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +129,15 @@ class RunEnds(Skips):
         (``take``): False when another run holds it."""
         raise NotImplementedError
 
+    def _release_place(self, key: str, firing_id: str) -> None:
+        """An ended run gives back its place under the cap ``key``, if it holds one."""
+        raise NotImplementedError
+
+    def _take_place(self, key: str, firing_id: str, limit: int, now: datetime) -> bool:
+        """A reopened run takes its place under the cap ``key`` again: False when the cap is
+        full of others."""
+        raise NotImplementedError
+
     def _following(self, firing: Firing, after: RunRecord) -> AbstractContextManager[None]:
         """What a failure of the follow-up does: raised, unless the store says otherwise."""
         return contextlib.nullcontext()
@@ -161,6 +174,12 @@ class RunEnds(Skips):
         or its reopening (conditional: never another run's slot)."""
         with self._following(firing, after):
             self._follow_run(firing, before, after)
+            reopened, caps = places.following(before, after)
+            for key, limit in caps.items():
+                if not reopened:
+                    self._release_place(key, firing.id)
+                elif not self._take_place(key, firing.id, limit, after.redriven_at or _EPOCH):
+                    places.log_held(key, firing.id)
             slot = transitions.slot_follows(firing.id, before, after)
             if slot is None:
                 return

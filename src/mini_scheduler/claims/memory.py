@@ -27,6 +27,7 @@ from mini_scheduler.claims.base import (
 )
 from mini_scheduler.claims.definitions import advanced
 from mini_scheduler.claims.ends import RunEnds
+from mini_scheduler.claims.places import held, log_released, may_take, past_lease, stale
 from mini_scheduler.claims.records import Definition, JobStart, JobState, RunRecord
 from mini_scheduler.claims.transitions import (
     Write,
@@ -43,6 +44,7 @@ from mini_scheduler.claims.transitions import (
     taken_over,
 )
 from mini_scheduler.errors import StoreError
+from mini_scheduler.jobs.model import Place
 from mini_scheduler.model import Firing, firing_from_id
 
 _ATTRIBUTES = frozenset(attribute.name for attribute in fields(RunRecord))
@@ -78,7 +80,110 @@ class _Waiting:
             return True
 
 
-class MemoryClaimStore(_Waiting, RunEnds):
+class _Schedules:
+    """The runtime schedules' definitions (and the deferred firing a tick moves on), on the
+    memory store's dicts."""
+
+    _schedules: dict[str, Definition]
+    _deferred: dict[str, Deferred]
+
+    def _operation(self) -> contextlib.AbstractContextManager[None]:
+        raise NotImplementedError
+
+    def advance_schedule(self, done: Deferred, following: Deferred | None) -> bool:
+        with self._operation():
+            written = advanced(self._schedules.get(done.firing.job), done, following)
+            if self._deferred.pop(done.key, None) is None or written is None:
+                return False
+            self._schedules[written.name] = written
+            if following is not None:
+                self._deferred.setdefault(following.key, following)
+            return True
+
+    def create_schedule(self, definition: Definition) -> bool:
+        with self._operation():
+            found = self._schedules.get(definition.name)
+            if found is not None and found.live:
+                return False
+            self._schedules[definition.name] = definition
+            return True
+
+    def schedule(self, name: str) -> Definition | None:
+        with self._operation():
+            return self._schedules.get(name)
+
+    def schedules(self) -> Sequence[Definition]:
+        with self._operation():
+            return [found for _, found in sorted(self._schedules.items()) if found.live]
+
+    def definitions(self) -> Sequence[Definition]:
+        with self._operation():
+            return [found for _, found in sorted(self._schedules.items())]
+
+    def carry_schedule(self, definition: Definition, over: Definition | None) -> bool:
+        with self._operation():
+            if self._schedules.get(definition.name) != over:
+                return False
+            self._schedules[definition.name] = definition
+            return True
+
+    def delete_schedule(
+        self, name: str, generation: str, *, operator: str, now: datetime
+    ) -> Definition | None:
+        with self._operation():
+            found = self._schedules.get(name)
+            if found is None or not found.live or found.generation != generation:
+                return None
+            self._schedules[name] = found.retired(operator=operator, now=now)
+            return found
+
+
+class _Places:
+    """The places under caps (:mod:`.places`): each cap's holders and their leases, taken and
+    given back under the store's lock; a place held by no open run past its lease is released
+    by the claim the cap refuses, as every store does."""
+
+    _places: dict[str, dict[str, datetime]]
+
+    def _operation(self) -> contextlib.AbstractContextManager[None]:
+        raise NotImplementedError
+
+    def _read_run(self, firing: Firing) -> RunRecord | None:
+        raise NotImplementedError
+
+    def holders(self, key: str) -> Mapping[str, datetime]:
+        with self._operation():
+            return dict(self._places.get(key, {}))
+
+    def _may_take_all(self, firing_id: str, places: Sequence[Place], now: datetime) -> bool:
+        """Whether each cap has a place for ``firing_id`` (its stale places released first)."""
+        for place in places:
+            holders = self._places.setdefault(place.key, {})
+            if may_take(holders, firing_id, place.limit):
+                continue
+            runs = {fid: self._read_run(firing_from_id(fid)) for fid in past_lease(holders, now)}
+            for held_by, _, why in stale(holders, runs, now):
+                holders.pop(held_by, None)
+                log_released(place.key, held_by, why)
+            if not may_take(holders, firing_id, place.limit):
+                return False
+        return True
+
+    def _take_all(self, firing_id: str, places: Sequence[Place], lease: datetime) -> None:
+        for place in places:
+            self._places.setdefault(place.key, {}).setdefault(firing_id, lease)
+
+    def _take_place(self, key: str, firing_id: str, limit: int, now: datetime) -> bool:
+        if not self._may_take_all(firing_id, [Place(key, limit)], now):
+            return False
+        self._take_all(firing_id, [Place(key, limit)], now)
+        return True
+
+    def _release_place(self, key: str, firing_id: str) -> None:
+        self._places.get(key, {}).pop(firing_id, None)
+
+
+class MemoryClaimStore(_Waiting, _Schedules, _Places, RunEnds):
     """Every operation under one lock, counted in :attr:`calls`; the ends are :class:`.RunEnds`',
     over this store's records (a change decided on a run as read is tried once: under the lock,
     nothing changes it meanwhile)."""
@@ -93,6 +198,7 @@ class MemoryClaimStore(_Waiting, RunEnds):
         self._resumed: dict[str, Pause] = {}
         self._deferred: dict[str, Deferred] = {}
         self._schedules: dict[str, Definition] = {}
+        self._places: dict[str, dict[str, datetime]] = {}
         self.calls = 0
 
     def restore(
@@ -102,6 +208,7 @@ class MemoryClaimStore(_Waiting, RunEnds):
         jobs: Iterable[JobState] = (),
         deferred: Iterable[Deferred] = (),
         schedules: Iterable[Definition] = (),
+        places: Mapping[str, Mapping[str, datetime]] | None = None,
     ) -> None:
         """Hold these records as another store holds them, unless one is held already under the
         same key (what the store has since written stays): the predicting store's copy of what
@@ -115,6 +222,8 @@ class MemoryClaimStore(_Waiting, RunEnds):
                 self._deferred.setdefault(item.key, item)
             for definition in schedules:
                 self._schedules.setdefault(definition.name, definition)
+            for cap, holders in (places or {}).items():
+                self._places.setdefault(cap, dict(holders))
 
     @staticmethod
     def _key(firing: Firing) -> tuple[str, str]:
@@ -187,6 +296,7 @@ class MemoryClaimStore(_Waiting, RunEnds):
         origin: str,
         exclusive: bool = False,
         over_skipped: bool = False,
+        places: Sequence[Place] = (),
     ) -> ClaimResult:
         with self._operation():
             key = self._key(firing)
@@ -194,8 +304,11 @@ class MemoryClaimStore(_Waiting, RunEnds):
             over = found if found is not None and replaces(over_skipped, found) else None
             if found is not None and over is None:
                 return ClaimResult.LOST
+            if places and not self._may_take_all(firing.id, places, now):
+                return ClaimResult.OVERLAP
             if exclusive and not self._write_job(firing.job, take_slot(firing.id)):
                 return ClaimResult.OVERLAP
+            self._take_all(firing.id, places, lease_until)
             run = claimed(
                 firing,
                 now=now,
@@ -203,6 +316,7 @@ class MemoryClaimStore(_Waiting, RunEnds):
                 origin=origin,
                 exclusive=exclusive,
                 over=over,
+                places=held(places),
             )
             self._runs.pop(key, None)  # the skip a backfill's claim replaces (under the lock)
             self._put_new(firing, run)
@@ -224,6 +338,7 @@ class MemoryClaimStore(_Waiting, RunEnds):
                 origin=origin,
                 exclusive=c.exclusive,
                 over_skipped=c.over_skipped,
+                places=c.places,
             )
             for c in claims
         ]
@@ -318,53 +433,6 @@ class MemoryClaimStore(_Waiting, RunEnds):
         with self._operation():
             due = sorted((k, d) for k, d in self._deferred.items() if d.due < until)
             return [item for _, item in due[:limit]]
-
-    def advance_schedule(self, done: Deferred, following: Deferred | None) -> bool:
-        with self._operation():
-            written = advanced(self._schedules.get(done.firing.job), done, following)
-            if self._deferred.pop(done.key, None) is None or written is None:
-                return False
-            self._schedules[written.name] = written
-            if following is not None:
-                self._deferred.setdefault(following.key, following)
-            return True
-
-    def create_schedule(self, definition: Definition) -> bool:
-        with self._operation():
-            found = self._schedules.get(definition.name)
-            if found is not None and found.live:
-                return False
-            self._schedules[definition.name] = definition
-            return True
-
-    def schedule(self, name: str) -> Definition | None:
-        with self._operation():
-            return self._schedules.get(name)
-
-    def schedules(self) -> Sequence[Definition]:
-        with self._operation():
-            return [found for _, found in sorted(self._schedules.items()) if found.live]
-
-    def definitions(self) -> Sequence[Definition]:
-        with self._operation():
-            return [found for _, found in sorted(self._schedules.items())]
-
-    def carry_schedule(self, definition: Definition, over: Definition | None) -> bool:
-        with self._operation():
-            if self._schedules.get(definition.name) != over:
-                return False
-            self._schedules[definition.name] = definition
-            return True
-
-    def delete_schedule(
-        self, name: str, generation: str, *, operator: str, now: datetime
-    ) -> Definition | None:
-        with self._operation():
-            found = self._schedules.get(name)
-            if found is None or not found.live or found.generation != generation:
-                return None
-            self._schedules[name] = found.retired(operator=operator, now=now)
-            return found
 
     def pending_deferred(self, reason: str) -> Sequence[Deferred]:
         with self._operation():

@@ -54,6 +54,7 @@ from mini_scheduler.claims.mongodb_documents import (
     update_job,
     with_lease,
 )
+from mini_scheduler.claims.mongodb_places import CAPS, Caps
 from mini_scheduler.claims.mongodb_schedules import SCHEDULES, ScheduleBook
 from mini_scheduler.claims.mongodb_slots import JobSlots
 from mini_scheduler.claims.records import RunRecord
@@ -95,6 +96,7 @@ class MongoDBClaimStore(RunEnds, KeptInABook, MongoDBClaims):
         self._indexed = False
         self._index_lock = threading.Lock()
         self._slots = JobSlots(self.runs, self.states, self._fail)
+        self._caps = Caps(self.runs, majority(database, CAPS), self._fail)
         self._deferred = DeferredFirings(self.deferred, self._ttl, self._fail)
         self.schedule_docs = majority(database, SCHEDULES)
         self._schedules = ScheduleBook(self.schedule_docs, self._ttl, self._deferred, self._fail)
@@ -139,6 +141,15 @@ class MongoDBClaimStore(RunEnds, KeptInABook, MongoDBClaims):
         return (
             update_job(self.states, firing.job, with_lease(take, after.deadline)).matched_count != 0
         )
+
+    def _release_place(self, key: str, firing_id: str) -> None:
+        self._caps.release(key, firing_id)
+
+    def _take_place(self, key: str, firing_id: str, limit: int, now: datetime) -> bool:
+        return self._caps.take(key, firing_id, limit, lease=now, now=now)
+
+    def holders(self, key: str) -> Mapping[str, datetime]:
+        return self._caps.holders(key)
 
     @contextlib.contextmanager
     def _following(self, firing: Firing, after: RunRecord) -> Iterator[None]:

@@ -17,7 +17,7 @@ from pymongo.errors import (
     ServerSelectionTimeoutError,
 )
 
-from mini_scheduler.claims import transitions
+from mini_scheduler.claims import places, transitions
 from mini_scheduler.claims.base import (
     ClaimOutcome,
     ClaimRequest,
@@ -36,6 +36,7 @@ from mini_scheduler.claims.mongodb_documents import (
     update_for,
     update_jobs,
 )
+from mini_scheduler.claims.mongodb_places import Caps
 from mini_scheduler.claims.mongodb_reads import MongoDBReads
 from mini_scheduler.claims.mongodb_slots import JobSlots
 from mini_scheduler.claims.oneby import Lease, OneByOne
@@ -54,7 +55,7 @@ _ATTEMPTS = 3  # a claim insert whose connection broke is tried again, with the 
 _HOLDER = {
     RUN[name]: 1
     for name in (
-        *("job", "scheduled_time", "status", "claim_token", "open", "exclusive"),
+        *("job", "scheduled_time", "status", "claim_token", "open", "exclusive", "places"),
         *("ended_at", "reason", "skipped_until", "skipped_count"),
     )
 }
@@ -81,6 +82,7 @@ class MongoDBClaims(MongoDBReads, OneByOne):
     _ttl: timedelta
     _sleep: Callable[[float], None]
     _slots: JobSlots
+    _caps: Caps
 
     def _update_run(self, firing_id: str, write: Write, operation: str) -> UpdateResult:
         try:
@@ -113,6 +115,8 @@ class MongoDBClaims(MongoDBReads, OneByOne):
         for index, request in enumerate(claims):
             firing = request.firing
             refused = refusals.get(index)
+            if refused is None and request.places:
+                refused = self._take_places(request, now=now, lease_until=lease_until)
             if refused is not None:
                 answers[index] = refused
                 continue
@@ -124,6 +128,7 @@ class MongoDBClaims(MongoDBReads, OneByOne):
                 exclusive=request.exclusive,
                 expires_at=now + self._ttl,
                 token=uuid.uuid4().hex,
+                places=places.held(request.places),
             )
             inserts[index] = run_doc(firing, run)
         inserted = self._insert_claims(list(inserts.values())) if inserts else []
@@ -133,10 +138,55 @@ class MongoDBClaims(MongoDBReads, OneByOne):
                 request.over_skipped, run_from(answer)
             ):
                 answer = self._claim_over_skip(inserts[index], run_from(answer))
-            if isinstance(answer, dict) and request.exclusive:  # lost to this run
+            if isinstance(answer, dict) and request.places:  # lost to this run
+                kept = places.lost_keeps_places(run_from(answer))
+                answer = (None if kept else self._give_back(request, exclusive=False)) or answer
+            if isinstance(answer, dict) and request.exclusive:
                 answer = self._slots.lost(request.firing, answer)
             answers[index] = ClaimResult.LOST if isinstance(answer, dict) else answer
         return [answers[index] for index in range(len(claims))]
+
+    def _take_places(
+        self, request: ClaimRequest, *, now: datetime, lease_until: datetime
+    ) -> ClaimOutcome | None:
+        """Take a capped claim's places, one ``update_one`` each (:mod:`.mongodb_places`):
+        None when all are taken; else it gives back what it took (its slot too) and answers
+        OVERLAP (LOST for a firing recorded already), or a StoreError."""
+        taken: list[str] = []
+        try:
+            for place in request.places:
+                if not self._caps.take(
+                    place.key, request.firing.id, place.limit, lease=lease_until, now=now
+                ):
+                    break
+                taken.append(place.key)
+            else:
+                return None
+            status = self._slots.recorded(request.firing.id)
+        except StoreError as exc:
+            return self._give_back(request, taken) or exc
+        refused = self._give_back(request, taken)
+        if refused is not None:
+            return refused
+        if status is None or (request.over_skipped and status == RunStatus.SKIPPED):
+            return ClaimResult.OVERLAP
+        return ClaimResult.LOST
+
+    def _give_back(
+        self, request: ClaimRequest, keys: Sequence[str] | None = None, *, exclusive: bool = True
+    ) -> StoreError | None:
+        """A claim that will not be written (or was lost) gives back its places (``keys``;
+        None: all of them) and, ``exclusive``, its slot: None, or why a release failed (the
+        place is then released as stale)."""
+        try:
+            for key in keys if keys is not None else [p.key for p in request.places]:
+                self._caps.release(key, request.firing.id)
+            if exclusive and request.exclusive:
+                release = transitions.release_slot(request.firing.id)
+                self._slots.release(request.firing.job, release, "release job (cap)")
+        except StoreError as exc:
+            return exc
+        return None
 
     def _claim_over_skip(self, claim: Document, skip: RunRecord) -> ClaimOutcome | Document:
         """A backfill's claim over ``skip``, the firing's SKIPPED record as read: one

@@ -171,7 +171,7 @@ class JobSlots:
             if self.take(firing, now=now, lease_until=lease_until, over_skip=over_skipped):
                 return None
             # Nothing written. A firing that already has a record is LOST, as for any claim.
-            status = self._recorded(firing.id)
+            status = self.recorded(firing.id)
         except StoreError as exc:
             if isinstance(exc.__cause__, ConnectionFailure):
                 raise
@@ -180,7 +180,7 @@ class JobSlots:
             return ClaimResult.OVERLAP
         return ClaimResult.LOST
 
-    def _recorded(self, firing_id: str) -> str | None:
+    def recorded(self, firing_id: str) -> str | None:
         """The status of the firing's record, None when it has none."""
         status = RUN["status"]
         try:

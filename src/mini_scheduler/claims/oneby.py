@@ -18,6 +18,7 @@ from mini_scheduler.claims.base import (
 )
 from mini_scheduler.claims.records import JobStart, JobState
 from mini_scheduler.errors import StoreError
+from mini_scheduler.jobs.model import Place
 from mini_scheduler.model import Firing
 
 
@@ -60,9 +61,10 @@ class OneByOne:
         origin: str,
         exclusive: bool = False,
         over_skipped: bool = False,
+        places: Sequence[Place] = (),
     ) -> ClaimResult:
         (outcome,) = self.claim_many(
-            [ClaimRequest(firing, exclusive, over_skipped)],
+            [ClaimRequest(firing, exclusive, over_skipped, tuple(places))],
             now=now,
             lease_until=lease_until,
             origin=origin,

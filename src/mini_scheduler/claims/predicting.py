@@ -16,7 +16,7 @@ report is made of them.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -82,7 +82,98 @@ class _Waiting:
             return waits
 
 
-class PredictingClaimStore(_Waiting, OneByOne, FromJobStates, Skips):
+class _Schedules:
+    """The runtime schedules' definitions, read once from the real store and written to the
+    memory store's copy."""
+
+    _lock: threading.RLock
+    _memory: MemoryClaimStore
+    _real: ClaimStore
+    _names: set[str]
+
+    def _note(self, kind: str, about: str, answer: Any = None, **detail: Any) -> None:
+        raise NotImplementedError
+
+    def _schedule(self, name: str) -> None:
+        if name not in self._names:
+            self._names.add(name)
+            found = self._real.schedule(name)
+            if found is not None:
+                self._memory.restore(schedules=[found])
+
+    def schedule(self, name: str) -> Definition | None:
+        with self._lock:
+            self._schedule(name)
+            return self._memory.schedule(name)
+
+    def schedules(self) -> Sequence[Definition]:
+        with self._lock:
+            for definition in self._real.schedules():
+                if definition.name not in self._names:
+                    self._names.add(definition.name)
+                    self._memory.restore(schedules=[definition])
+            return self._memory.schedules()
+
+    def definitions(self) -> Sequence[Definition]:
+        with self._lock:
+            for definition in self._real.definitions():
+                if definition.name not in self._names:
+                    self._names.add(definition.name)
+                    self._memory.restore(schedules=[definition])
+            return self._memory.definitions()
+
+    def create_schedule(self, definition: Definition) -> bool:
+        with self._lock:
+            self._schedule(definition.name)
+            made = self._memory.create_schedule(definition)
+            self._note("create_schedule", definition.name, made, definition=definition)
+            return made
+
+    def carry_schedule(self, definition: Definition, over: Definition | None) -> bool:
+        with self._lock:
+            self._schedule(definition.name)
+            carried = self._memory.carry_schedule(definition, over)
+            self._note("carry_schedule", definition.name, carried, definition=definition)
+            return carried
+
+    def delete_schedule(
+        self, name: str, generation: str, *, operator: str, now: datetime
+    ) -> Definition | None:
+        with self._lock:
+            self._schedule(name)
+            found = self._memory.delete_schedule(name, generation, operator=operator, now=now)
+            self._note("delete_schedule", name, found is not None, operator=operator)
+            return found
+
+
+class _Caps:
+    """The places under caps (:mod:`.places`): a cap's holders, and the runs that hold them,
+    read once from the real store; taken and given back by the memory store's rules."""
+
+    _lock: threading.RLock
+    _memory: MemoryClaimStore
+    _real: ClaimStore
+    _caps: set[str]
+
+    def _run(self, firing_id: str) -> None:
+        raise NotImplementedError
+
+    def _cap(self, key: str) -> None:
+        if key in self._caps:
+            return
+        self._caps.add(key)
+        holders = self._real.holders(key)
+        self._memory.restore(places={key: holders})
+        for firing_id in holders:  # a claim the cap refuses reads them (a stale place)
+            self._run(firing_id)
+
+    def holders(self, key: str) -> Mapping[str, datetime]:
+        with self._lock:
+            self._cap(key)
+            return self._memory.holders(key)
+
+
+class PredictingClaimStore(_Waiting, _Schedules, _Caps, OneByOne, FromJobStates, Skips):
     """``real`` as it would be after the writes asked of this store, none of them made."""
 
     def __init__(self, real: ClaimStore) -> None:
@@ -97,6 +188,7 @@ class PredictingClaimStore(_Waiting, OneByOne, FromJobStates, Skips):
         self._claimed: set[str] = set()  # firing ids whose run this store created
         self._gone: set[str] = set()  # deferred firings dropped here
         self._names: set[str] = set()  # runtime schedules' definitions read
+        self._caps: set[str] = set()  # caps whose holders were read
         self.writes: list[Written] = []
 
     # -- what a write touches, read once from the real store ---------------------------------
@@ -106,7 +198,14 @@ class PredictingClaimStore(_Waiting, OneByOne, FromJobStates, Skips):
             self._runs.add(firing_id)
             found = self._real.run(firing_id)
             if found is not None:
-                self._memory.restore(runs=[found])
+                self._restore(found)
+
+    def _restore(self, run: RunRecord) -> None:
+        """Hold ``run`` as read, and the caps it holds a place under (its end gives it back)."""
+        self._runs.add(run.firing_id)
+        self._memory.restore(runs=[run])
+        for key in run.places or ():
+            self._cap(key)
 
     def _job(self, job: str) -> None:
         if job not in self._jobs:
@@ -132,13 +231,6 @@ class PredictingClaimStore(_Waiting, OneByOne, FromJobStates, Skips):
 
     def _deferred(self, items: Sequence[Deferred]) -> None:
         self._memory.restore(deferred=[item for item in items if item.key not in self._gone])
-
-    def _schedule(self, name: str) -> None:
-        if name not in self._names:
-            self._names.add(name)
-            found = self._real.schedule(name)
-            if found is not None:
-                self._memory.restore(schedules=[found])
 
     def _note(self, kind: str, about: str, answer: Any = None, **detail: Any) -> None:
         self.writes.append(Written(kind, about, answer, detail))
@@ -169,8 +261,7 @@ class PredictingClaimStore(_Waiting, OneByOne, FromJobStates, Skips):
             found = self._real.due_runs(now, limit)
             for run in found:
                 if run.firing_id not in self._runs:
-                    self._runs.add(run.firing_id)
-                    self._memory.restore(runs=[run])
+                    self._restore(run)
             ids = {run.firing_id for run in found} | self._claimed
             return [r for r in self._memory.due_runs(now, limit) if r.firing_id in ids]
 
@@ -178,35 +269,13 @@ class PredictingClaimStore(_Waiting, OneByOne, FromJobStates, Skips):
         with self._lock:
             for run in self._real.history(job, limit, before):
                 if run.firing_id not in self._runs:
-                    self._runs.add(run.firing_id)
-                    self._memory.restore(runs=[run])
+                    self._restore(run)
             return self._memory.history(job, limit, before)
 
     def due_deferred(self, until: datetime, limit: int = 1000) -> Sequence[Deferred]:
         with self._lock:
             self._deferred(self._real.due_deferred(until, limit))
             return self._memory.due_deferred(until, limit)
-
-    def schedule(self, name: str) -> Definition | None:
-        with self._lock:
-            self._schedule(name)
-            return self._memory.schedule(name)
-
-    def schedules(self) -> Sequence[Definition]:
-        with self._lock:
-            for definition in self._real.schedules():
-                if definition.name not in self._names:
-                    self._names.add(definition.name)
-                    self._memory.restore(schedules=[definition])
-            return self._memory.schedules()
-
-    def definitions(self) -> Sequence[Definition]:
-        with self._lock:
-            for definition in self._real.definitions():
-                if definition.name not in self._names:
-                    self._names.add(definition.name)
-                    self._memory.restore(schedules=[definition])
-            return self._memory.definitions()
 
     def pending_deferred(self, reason: str) -> Sequence[Deferred]:
         with self._lock:
@@ -228,6 +297,8 @@ class PredictingClaimStore(_Waiting, OneByOne, FromJobStates, Skips):
                 self._run(c.firing.id)
                 if c.exclusive:
                     self._job(c.firing.job)
+                for place in c.places:
+                    self._cap(place.key)
             outcomes = self._memory.claim_many(
                 claims, now=now, lease_until=lease_until, origin=origin
             )
@@ -351,26 +422,3 @@ class PredictingClaimStore(_Waiting, OneByOne, FromJobStates, Skips):
             self._gone.add(done.key)  # moved on, or forgotten: gone either way
             self._note("advance_schedule", done.firing.id, moved, following=following)
             return moved
-
-    def create_schedule(self, definition: Definition) -> bool:
-        with self._lock:
-            self._schedule(definition.name)
-            made = self._memory.create_schedule(definition)
-            self._note("create_schedule", definition.name, made, definition=definition)
-            return made
-
-    def carry_schedule(self, definition: Definition, over: Definition | None) -> bool:
-        with self._lock:
-            self._schedule(definition.name)
-            carried = self._memory.carry_schedule(definition, over)
-            self._note("carry_schedule", definition.name, carried, definition=definition)
-            return carried
-
-    def delete_schedule(
-        self, name: str, generation: str, *, operator: str, now: datetime
-    ) -> Definition | None:
-        with self._lock:
-            self._schedule(name)
-            found = self._memory.delete_schedule(name, generation, operator=operator, now=now)
-            self._note("delete_schedule", name, found is not None, operator=operator)
-            return found

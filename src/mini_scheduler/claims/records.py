@@ -90,6 +90,7 @@ class RunRecord:
     reruns: str | None = None  # a rerun's: the firing id it repeats (:attr:`.Firing.reruns`)
     buffered: bool = False  # its job keeps firings waiting for its end (overlap: buffer_*)
     operator_reason: str | None = None  # a manual run's: why its operator ran it (--reason)
+    places: Mapping[str, int] | None = None  # the caps it holds a place under: key -> limit
 
     @property
     def pause_after(self) -> int | None:
@@ -222,6 +223,7 @@ RUN_FIELDS: Final[Mapping[str, str]] = MappingProxyType(
         "reruns": "reruns",
         "buffered": "buffered",  # its end wakes the ticker: a firing may wait for it
         "operator_reason": "operatorReason",
+        "places": "places",  # {cap key: limit}: :mod:`.places`
         # kept by the store only
         "claim_token": "claimToken",  # nosec B105 # a field's name, not a password
         "takeovers": "takeovers",  # how many times the claim was taken over
@@ -295,6 +297,7 @@ def run_record_from(
         reruns=get("reruns"),
         buffered=bool(get("buffered", False)),
         operator_reason=get("operator_reason"),
+        places=_places(get("places")),
         earlier_ends=tuple(
             EarlierEnd(
                 RunStatus(end[END_FIELDS["status"]]),
@@ -305,6 +308,13 @@ def run_record_from(
             if isinstance(end, Mapping) and end.get(END_FIELDS["status"]) in RunStatus.__members__
         ),
     )
+
+
+def _places(stored: Any) -> dict[str, int] | None:
+    """A run's places as stored (a store may give its numbers back as decimals)."""
+    if not isinstance(stored, Mapping) or not stored:
+        return None
+    return {str(key): int(limit) for key, limit in stored.items()}
 
 
 def job_state_from(

@@ -21,7 +21,7 @@ Which status may follow which:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -83,9 +83,11 @@ def claimed(
     expires_at: datetime | None = None,
     token: str | None = None,
     over: RunRecord | None = None,
+    places: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """A claim: the run CLAIMED, open until its lease (``token`` tells the claimer's write);
-    with ``over``, a backfill's claim over that SKIPPED record (:func:`replaced`)."""
+    with ``over``, a backfill's claim over that SKIPPED record (:func:`replaced`); ``places``:
+    the caps it took a place under (:mod:`.places`)."""
     return new_run(
         firing,
         RunStatus.CLAIMED,
@@ -97,6 +99,7 @@ def claimed(
         exclusive=exclusive or None,
         claim_token=token,
         replaced_skip=replaced(over) if over is not None else None,
+        places=dict(places) if places else None,
     )
 
 

@@ -174,6 +174,8 @@ def values(job: Job) -> dict[str, Any]:
         "misfire": job.misfire,
         "overlap": job.overlap,
         "max_buffered": job.max_buffered,
+        "max_running": job.max_running if job.max_running > 1 else None,
+        "pool": job.pool,
         "timeout": job.timeout,
         "retry": job.retry.as_record() if job.retry is not None else None,
         "pause_after_failures": job.pause_after_failures,
@@ -212,6 +214,10 @@ def setting_changes(old: CronFile, new: CronFile) -> tuple[Change, ...]:
         ("deferred.start", old.deferred_start, new.deferred_start),
         ("misfire.grace", old.misfire_grace, new.misfire_grace),
         ("misfire.max", old.misfire_max, new.misfire_max),
+        *(
+            (f"pools.{name}", old.pools.get(name), new.pools.get(name))
+            for name in sorted({*old.pools, *new.pools})
+        ),
     )
     return tuple(Change(key, was, now) for key, was, now in pairs if was != now)
 

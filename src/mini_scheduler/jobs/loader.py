@@ -17,6 +17,7 @@ from yaml.nodes import Node
 
 from mini_scheduler.cron.zones import get_zone, suggest_zone
 from mini_scheduler.errors import CronFileError, UnknownTimeZoneError
+from mini_scheduler.jobs.caps import POOLS_KEY, read_pools
 from mini_scheduler.jobs.model import (
     DEFAULT_MISFIRE_GRACE,
     DEFAULT_MISFIRE_MAX,
@@ -35,7 +36,14 @@ from mini_scheduler.jobs.yaml import MAX_FILE_BYTES, Duplicate, compose, decode,
 
 __all__ = ["FILE_KEYS", "load"]
 
-FILE_KEYS: Final = ("jobs", "deferred.start", "leader.election", "misfire.grace", "misfire.max")
+FILE_KEYS: Final = (
+    "jobs",
+    "deferred.start",
+    "leader.election",
+    "misfire.grace",
+    "misfire.max",
+    POOLS_KEY,
+)
 
 
 def load(
@@ -64,7 +72,8 @@ def load(
     settings = _settings(data, source)
     problems = _file_problems(data, settings.leader_election)
     by_entry = _duplicates_by_entry(root, duplicates, problems)
-    reading = Reading(default_timezone, targets=targets or TargetRules())
+    pools = read_pools(data, source)
+    reading = Reading(default_timezone, targets=targets or TargetRules(), pools=pools)
     loaded = _read_entries(jobs, by_entry, reading, problems)
     return CronFile(
         jobs=tuple(loaded),
@@ -76,6 +85,7 @@ def load(
         problems=tuple(problems),
         version=hashlib.sha256(raw).hexdigest(),
         entries=len(jobs),
+        pools=pools,
     )
 
 

@@ -105,6 +105,15 @@ function's its name."""
 
 
 @dataclass(frozen=True, slots=True)
+class Place:
+    """A cap a run holds a place under while it is open: its job's ``max_running``
+    (``job:<name>``) or a named pool (``pool:<name>``), at most ``limit`` holders at once."""
+
+    key: str
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
 class Target:
     """What a job runs: a Lambda function, a Step Functions state machine (a "flow"), an SQS
     queue, an SNS topic, an EventBridge bus, an ECS task, or an HTTPS webhook."""
@@ -297,6 +306,13 @@ class Job:
     """Seconds each firing may start after its instant (0: none; :mod:`.spread`)."""
     window: int = 0
     """Minutes each firing may start after its instant (0: none; :mod:`.spread`)."""
+    max_running: int = 1
+    """How many of its runs may be open at once, with an ``overlap`` other than ``allow``
+    (:mod:`.caps`)."""
+    pool: str | None = None
+    """The named pool (``pools`` at the top of cron.yaml) its runs count against (None: none)."""
+    pool_limit: int = 0
+    """The pool's size, as the file says it (0: no pool, or not known where it is read)."""
 
     @property
     def spread_seconds(self) -> int:
@@ -331,8 +347,27 @@ class Job:
 
     @property
     def exclusive(self) -> bool:
-        """Whether its claims take the job's open slot: every policy but ``allow``."""
-        return self.overlap != "allow"
+        """Whether its claims take the job's open slot: every policy but ``allow``, with one
+        run at a time (``max_running`` above 1 is a place instead: :attr:`places`)."""
+        return self.overlap != "allow" and self.max_running == 1
+
+    @property
+    def places(self) -> tuple[Place, ...]:
+        """The places each of its runs holds while open, beside the slot: its own, for a
+        ``max_running`` above 1, and its pool's."""
+        places = []
+        if self.overlap != "allow" and self.max_running > 1:
+            places.append(Place(f"job:{self.name}", self.max_running))
+        if self.pool is not None:
+            places.append(Place(f"pool:{self.pool}", self.pool_limit))
+        return tuple(places)
+
+    @property
+    def capped(self) -> bool:
+        """Whether a claim of its firings may be refused for a run still open (OVERLAP): it
+        takes the slot, or a place; its run's end is then always written by the store, which
+        gives them back."""
+        return self.exclusive or bool(self.places)
 
     @property
     def buffer_limit(self) -> int:
@@ -393,6 +428,8 @@ class CronFile:
     version: str
     entries: int = 0
     """How many entries the ``jobs`` list holds, loaded or skipped."""
+    pools: Mapping[str, int] = field(default_factory=dict, hash=False)
+    """The file's ``pools``: each name's size (:mod:`.caps`)."""
 
     def job(self, name: str) -> Job | None:
         for job in self.jobs:

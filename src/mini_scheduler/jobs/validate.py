@@ -18,7 +18,7 @@ the keys written twice. An entry with a reason is skipped; one without becomes a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -29,30 +29,24 @@ from mini_scheduler.cron.unix import unix_hint
 from mini_scheduler.cron.zones import get_zone, is_fixed_offset, suggest_zone
 from mini_scheduler.errors import UnknownTimeZoneError
 from mini_scheduler.instants import iso_seconds, parse_instant
+from mini_scheduler.jobs.caps import cap_problems, read_max_running, read_pool
 from mini_scheduler.jobs.limits import reserved_note, split_reserved
 from mini_scheduler.jobs.model import (
-    DEFAULT_BACKOFF,
-    DEFAULT_FACTOR,
     DEFAULT_FLOW_TIMEOUT,
-    DEFAULT_MAX_BACKOFF,
     DEFAULT_TIMEOUTS,
-    MAX_BACKOFF,
-    MAX_FACTOR,
     MAX_PAUSE_AFTER_FAILURES,
-    MAX_RETRIES,
     MAX_TIMEOUT,
     MISFIRE_POLICIES,
     OVERLAP_POLICIES,
-    RETRY_BOUNDS,
     Job,
     Misfire,
     Overlap,
     Retry,
     Target,
-    in_retry_bounds,
 )
 from mini_scheduler.jobs.names import name_problem, parse_service, readable_name
 from mini_scheduler.jobs.overlap import overlap_problems, read_max_buffered
+from mini_scheduler.jobs.retry_key import read_retry
 from mini_scheduler.jobs.spread import read_jitter, read_window, spread_conflict
 from mini_scheduler.jobs.targets import (
     TargetRules,
@@ -73,18 +67,6 @@ thousands of bad zones must not make loading it slow."""
 _SEARCH_FROM: Final = datetime(1969, 12, 31, tzinfo=UTC)
 """A statement that has no firing after this in its zone never fires (firings start in 1970)."""
 _REQUIRED: Final = ("name", "cron", "service")
-_RETRY_KEYS: Final = tuple(RETRY_BOUNDS)
-_RETRY_DEFAULTS: Final[dict[str, int | float]] = {
-    "backoff": DEFAULT_BACKOFF,
-    "factor": DEFAULT_FACTOR,
-    "max_backoff": DEFAULT_MAX_BACKOFF,
-}
-_RETRY_RULES: Final = {
-    "retries": f"a whole number from 1 to {MAX_RETRIES}",
-    "backoff": f"a whole number of seconds from 0 to {MAX_BACKOFF}",
-    "factor": f"a number from 1 to {MAX_FACTOR}",
-    "max_backoff": f"a whole number of seconds from 0 to {MAX_BACKOFF}",
-}
 
 
 @dataclass(slots=True)
@@ -119,6 +101,8 @@ class Reading:
     silent: dict[tuple[str, str], bool] = field(default_factory=dict)
     zone_guesses: dict[str, str | None] = field(default_factory=dict)
     targets: TargetRules = field(default_factory=TargetRules)
+    pools: Mapping[str, int] | None = None
+    """The file's ``pools`` (None: not at hand, as for a runtime schedule made from the CLI)."""
 
     def parse(self, statement: str) -> CronExpression | str:
         """The parsed statement, or the reason it is refused (with its Quartz form when it is
@@ -264,6 +248,14 @@ def _max_buffered(value: object, entry: Entry, reading: Reading) -> int | None:
     return read_max_buffered(value, entry.reasons)
 
 
+def _max_running(value: object, entry: Entry, reading: Reading) -> int | None:
+    return read_max_running(value, entry.reasons)
+
+
+def _pool(value: object, entry: Entry, reading: Reading) -> str | None:
+    return read_pool(value, entry.reasons, reading.pools)
+
+
 def _timeout(value: object, entry: Entry, reading: Reading) -> int | None:
     """Seconds; None for the target's default (or a reason)."""
     if value is None:
@@ -279,41 +271,7 @@ def _timeout(value: object, entry: Entry, reading: Reading) -> int | None:
 
 def _retry(value: object, entry: Entry, reading: Reading) -> Retry | None:
     """The retry policy; None for no retry (or a reason)."""
-    if value is None:
-        return None
-    if not isinstance(value, dict):
-        entry.reasons.append(
-            f"retry must be a mapping of {words(_RETRY_KEYS)}, not {describe(value)}"
-        )
-        return None
-    entry.notes.extend(
-        unknown_key(entry.label, key, _RETRY_KEYS, prefix="retry.")
-        for key in value
-        if key not in RETRY_BOUNDS
-    )
-    found: dict[str, Any] = {}
-    for key, rule in _RETRY_RULES.items():
-        item = value.get(key)
-        if item is None and key == "retries":
-            entry.reasons.append(
-                f"missing retry.retries (the attempts after the first, 1 to {MAX_RETRIES})"
-            )
-        elif item is None:
-            found[key] = _RETRY_DEFAULTS[key]
-        elif in_retry_bounds(item, key):
-            found[key] = item
-        else:
-            entry.reasons.append(f"retry.{key} must be {rule}, not {describe(item)}")
-    if len(found) < len(_RETRY_RULES):
-        return None
-    if found["max_backoff"] < found["backoff"]:
-        given = "the default " if value.get("max_backoff") is None else ""
-        entry.reasons.append(
-            f"retry.max_backoff must be at least retry.backoff ({found['backoff']}), not "
-            f"{given}{found['max_backoff']}"
-        )
-        return None
-    return Retry(found["retries"], found["backoff"], float(found["factor"]), found["max_backoff"])
+    return read_retry(value, entry.label, entry.reasons, entry.notes)
 
 
 def _instant(key: str) -> Reader:
@@ -393,6 +351,8 @@ FIELDS: Final[dict[str, Reader]] = {
     "misfire": _misfire,
     "overlap": _overlap,
     "max_buffered": _max_buffered,
+    "max_running": _max_running,
+    "pool": _pool,
     "timeout": _timeout,
     "retry": _retry,
     "pause_after_failures": _pause_after_failures,
@@ -440,6 +400,7 @@ def read_entry(
     if start is not None and end is not None and end <= start:
         entry.reasons.append(f"end {iso_seconds(end)} is not after start {iso_seconds(start)}")
     entry.reasons.extend(overlap_problems(values, raw))
+    entry.reasons.extend(cap_problems(values, raw))
     conflict = spread_conflict(values["jitter"] or 0, values["window"] or 0)
     if conflict:
         entry.reasons.append(conflict)
@@ -488,4 +449,7 @@ def _job(entry: Entry, raw: dict[Any, Any], values: dict[str, Any], reading: Rea
         max_buffered=values["max_buffered"],
         jitter=values["jitter"],
         window=values["window"],
+        max_running=values["max_running"] or 1,
+        pool=values["pool"],
+        pool_limit=(reading.pools or {}).get(values["pool"] or "", 0),
     )

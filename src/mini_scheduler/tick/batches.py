@@ -21,6 +21,7 @@ from mini_scheduler import metrics as m
 from mini_scheduler.claims.base import ClaimOutcome, ClaimRequest, ClaimResult
 from mini_scheduler.errors import StoreError
 from mini_scheduler.jobs import Job, Target
+from mini_scheduler.jobs.caps import cap_detail
 from mini_scheduler.model import SkipReason, floor_minute, iso_seconds, log_keys
 from mini_scheduler.tick.cancels import CANCEL, Cancels
 from mini_scheduler.tick.dispatch import Dispatching
@@ -70,7 +71,7 @@ class MinuteWrites(Part):
             for group in plan.misfire_runs:
                 work.submit(self._fire_in_order, group, tally, deadline, marks)
             try:
-                if any(group[0].job.exclusive for group in plan.misfire_runs):
+                if any(group[0].job.capped for group in plan.misfire_runs):
                     # The oldest firing of an ``overlap: skip`` job takes its slot, not whichever
                     # claim a worker sends first: its missed firings before the minute's.
                     work.wait()
@@ -187,7 +188,7 @@ class MinuteWrites(Part):
             return
         lease = now + timedelta(seconds=self.settings.claim_lease_seconds)
         requests = [
-            ClaimRequest(d.firing, d.job.exclusive, over_skipped=d.firing.backfill) for d in batch
+            ClaimRequest(d.firing, d.job.exclusive, d.firing.backfill, d.job.places) for d in batch
         ]
         try:
             outcomes = self.claims.claim_many(
@@ -253,7 +254,7 @@ class MinuteWrites(Part):
         elif outcome is ClaimResult.OVERLAP and d.job.buffer_limit:
             self.waits.refused(d, tally)
         elif outcome is ClaimResult.OVERLAP:
-            self.skips.skip(d.job, d.firing, SkipReason.OVERLAP, tally)
+            self.skips.skip(d.job, d.firing, SkipReason.OVERLAP, tally, detail=cap_detail(d.job))
         else:
             tally.add("claimed")
             self.metrics.add(m.FIRINGS_CLAIMED)

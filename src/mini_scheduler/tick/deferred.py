@@ -91,16 +91,25 @@ def queue_behind(
     dispatches: Sequence[Dispatch], groups: Sequence[tuple[Dispatch, ...]] = ()
 ) -> tuple[list[Dispatch], list[tuple[Dispatch, ...]], list[Dispatch]]:
     """The tick's claims (``dispatches``, and the misfire runs' ``groups``), less the firings
-    of a job that has a firing waiting (``overlap: buffer_*``): those do not claim ahead of it
-    but are kept waiting behind it, oldest first, once the claims have answers (its claim gives
-    its place back when it starts). The claims and groups kept, and the firings queued."""
-    waiting = {d.job.name for d in dispatches if _waits(d) and d.job.buffer_limit}
-    if not waiting:
+    that queue behind a waiting one (``overlap: buffer_*``): a job's own firings, when one of
+    its firings waits, and a buffering job's, when a firing of its pool waits (a place the pool
+    gives back goes to the firing that waited, not to a newer one). Those do not claim ahead
+    of it but are kept waiting behind it, oldest first, once the claims have answers (its
+    claim gives its place back when it starts). The claims and groups kept, and the firings
+    queued."""
+    waits = [d.job for d in dispatches if _waits(d) and d.job.buffer_limit]
+    jobs = {job.name for job in waits}
+    pools = {job.pool for job in waits if job.pool is not None}
+    if not jobs:
         return list(dispatches), list(groups), []
-    kept = [d for d in dispatches if _waits(d) or d.job.name not in waiting]
-    queued = [d for d in dispatches if not _waits(d) and d.job.name in waiting]
-    queued += [d for group in groups if group[0].job.name in waiting for d in group]
-    kept_groups = [group for group in groups if group[0].job.name not in waiting]
+
+    def behind(d: Dispatch) -> bool:
+        return d.job.name in jobs or bool(d.job.buffer_limit and d.job.pool in pools)
+
+    kept = [d for d in dispatches if _waits(d) or not behind(d)]
+    queued = [d for d in dispatches if not _waits(d) and behind(d)]
+    queued += [d for group in groups if behind(group[0]) for d in group]
+    kept_groups = [group for group in groups if not behind(group[0])]
     return kept, kept_groups, sorted(queued, key=lambda d: d.firing.scheduled)
 
 
@@ -201,7 +210,7 @@ def deferred_job(item: Deferred, cron_file: CronFile) -> tuple[Job | None, str]:
         try:
             from mini_scheduler.schedule_entry import schedule_job
 
-            return schedule_job(entry), ""
+            return schedule_job(entry, pools=cron_file.pools), ""
         except (EventError, ValueError) as exc:
             return None, f"its schedule is refused today: {exc}"
     if job is None:

@@ -139,12 +139,12 @@ class Dispatching(Part):
             job.schedule,
             {**parameters, "_origin": self.settings.origin},
             job.failure_policy,
-            buffered=job.buffer_limit > 0,
+            buffered=job.buffer_limit > 0 or job.pool is not None,
         )
         deadline = self.clock.now() + timedelta(seconds=job.timeout)
         if ended is None:
             return MarkRequest(firing, deadline, start)
-        if job.exclusive:  # its slot is released by the store's close
+        if job.capped:  # its slot and places are given back by the store's close
             self.ends.hold(firing.id, ended.status, ended.error)
             return MarkRequest(firing, deadline, start)
         return MarkRequest(firing, deadline, start, ended.status, ended.error)

@@ -60,7 +60,7 @@ class Skips(Part):
             return  # it has a record already (a peer claimed or skipped it)
         tally.skip(str(reason))
         self.metrics.add(m.skipped(str(reason)))
-        if reason == SkipReason.OVERLAP:
+        if reason == SkipReason.OVERLAP and detail is None:
             log.info(
                 SKIPPED_OVERLAP,
                 job.name,

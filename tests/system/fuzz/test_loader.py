@@ -216,7 +216,7 @@ WRONG = {
     "set": "!!set {a, b}",
 }
 ENTRY_KEYS = sorted({key for job in SAMPLE_DATA["jobs"] for key in job} | {"enabled", "resolver"})
-FILE_KEYS = ["deferred.start", "leader.election", "misfire.grace", "misfire.max", "jobs"]
+FILE_KEYS = ["deferred.start", "leader.election", "misfire.grace", "misfire.max", "pools", "jobs"]
 
 
 def _with(key: str, wrong: str, *, entry: bool) -> str:

@@ -83,6 +83,7 @@ from mini_scheduler.environment.active import ActiveEnvironment
 from mini_scheduler.errors import DispatchError, EnvironmentStoreError, StoreError
 from mini_scheduler.handlers.events.recorder import completion_from_event
 from mini_scheduler.jobs import CronFile, Job, Target, load
+from mini_scheduler.jobs.model import Place
 from mini_scheduler.metrics import RecordingMetrics
 from mini_scheduler.model import Firing, RunStatus, iso_millis, iso_seconds, parse_instant
 from mini_scheduler.recorder import Recorder
@@ -242,6 +243,7 @@ class SimClaims:
         origin: str,
         exclusive: bool = False,
         over_skipped: bool = False,
+        places: Sequence[Place] = (),
     ) -> ClaimResult:
         self._call("claim", outlasting=True)
         return self.store.claim(
@@ -251,6 +253,7 @@ class SimClaims:
             origin=origin,
             exclusive=exclusive,
             over_skipped=over_skipped,
+            places=places,
         )
 
     def claim_many(
@@ -343,6 +346,10 @@ class SimClaims:
 
     def job_state(self, job: str) -> JobState | None:
         return self.store.job_state(job)
+
+    def holders(self, key: str) -> Mapping[str, datetime]:
+        self._call("get cap")
+        return self.store.holders(key)
 
     def control(self, scope: str) -> Control:
         self._call("control query")

@@ -109,3 +109,16 @@ def test_a_jitter_or_window_change_shows_when_the_next_firings_start_before_and_
 
 
 END3 = datetime(2026, 11, 30, 17, 0, 1, tzinfo=UTC)
+
+
+def test_a_cap_or_a_pool_size_that_changes_is_a_change() -> None:
+    text = _job('    cron: "0 0 * * * ?"\n    overlap: "skip"\n')
+    capped = text + "    max_running: 3\n    pool: exports\n"
+    plan = compare(load(text), load("pools: {exports: 2}\n" + capped), START)
+    (job,) = plan.jobs
+    assert list(job.fields) == [Change("max_running", None, 3), Change("pool", None, "exports")]
+    assert plan.settings == (Change("pools.exports", None, 2),)
+    resized = compare(
+        load("pools: {exports: 2}\n" + capped), load("pools: {exports: 4}\n" + capped), START
+    )
+    assert resized.jobs == () and resized.settings == (Change("pools.exports", 2, 4),)

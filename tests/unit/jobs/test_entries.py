@@ -490,9 +490,9 @@ def test_unknown_job_key_warns_and_the_entry_loads() -> None:
     assert warnings(cron_file) == [
         "Job report key timezon ignored - did you mean timezone?",
         "Job report key color ignored - the keys are name, cron, service, timezone, "
-        "parameters, description, resolver, misfire, overlap, max_buffered, timeout, retry, "
-        "pause_after_failures, enabled, start, end, input, dead_letter, ecs, http, jitter, "
-        "window",
+        "parameters, description, resolver, misfire, overlap, max_buffered, max_running, pool, "
+        "timeout, retry, pause_after_failures, enabled, start, end, input, dead_letter, ecs, "
+        "http, jitter, window",
         "Job report key schedule ignored - did you mean cron?",
     ]
 
@@ -564,7 +564,7 @@ def test_merge_keys_share_settings() -> None:
     ]
     assert warnings(cron_file) == [
         "Cron file key defaults ignored - the keys are jobs, deferred.start, leader.election, "
-        "misfire.grace, misfire.max"
+        "misfire.grace, misfire.max, pools"
     ]
 
 

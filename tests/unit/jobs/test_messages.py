@@ -63,13 +63,13 @@ def test_keys_are_shown_on_one_short_line() -> None:
     cron_file = one(**{"colour\nERROR forged": 1, "k" * 1000: 2}, parameters={"_x\ny": 1})
     assert warnings(cron_file) == [
         "Job report key colour\\nERROR forged ignored - the keys are name, cron, service, "
-        "timezone, parameters, description, resolver, misfire, overlap, max_buffered, timeout, "
-        "retry, pause_after_failures, enabled, start, end, input, dead_letter, ecs, http, jitter, "
-        "window",
+        "timezone, parameters, description, resolver, misfire, overlap, max_buffered, "
+        "max_running, pool, timeout, retry, pause_after_failures, enabled, start, end, input, "
+        "dead_letter, ecs, http, jitter, window",
         f"Job report key {'k' * 40}... ignored - the keys are name, cron, service, timezone, "
-        "parameters, description, resolver, misfire, overlap, max_buffered, timeout, retry, "
-        "pause_after_failures, enabled, start, end, input, dead_letter, ecs, http, jitter, "
-        "window",
+        "parameters, description, resolver, misfire, overlap, max_buffered, max_running, pool, "
+        "timeout, retry, pause_after_failures, enabled, start, end, input, dead_letter, ecs, "
+        "http, jitter, window",
         "Job report parameter _x\\ny ignored - a key that starts with '_' is reserved for the "
         "system",
     ]

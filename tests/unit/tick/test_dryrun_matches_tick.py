@@ -95,14 +95,17 @@ class Case:
 def _job_yaml(
     rnd: random.Random, name: str, statement: str, zone: str | None, minute: datetime
 ) -> str:
+    overlap = rnd.choice(["allow", "skip", "skip", "buffer_one", "buffer_all"])
     fields = [
         f'name: "{name}"',
         f'cron: "{statement}"',
         f'service: "fn-{name}"',
         f'misfire: "{rnd.choice(["fire_now", "fire_all", "skip"])}"',
-        f'overlap: "{rnd.choice(["allow", "skip", "skip", "buffer_one", "buffer_all"])}"',
+        f'overlap: "{overlap}"',
         f"timeout: {rnd.choice([30, 90, 900])}",
     ]
+    if overlap != "allow" and rnd.random() < 0.3:  # capped: several runs, a shared pool
+        fields.append(rnd.choice(["max_running: 2", 'pool: "shared"', 'pool: "single"']))
     if zone:
         fields.append(f'timezone: "{zone}"')
     if rnd.random() < 0.3:
@@ -121,6 +124,7 @@ def _cron_yaml(rnd: random.Random, minute: datetime) -> str:
     lines = [
         f"misfire.grace: {rnd.choice([120, 600, 3600])}",
         f"misfire.max: {rnd.choice([3, 100])}",
+        "pools: {shared: 2, single: 1}",
     ]
     if rnd.random() < 0.1:
         lines.append("deferred.start: true")
@@ -240,6 +244,7 @@ def _runs(r: Rig) -> list[RunRecord]:
 
 NAMES = [name for name, _, _ in JOBS] + ["once", "every-20s", "a", "b"]  # every job a case has
 SCOPE = "us-east-1/prod"
+CAPS = ["pool:shared", "pool:single", *(f"job:{name}" for name in NAMES)]
 
 
 def snapshot(store: ClaimStore) -> dict[str, Any]:
@@ -253,6 +258,7 @@ def snapshot(store: ClaimStore) -> dict[str, Any]:
         "watermarks": {**control.watermarks, SCOPE: control.watermark},
         "paused": dict(control.paused),
         "deferred": {reason: list(store.pending_deferred(reason)) for reason in DEFERRED_REASONS},
+        "caps": {key: dict(store.holders(key)) for key in CAPS},
     }
 
 
@@ -261,6 +267,7 @@ def copy_of(store: MemoryClaimStore) -> MemoryClaimStore:
     copy._runs, copy._jobs = dict(store._runs), dict(store._jobs)
     copy._watermarks, copy._paused = dict(store._watermarks), dict(store._paused)
     copy._deferred = dict(store._deferred)
+    copy._places = {key: dict(holders) for key, holders in store._places.items()}
     return copy
 
 
