@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
+from mini_scheduler.audit.base import MAX_REASON
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.config import DEFAULT_PARAMETER
 from mini_scheduler.console.app import CSRF_HEADER, create_app
@@ -335,6 +336,7 @@ class TestReading:
         expect(rows.locator("td[data-label='Region']")).to_have_text(["us-east-1"] * 20)
         more = page.locator("#history-more")
         expect(more).to_be_visible()
+        expect(page.locator("#history-overlap")).to_contain_text("Overlap allow:")
         # the page scrolls (smoothly) to the panel: picture it once it is at the top
         page.wait_for_function(
             "() => Math.abs(document.getElementById('history').getBoundingClientRect().top) < 1"
@@ -823,4 +825,83 @@ def test_the_audit_page_shows_who_paused_and_resumed(page: Page, console: Consol
         "title", re.compile(r"^local:")
     )
     expect(page.locator("#audit-none")).to_be_hidden()
+    assert errors == []
+
+
+def audit_reason(page: Page, action: str) -> Any:
+    """The Reason cell of the Audit section's one record of ``action`` (the clock stands
+    still: records of one instant are ordered by action, not by when they were made)."""
+    return page.locator(f'#audit-rows tr[data-audit="{action}"] [data-label="Reason"]')
+
+
+def test_a_reason_given_in_a_dialog_is_read_back_from_the_audit(
+    page: Page, console: Console
+) -> None:
+    """Each dialog asks for an optional reason (at most the CLI's ``--reason``): it goes with
+    the action to the operator path, the Audit section reads it back, and a manual run's
+    history says it (as ``mini-scheduler history`` does); a dialog opens with none."""
+    errors = open_console(page, console)
+    row = job_row(page, "heartbeat")
+    row.get_by_role("button", name="Pause").click()
+    reason = page.locator("#confirm-reason")
+    expect(reason).to_have_value("")
+    expect(reason).to_have_attribute("maxlength", str(MAX_REASON))
+    reason.fill("  incident 4711: the queue is down ")
+    confirm(page)
+    expect(row.locator(".badge")).to_have_text(f"paused by {OPERATOR}", timeout=WAIT_MS)
+    newest = page.locator("#audit-rows tr").first
+    expect(newest).to_have_attribute("data-audit", "pause", timeout=WAIT_MS)
+    expect(newest.locator('[data-label="Reason"]')).to_have_text("incident 4711: the queue is down")
+    assert console.paused()["heartbeat"].operator == OPERATOR
+
+    row.get_by_role("button", name="Resume").click()
+    expect(reason).to_have_value("")  # a reason is one action's
+    confirm(page)
+    expect(audit_reason(page, "resume")).to_have_text("", timeout=WAIT_MS)
+
+    page.locator("#new-schedule").click()
+    expect(page.locator("#form-reason")).to_have_attribute("maxlength", str(MAX_REASON))
+    page.locator("#form-reason").fill("the finance close")
+    once = {
+        "name": "one-off",
+        "at": "2026-11-30T14:10:00Z",
+        "service": "mini-scheduler-sample-heartbeat",
+    }
+    fill_form(page, once)
+    expect(page.locator("#form")).to_be_hidden()
+    expect(audit_reason(page, "schedule.create")).to_have_text("the finance close", timeout=WAIT_MS)
+
+    report = job_row(page, "morning-report")
+    report.get_by_role("button", name="Run now").click()
+    reason.fill("a late delivery")
+    confirm(page)
+    expect(audit_reason(page, "run")).to_have_text("a late delivery", timeout=WAIT_MS)
+    report.get_by_role("button", name="History").click()
+    note = page.locator("#run-rows tr[data-firing]").first.locator('[data-label="Note"]')
+    expect(note).to_have_text(f"manual run by {OPERATOR}; reason: a late delivery")
+    assert console.scheduler.settle()
+    assert console.scheduler.history("morning-report")[0].operator_reason == "a late delivery"
+    assert errors == []
+
+
+def test_an_open_job_says_its_overlap_and_the_firings_waiting(page: Page, console: Console) -> None:
+    """The open job's head says its overlap policy (the list's refresh reads nothing more)."""
+    errors = open_console(page, console)
+    line = page.locator("#history-overlap")
+    expect(line).to_be_hidden()
+    job_row(page, "morning-report").get_by_role("button", name="History").click()
+    expect(line).to_have_text(
+        "Overlap skip: a firing is skipped while the job's run is open; 0 waiting now"
+    )
+    expect(line).to_have_attribute("data-waiting", "0")
+    job_row(page, "heartbeat").get_by_role("button", name="History").click()
+    expect(line).to_have_attribute("data-overlap", "allow")
+    page.locator("#history-close").click()
+    expect(line).to_be_hidden()
+    # closed: the refreshes read no job's settings
+    reads: list[str] = []
+    page.on("request", lambda request: reads.append(request.url.split("/", 3)[3]))
+    next_refresh_begins(page)
+    next_refresh_begins(page)
+    assert [path for path in reads if path.startswith("api/schedule/")] == [], reads
     assert errors == []

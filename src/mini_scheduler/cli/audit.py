@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from mini_scheduler import fleet
-from mini_scheduler.audit.base import READ_LIMIT, AuditRecord, check_reason
+from mini_scheduler.audit.base import MAX_REASON, READ_LIMIT, AuditRecord, check_reason
 from mini_scheduler.audit.trail import Trail
 from mini_scheduler.cli.context import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CommandError, Context
 from mini_scheduler.cli.jobs import since_option
@@ -43,7 +43,7 @@ def add_reason(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--reason",
         metavar="TEXT",
-        help="why (at most 500 characters): kept in the audit trail, and on a manual run",
+        help=f"why (at most {MAX_REASON} characters): kept in the audit trail, and on a manual run",
     )
 
 

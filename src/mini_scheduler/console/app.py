@@ -25,6 +25,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.exceptions import HTTPException
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
+from mini_scheduler.audit.base import MAX_REASON
 from mini_scheduler.console.bodylimit import BodyLimit
 from mini_scheduler.console.regions import NotFound
 from mini_scheduler.console.routes import add_routes
@@ -141,7 +142,13 @@ def create_app(
         return templates.TemplateResponse(
             request,
             "index.html",
-            {"csrf": csrf, "title": title, "regions": regions, "refresh": refresh},
+            {
+                "csrf": csrf,
+                "title": title,
+                "regions": regions,
+                "refresh": refresh,
+                "max_reason": MAX_REASON,  # the CLI's --reason bound, on the page's fields
+            },
         )
 
     add_routes(app, service, csrf)

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mini_scheduler import fleet
+from mini_scheduler.audit.base import check_reason
 from mini_scheduler.console.regions import Regions
 from mini_scheduler.console.sites import Site
 from mini_scheduler.environment.regions import is_known
@@ -26,7 +27,7 @@ def environment(regions: Regions) -> dict[str, Any]:
 
 
 def set_environment(
-    regions: Regions, active: str, operator: str, force: bool = False, reason: str | None = None
+    regions: Regions, active: str, operator: str, force: bool = False, reason: Any = None
 ) -> dict[str, Any]:
     """Failover: write ``active`` into every region's store, one by one (a failure is reported
     and the next region written), and read each back. A name no region knows is refused before
@@ -34,8 +35,8 @@ def set_environment(
     stack's region out (:func:`fleet.left_out`: the console serves fewer regions than the
     names known), unless the console serves every region there is (``whole``: ``make run``'s
     one region)."""
-    operator = check_operator(operator)
-    if force and not (reason or "").strip():
+    operator, reason = check_operator(operator), check_reason(reason)
+    if force and reason is None:
         raise EventError("a forced change needs a reason (why the name is not a known one)")
     known = regions.known()
     active = fleet.spelled(active, regions.environments().values())
@@ -50,7 +51,7 @@ def set_environment(
         raise EventError(_left_out(gap))
     log.info("Console: %s moves the active environment to %s in every region", operator, active)
     written = regions.one_by_one(
-        regions.sites, lambda site: _write(site, active, operator, force, reason if force else None)
+        regions.sites, lambda site: _write(site, active, operator, force, reason)
     )
     failed = [o.region for o in written if not o.ok]
     extra = {"operator": operator, "set": active, "failedRegions": failed}
@@ -97,8 +98,10 @@ def _answer(
 def _write(
     site: Site, active: str, operator: str, force: bool, reason: str | None
 ) -> dict[str, Any]:
-    """Write ``active`` in ``site``'s store and read it back (:func:`fleet.check_written`)."""
-    status = site.operator.set_environment(active, operator, force, reason)
+    """Write ``active`` in ``site``'s store and read it back (:func:`fleet.check_written`);
+    ``reason`` goes in the audit record, and with a forced name (as the CLI's failover)."""
+    forced_why = reason if force else None
+    status = site.operator.because(reason).set_environment(active, operator, force, forced_why)
     environment = site.operator.environment
     if environment is not None:
         fleet.check_written(environment.store.name, environment.store.get(), active)

@@ -1,6 +1,8 @@
 """The console's jobs page, as plain data: every job (cron.yaml's of the home region, and each
 region's runtime schedules) with its next firings, its last run over every region and its
-pauses; one job with its settings; its next firings; the next hours' firings of every job."""
+pauses; one job with its settings (its overlap policy in full: ``buffer_all``'s
+``max_buffered``, and its firings waiting now); its next firings; the next hours' firings of
+every job."""
 
 from __future__ import annotations
 
@@ -52,12 +54,37 @@ def job(regions: Regions, name: str) -> dict[str, Any]:
         "target": job.target.name,
         "misfire": job.misfire,
         "overlap": job.overlap,
+        "maxBuffered": job.buffer_limit if job.overlap == "buffer_all" else None,
+        **_waiting(regions, job.name),
         "timeout": job.timeout,
         "retry": job.failure_policy.as_record() if job.failure_policy else None,
         "start": iso_seconds(job.start) if job.start else None,
         "end": iso_seconds(job.end) if job.end else None,
         "jitter": job.jitter,
         "window": job.window,
+    }
+
+
+def _waiting(regions: Regions, name: str) -> dict[str, Any]:
+    """How many of the job's firings wait for its open run's end now (``overlap: buffer_*``):
+    its state's waiting set in each region, one read a region, for one job's view only (the
+    list's refresh never reads it). ``waiting`` is None when no region could be read."""
+
+    def read(site: Site) -> dict[str, Any]:
+        claims = site.operator.claims
+        state = claims.job_state(name) if claims is not None else None
+        return {"count": len(state.waiting) if state is not None else 0}
+
+    outcomes = regions.each(read)
+    counts = [o.fields["count"] for o in outcomes if o.ok]
+    return {
+        "waiting": sum(counts) if counts else None,
+        "waitingIn": [
+            {"region": o.region, "count": o.fields["count"]}
+            if o.ok
+            else {"region": o.region, "error": o.error or ""}
+            for o in outcomes
+        ],
     }
 
 

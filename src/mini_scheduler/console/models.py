@@ -3,9 +3,11 @@ and writes the OpenAPI document (``/openapi.json``) from them."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+
+from mini_scheduler.audit.base import MAX_REASON
 
 OPERATOR = Field(
     description="who asks: 1-128 letters, digits, '.', '_', '-' or '@' (logged with the action)",
@@ -18,10 +20,17 @@ REGION = Field(
 )
 
 
+Reason = Annotated[
+    Any,
+    WithJsonSchema({"anyOf": [{"type": "string", "maxLength": MAX_REASON}, {"type": "null"}]}),
+]
+"""An operator's reason, as its schema says it; checked by the operator path as the CLI's
+``--reason`` is (:func:`~mini_scheduler.audit.base.check_reason`): one too long, or not text,
+is a 400 that names ``reason``, and nothing is done."""
 REASON = Field(
     None,
-    description="why (one line, at most 500 characters): kept in the audit trail, and on a "
-    "manual run",
+    description=f"why (one line, at most {MAX_REASON} characters): kept in the audit trail, "
+    "and on a manual run",
     examples=["incident 4711"],
 )
 
@@ -36,17 +45,18 @@ class RunNow(Strict):
     operator: str = OPERATOR
     parameters: dict[str, Any] | None = Field(None, description="merged over the job's")
     region: str | None = REGION
-    reason: str | None = REASON
+    reason: Reason = REASON
 
 
 class OperatorOnly(Strict):
     operator: str = OPERATOR
-    reason: str | None = REASON
+    reason: Reason = REASON
 
 
 class InRegion(Strict):
     operator: str = OPERATOR
     region: str | None = REGION
+    reason: Reason = REASON
 
 
 class Rerun(Strict):
@@ -55,7 +65,7 @@ class Rerun(Strict):
     )
     operator: str = OPERATOR
     region: str | None = REGION
-    reason: str | None = REASON
+    reason: Reason = REASON
 
 
 class EnvironmentChange(Strict):
@@ -64,7 +74,7 @@ class EnvironmentChange(Strict):
     active: str = Field(description="an environment name, e.g. prod or DR", examples=["DR"])
     operator: str = OPERATOR
     force: bool = Field(False, description="write a name no region knows (needs a reason)")
-    reason: str | None = Field(None, description="why it is forced (logged)")
+    reason: Reason = REASON
 
 
 class Backfill(Strict):
@@ -77,6 +87,7 @@ class Backfill(Strict):
     rate: int | None = Field(None, description="firings dispatched a minute (default 60)")
     operator: str = OPERATOR
     region: str | None = REGION
+    reason: Reason = REASON
 
 
 class SchedulesCreate(Strict):
@@ -86,6 +97,7 @@ class SchedulesCreate(Strict):
     )
     operator: str = OPERATOR
     region: str | None = REGION
+    reason: Reason = REASON
 
 
 # -- answers --------------------------------------------------------------------------------
@@ -138,11 +150,25 @@ class JobSummary(BaseModel):
     pausedBy: list[str]
 
 
+class WaitingIn(BaseModel):
+    region: str
+    count: int | None = None
+    error: str | None = Field(default=None, description="why the region could not be read")
+
+
 class JobDetail(JobSummary):
     parameters: dict[str, Any] = Field(description="without the keys that start with _")
     target: str
     misfire: str
     overlap: str
+    maxBuffered: int | None = Field(
+        default=None, description="overlap buffer_all: how many firings may wait"
+    )
+    waiting: int | None = Field(
+        default=None,
+        description="firings waiting now for the open run's end, every region (none: unread)",
+    )
+    waitingIn: list[WaitingIn] = Field(default=[], description="each region's waiting count")
     timeout: int
     retry: dict[str, Any] | None
     start: str | None

@@ -164,14 +164,14 @@ def _deferred(app: FastAPI, service: ConsoleService) -> None:
     @app.post("/api/schedules", response_model=models.Open, responses=PROBLEMS, tags=["deferred"])
     def create_schedules(body: models.SchedulesCreate) -> dict[str, Any]:
         """Create runtime schedules in one region: all of them, or none."""
-        return service.create_schedules(body.schedules, body.operator, body.region)
+        return service.create_schedules(body.schedules, body.operator, body.region, body.reason)
 
     @app.delete(
         "/api/schedules/{name}", response_model=models.Open, responses=PROBLEMS, tags=["deferred"]
     )
     def delete_schedule(name: str, body: Annotated[models.InRegion, Body()]) -> dict[str, Any]:
         """Delete a runtime schedule."""
-        return service.delete_schedule(name, body.operator, body.region)
+        return service.delete_schedule(name, body.operator, body.region, body.reason)
 
     @app.post(
         "/api/schedule/{name}/backfill",
@@ -181,7 +181,8 @@ def _deferred(app: FastAPI, service: ConsoleService) -> None:
     )
     def backfill(name: str, body: models.Backfill) -> dict[str, Any]:
         """Run the job's firings of a past window again, at a bounded rate (each once)."""
-        return service.backfill(name, body.start, body.end, body.rate, body.operator, body.region)
+        window = (body.start, body.end)
+        return service.backfill(name, window, body.rate, body.operator, body.region, body.reason)
 
     @app.get("/api/backfills", response_model=models.Open, tags=["deferred"])
     def backfills() -> dict[str, Any]:

@@ -120,25 +120,25 @@ class ConsoleService:
         return {"regions": [o.to_json() for o in self._map(read, self.sites)]}
 
     def create_schedules(
-        self, entries: Any, operator: str, region: str | None = None
+        self, entries: Any, operator: str, region: str | None = None, reason: Any = None
     ) -> dict[str, Any]:
-        return deferred.create_schedules(self.regions, entries, operator, region)
+        return deferred.create_schedules(self.regions, entries, operator, region, reason)
 
     def delete_schedule(
-        self, name: str, operator: str, region: str | None = None
+        self, name: str, operator: str, region: str | None = None, reason: Any = None
     ) -> dict[str, Any]:
-        return deferred.delete_schedule(self.regions, name, operator, region)
+        return deferred.delete_schedule(self.regions, name, operator, region, reason)
 
     def backfill(
         self,
         name: str,
-        start: str,
-        end: str,
+        window: tuple[str, str],
         rate: int | None,
         operator: str,
         region: str | None = None,
+        reason: Any = None,
     ) -> dict[str, Any]:
-        return deferred.backfill(self.regions, name, (start, end), rate, operator, region)
+        return deferred.backfill(self.regions, name, window, rate, operator, region, reason)
 
     def backfills(self) -> dict[str, Any]:
         return deferred.backfills(self.regions)

@@ -10,6 +10,7 @@ const TIMELINE_MS = Math.max(REFRESH_MS, 60000);
 const csrf = document.querySelector('meta[name="csrf-token"]').content;
 const state = {
   historyJob: null, historyCursor: null, historyPaged: false, environment: null, busy: false,
+  jobNames: new Set(), // the jobs the list shows: an open history reads its job's settings only then
   following: new Map(), // backfill id -> {job, total, started}: said when it is done
 };
 
@@ -127,7 +128,13 @@ function auditErrors(answer) {
   }
 }
 
-// -- the operator's name and confirmations -----------------------------------------------------
+// -- the operator's name, a reason, and confirmations ----------------------------------------------
+
+// ``body`` with the operator's reason, when one was given (the server checks it, as the CLI's
+// --reason: it goes in the action's audit record, and on a manual run)
+function withReason(body, reason) {
+  return reason ? { ...body, reason } : body;
+}
 
 const operatorInput = document.getElementById("operator");
 operatorInput.value = localStorage.getItem("mini-scheduler.operator") || "";
@@ -135,15 +142,18 @@ operatorInput.addEventListener("change", () => {
   localStorage.setItem("mini-scheduler.operator", operatorInput.value.trim());
 });
 
-// Asks for confirmation and an operator name; resolves to {operator, target} or null.
+// Asks for confirmation, an operator name and an optional reason; resolves to
+// {operator, target, reason} or null.
 function confirmAction(text, okLabel, targets) {
   const dialog = document.getElementById("confirm");
   const who = document.getElementById("confirm-operator");
+  const why = document.getElementById("confirm-reason");
   const targetLabel = document.getElementById("confirm-target-label");
   const target = document.getElementById("confirm-target");
   document.getElementById("confirm-text").textContent = text;
   document.getElementById("confirm-ok").textContent = okLabel;
   who.value = operatorInput.value.trim();
+  why.value = ""; // a reason is one action's
   targetLabel.hidden = !targets;
   target.replaceChildren(...(targets || []).map((t) => el("option", { value: t.value }, t.label)));
   return new Promise((resolve) => {
@@ -159,7 +169,7 @@ function confirmAction(text, okLabel, targets) {
       const name = who.value.trim();
       operatorInput.value = name;
       localStorage.setItem("mini-scheduler.operator", name);
-      done({ operator: name, target: targets ? target.value : null });
+      done({ operator: name, target: targets ? target.value : null, reason: why.value.trim() });
     };
     cancel.addEventListener("click", onCancel);
     dialog.addEventListener("close", onClose);
@@ -183,7 +193,7 @@ async function act(text, okLabel, send, targets) {
 
 // -- forms: a new runtime schedule, a backfill ---------------------------------------------------
 
-let formSend = null; // what the open form sends: (values, operator) -> the message to show
+let formSend = null; // what the open form sends: (values, operator, reason) -> the message to show
 
 function formField(spec) {
   const attrs = {
@@ -208,6 +218,7 @@ function openForm(title, text, fields, okLabel, send) {
   document.getElementById("form-ok").disabled = false;
   document.getElementById("form-error").hidden = true;
   document.getElementById("form-operator").value = operatorInput.value.trim();
+  document.getElementById("form-reason").value = "";
   formSend = send;
   document.getElementById("form").showModal();
   document.querySelector("#form-fields [name]").focus();
@@ -222,12 +233,13 @@ document.getElementById("form-form").addEventListener("submit", async (event) =>
   const values = {};
   for (const input of document.querySelectorAll("#form-fields [name]")) values[input.name] = input.value.trim();
   const operator = document.getElementById("form-operator").value.trim();
+  const reason = document.getElementById("form-reason").value.trim();
   operatorInput.value = operator;
   localStorage.setItem("mini-scheduler.operator", operator);
   ok.disabled = true;
   error.hidden = true;
   try {
-    const message = await send(values, operator);
+    const message = await send(values, operator, reason);
     document.getElementById("form").close();
     say(message, "ok");
     refresh();
@@ -281,7 +293,7 @@ document.getElementById("new-schedule").addEventListener("click", () => {
         type: "textarea", placeholder: '{"overlap": "skip", "retry": {"retries": 2}}' },
       ...regionFields(),
     ], "Create",
-  async (v, operator) => {
+  async (v, operator, reason) => {
     const entry = { name: v.name, service: v.service };
     for (const key of ["at", "cron", "timezone"]) if (v[key]) entry[key] = v[key];
     if (v.parameters) entry.parameters = jsonObject(v.parameters, "parameters");
@@ -289,7 +301,7 @@ document.getElementById("new-schedule").addEventListener("click", () => {
     const own = Object.keys(more).filter((key) => key in entry || FORM_KEYS.includes(key));
     if (own.length) throw new Error(`more keys: ${own.join(", ")} has a field of its own above`);
     Object.assign(entry, more);
-    const body = { schedules: [entry], operator };
+    const body = withReason({ schedules: [entry], operator }, reason);
     if (v.region) body.region = v.region;
     const answer = await api("POST", "/api/schedules", body);
     const made = answer.created[0];
@@ -307,8 +319,8 @@ function startBackfill(job) {
       { name: "rate", label: "Firings a minute", type: "number", min: "1", max: "1000", placeholder: "60" },
       ...regionFields(),
     ], "Start backfill",
-  async (v, operator) => {
-    const body = { from: v.from, to: v.to, operator };
+  async (v, operator, reason) => {
+    const body = withReason({ from: v.from, to: v.to, operator }, reason);
     if (v.rate) body.rate = Number(v.rate);
     if (v.region) body.region = v.region;
     const answer = await api("POST", `/api/schedule/${encodeURIComponent(job)}/backfill`, body);
@@ -350,8 +362,9 @@ document.getElementById("failover").addEventListener("click", () => {
   });
   act(`Make one environment active in every region (${env.regions.map((r) => r.region).join(", ")}). ` +
       `Now active: ${env.active}.`, "Fail over",
-  async ({ operator, target }) => {
-    const answer = await api("POST", "/api/scheduler/environment", { active: target, operator });
+  async ({ operator, target, reason }) => {
+    const body = withReason({ active: target, operator }, reason);
+    const answer = await api("POST", "/api/scheduler/environment", body);
     const failed = failures(answer.written);
     if (failed.length) throw new Error(`written except in ${failed.join(", ")}: try again`);
     return `Active environment ${target} in every region, set by ${operator}.`;
@@ -402,6 +415,7 @@ function jobRow(job, now) {
 function drawJobs(answer) {
   const now = new Date(answer.now);
   document.getElementById("job-rows").replaceChildren(...answer.jobs.map((job) => jobRow(job, now)));
+  state.jobNames = new Set(answer.jobs.map((job) => job.name));
   const paused = answer.jobs.filter((j) => j.paused).length;
   document.getElementById("job-count").textContent =
     `${answer.jobs.length} job${answer.jobs.length === 1 ? "" : "s"}${paused ? `, ${paused} paused` : ""}`;
@@ -418,16 +432,16 @@ document.getElementById("job-rows").addEventListener("click", (event) => {
     const region = button.dataset.region;
     return act(`Delete the runtime schedule ${job} in ${region}? Its next firing is dropped; ` +
         "its runs stay in the history.", "Delete",
-      async ({ operator }) => {
-        const answer = await api("DELETE", `/api/schedules/${enc}`, { operator, region });
+      async ({ operator, reason }) => {
+        const answer = await api("DELETE", `/api/schedules/${enc}`, withReason({ operator, region }, reason));
         return `Schedule ${job} deleted from ${answer.region} by ${operator}.`;
       });
   }
   if (button.dataset.act === "run") {
     return act(`Run ${job} now? It is a firing of its own, run by the active region's ticker ` +
         "(on a region on standby too), recorded with your name.", "Run now",
-      async ({ operator }) => {
-        const answer = await api("POST", `/api/schedule/${enc}`, { operator });
+      async ({ operator, reason }) => {
+        const answer = await api("POST", `/api/schedule/${enc}`, withReason({ operator }, reason));
         return `${job} run by ${operator}: ${answer.status} in ${answer.region} (firing ${answer.firingId}).`;
       });
   }
@@ -435,8 +449,9 @@ document.getElementById("job-rows").addEventListener("click", (event) => {
   return act(pause
       ? `Pause ${job} in every region? Ticks skip it until it is resumed.`
       : `Resume ${job} in every region?`, pause ? "Pause" : "Resume",
-    async ({ operator }) => {
-      const answer = await api("POST", `/api/schedule/${enc}/${pause ? "pause" : "resume"}`, { operator });
+    async ({ operator, reason }) => {
+      const path = `/api/schedule/${enc}/${pause ? "pause" : "resume"}`;
+      const answer = await api("POST", path, withReason({ operator }, reason));
       const failed = failures(answer.regions);
       if (failed.length) throw new Error(`${job} not ${pause ? "paused" : "resumed"} in ${failed.join(", ")}: try again`);
       return `${job} ${pause ? "paused" : "resumed"} by ${operator} in every region.`;
@@ -489,6 +504,41 @@ async function loadRetries() {
   for (const region of answer.unread) say(`${region.region} could not be read: ${region.error}`, "error");
 }
 
+// the job's overlap policy in full, and its firings waiting now (read for the open job only)
+const OVERLAP = {
+  allow: "a firing runs beside the job's open run",
+  skip: "a firing is skipped while the job's run is open",
+  buffer_one: "a firing waits for the open run's end, at most 1 waiting (a later one is skipped)",
+  cancel_other: "a firing stops the open run, which is recorded FAILED, and starts",
+};
+
+function overlapText(job) {
+  const says = job.overlap === "buffer_all"
+    ? `each firing waits for the open run's end, started oldest first, at most ${job.maxBuffered} ` +
+      "waiting (the excess skipped)"
+    : OVERLAP[job.overlap] || job.overlap;
+  const read = job.waitingIn.filter((r) => !r.error);
+  const each = read.length > 1 ? ` (${read.map((r) => `${r.region} ${r.count}`).join(", ")})` : "";
+  const waiting = job.waiting === null ? "firings waiting: unknown" : `${job.waiting} waiting now${each}`;
+  const unread = job.waitingIn.filter((r) => r.error).map((r) => `; ${r.region} unread: ${r.error}`);
+  return `Overlap ${job.overlap}: ${says}; ${waiting}${unread.join("")}`;
+}
+
+async function loadOverlap() {
+  const job = state.historyJob;
+  const line = document.getElementById("history-overlap");
+  if (!job || !state.jobNames.has(job)) {
+    line.hidden = true; // a name with runs but no definition (a deleted schedule) has none
+    return;
+  }
+  const answer = await api("GET", `/api/schedule/${encodeURIComponent(job)}`);
+  if (job !== state.historyJob) return;
+  line.textContent = overlapText(answer);
+  line.dataset.overlap = answer.overlap;
+  line.dataset.waiting = answer.waiting === null ? "" : String(answer.waiting);
+  line.hidden = false;
+}
+
 function openHistory(job) {
   state.historyJob = job;
   state.historyCursor = null;
@@ -497,6 +547,8 @@ function openHistory(job) {
   document.getElementById("run-rows").replaceChildren();
   document.getElementById("retry-list").replaceChildren();
   document.getElementById("retries").hidden = true;
+  document.getElementById("history-overlap").hidden = true;
+  loadOverlap().catch((err) => say(err.message, "error"));
   loadRetries().catch((err) => say(err.message, "error"));
   const panel = document.getElementById("history");
   panel.hidden = false;
@@ -646,6 +698,7 @@ async function refresh() {
   // the newest page of an open history again, unless older runs are shown below it
   if (state.historyJob && !state.historyPaged) loadHistory(false).catch(() => {});
   if (state.historyJob) loadRetries().catch(() => {});
+  if (state.historyJob) loadOverlap().catch(() => {});
 }
 
 async function refreshTimeline() {
