@@ -703,12 +703,20 @@ def test_a_runtime_schedule_takes_more_of_cron_yamls_keys(page: Page, console: C
     expect(problem).to_contain_text("overlap 'sometimes' is not one of")
     assert pending(console, "schedule") == []
 
-    more = '{"overlap": "skip", "timeout": 120, "retry": {"retries": 2, "backoff": 30}}'
+    more = (
+        '{"overlap": "skip", "timeout": 120, "retry": {"retries": 2, "backoff": 30}, '
+        '"max_running": 2}'
+    )
     fill_form(page, every | {"more": more})
     expect(page.locator("#form")).to_be_hidden()
     [schedule] = console.scheduler.ticker.operator.runtime_schedules()
     assert (schedule.name, schedule.job.overlap, schedule.job.timeout) == ("guarded", "skip", 120)
     assert schedule.job.retry is not None and schedule.job.retry.retries == 2
+    assert schedule.job.max_running == 2
+    job_row(page, "guarded").get_by_role("button", name="History").click()  # its caps, said
+    expect(page.locator("#history-overlap")).to_contain_text(
+        "a firing is skipped while the job's run is open; 0 waiting now; max_running 2: 0 open"
+    )
     assert sent == ["api/schedules"] * 2
     assert len(errors) == 2  # the refusal, as HTTP 400 and as Chromium's resource error
 

@@ -55,7 +55,9 @@ def job(regions: Regions, name: str) -> dict[str, Any]:
         "misfire": job.misfire,
         "overlap": job.overlap,
         "maxBuffered": job.buffer_limit if job.overlap == "buffer_all" else None,
-        **_waiting(regions, job.name),
+        "maxRunning": job.max_running,
+        "pool": {"name": job.pool, "size": job.pool_limit} if job.pool is not None else None,
+        **_waiting(regions, job),
         "timeout": job.timeout,
         "retry": job.failure_policy.as_record() if job.failure_policy else None,
         "start": iso_seconds(job.start) if job.start else None,
@@ -65,22 +67,26 @@ def job(regions: Regions, name: str) -> dict[str, Any]:
     }
 
 
-def _waiting(regions: Regions, name: str) -> dict[str, Any]:
+def _waiting(regions: Regions, job: Job) -> dict[str, Any]:
     """How many of the job's firings wait for its open run's end now (``overlap: buffer_*``):
-    its state's waiting set in each region, one read a region, for one job's view only (the
-    list's refresh never reads it). ``waiting`` is None when no region could be read."""
+    its state's waiting set in each region, one read a region, and for a capped job how many
+    places each cap has taken (``running``: a read a cap and region), for one job's view only
+    (the list's refresh never reads it). ``waiting`` is None when no region could be read."""
 
     def read(site: Site) -> dict[str, Any]:
         claims = site.operator.claims
-        state = claims.job_state(name) if claims is not None else None
-        return {"count": len(state.waiting) if state is not None else 0}
+        if claims is None:
+            return {"count": 0, "running": {}}
+        state = claims.job_state(job.name)
+        running = {place.key: len(claims.holders(place.key)) for place in job.places}
+        return {"count": len(state.waiting) if state is not None else 0, "running": running}
 
     outcomes = regions.each(read)
     counts = [o.fields["count"] for o in outcomes if o.ok]
     return {
         "waiting": sum(counts) if counts else None,
         "waitingIn": [
-            {"region": o.region, "count": o.fields["count"]}
+            {"region": o.region, "count": o.fields["count"], "running": o.fields["running"]}
             if o.ok
             else {"region": o.region, "error": o.error or ""}
             for o in outcomes

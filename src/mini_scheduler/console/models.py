@@ -153,7 +153,15 @@ class JobSummary(BaseModel):
 class WaitingIn(BaseModel):
     region: str
     count: int | None = None
+    running: dict[str, int] = Field(
+        default={}, description="each cap's places taken now (job:<name>, pool:<name>)"
+    )
     error: str | None = Field(default=None, description="why the region could not be read")
+
+
+class Pool(BaseModel):
+    name: str
+    size: int = Field(description="how many runs of its jobs may be open at once")
 
 
 class JobDetail(JobSummary):
@@ -169,6 +177,8 @@ class JobDetail(JobSummary):
         description="firings waiting now for the open run's end, every region (none: unread)",
     )
     waitingIn: list[WaitingIn] = Field(default=[], description="each region's waiting count")
+    maxRunning: int = Field(default=1, description="how many of its runs may be open at once")
+    pool: Pool | None = Field(default=None, description="the pool its runs count against")
     timeout: int
     retry: dict[str, Any] | None
     start: str | None

@@ -20,6 +20,7 @@ from tests.unit.console.test_api import TOKEN
 from tests.unit.tick.harness import at, rig
 
 CRON = """
+pools: {exports: 2}
 jobs:
   - name: "queue"
     cron: "0 * * * * ?"
@@ -37,6 +38,12 @@ jobs:
   - name: "plain"
     cron: "0 * * * * ?"
     service: "plain-fn"
+  - name: "capped"
+    cron: "0 * * * * ?"
+    service: "capped-fn"
+    overlap: "skip"
+    max_running: 3
+    pool: "exports"
 """
 
 
@@ -77,8 +84,8 @@ def test_buffer_all_says_its_max_buffered_and_the_firings_waiting_in_each_region
     job = client.get("/api/schedule/queue").json()
     assert (job["overlap"], job["maxBuffered"], job["waiting"]) == ("buffer_all", 3, 3)
     assert job["waitingIn"] == [
-        {"region": "us-east-1", "count": 2, "error": None},
-        {"region": "us-west-2", "count": 1, "error": None},
+        {"region": "us-east-1", "count": 2, "running": {}, "error": None},
+        {"region": "us-west-2", "count": 1, "running": {}, "error": None},
     ]
     drain = client.get("/api/schedule/drain").json()
     assert (drain["maxBuffered"], drain["waiting"]) == (DEFAULT_MAX_BUFFERED, 0)
@@ -107,8 +114,22 @@ def test_a_region_whose_job_state_cannot_be_read_is_named(
     monkeypatch.setattr(regions.west.claims, "job_state", fail)
     job = client.get("/api/schedule/queue").json()
     assert job["waiting"] == 2
-    assert job["waitingIn"][0] == {"region": "us-east-1", "count": 2, "error": None}
+    assert job["waitingIn"][0] == {"region": "us-east-1", "count": 2, "running": {}, "error": None}
     assert job["waitingIn"][1]["region"] == "us-west-2"
     assert "timed out" in job["waitingIn"][1]["error"]
     monkeypatch.setattr(regions.east.claims, "job_state", fail)
     assert client.get("/api/schedule/queue").json()["waiting"] is None
+
+
+def test_a_capped_job_says_its_caps_and_the_places_taken_in_each_region(
+    regions: Regions, client: TestClient
+) -> None:
+    regions.east.tick("2026-11-30T14:00:00Z")
+    regions.east.tick("2026-11-30T14:01:00Z")
+    job = client.get("/api/schedule/capped").json()
+    assert (job["maxRunning"], job["pool"]) == (3, {"name": "exports", "size": 2})
+    east, west = job["waitingIn"]
+    assert east["running"] == {"job:capped": 2, "pool:exports": 2}
+    assert west["running"] == {"job:capped": 0, "pool:exports": 0}
+    plain = client.get("/api/schedule/plain").json()
+    assert (plain["maxRunning"], plain["pool"]) == (1, None)

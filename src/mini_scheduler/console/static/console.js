@@ -521,7 +521,16 @@ function overlapText(job) {
   const each = read.length > 1 ? ` (${read.map((r) => `${r.region} ${r.count}`).join(", ")})` : "";
   const waiting = job.waiting === null ? "firings waiting: unknown" : `${job.waiting} waiting now${each}`;
   const unread = job.waitingIn.filter((r) => r.error).map((r) => `; ${r.region} unread: ${r.error}`);
-  return `Overlap ${job.overlap}: ${says}; ${waiting}${unread.join("")}`;
+  return `Overlap ${job.overlap}: ${says}; ${waiting}${unread.join("")}${capsText(job, read)}`;
+}
+
+// its caps (max_running, a pool): each cap's places taken now, over the regions read
+function capsText(job, read) {
+  const taken = (key) => read.reduce((sum, r) => sum + ((r.running || {})[key] || 0), 0);
+  const caps = [];
+  if (job.maxRunning > 1) caps.push(`max_running ${job.maxRunning}: ${taken(`job:${job.name}`)} open`);
+  if (job.pool) caps.push(`pool ${job.pool.name}: ${taken(`pool:${job.pool.name}`)} of ${job.pool.size} open`);
+  return caps.length ? `; ${caps.join("; ")}` : "";
 }
 
 async function loadOverlap() {
