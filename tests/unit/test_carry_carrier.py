@@ -60,3 +60,74 @@ def test_a_firing_kept_waiting_is_carried_and_forgotten_with_its_peer() -> None:
     home.drop_deferred([waiting])
     Carrier(home, peers).carry(T0 + timedelta(minutes=2))
     assert west.pending_deferred(BUFFER) == []
+
+
+EAST, WEST = "us-east-1/prod", "us-west-2/DR"
+
+
+def _kept_waiting(minutes: int, origin: str = EAST) -> Any:
+    from mini_scheduler.claims.base import BUFFER, Deferred
+    from mini_scheduler.model import Firing
+
+    firing = Firing("solo", T0 + timedelta(minutes=minutes))
+    return Deferred(firing, firing.scheduled, BUFFER, origin, T0)
+
+
+def _places(store: MemoryClaimStore) -> tuple[str, ...]:
+    state = store.job_state("solo")
+    return state.waiting if state is not None else ()
+
+
+def test_a_carried_waiting_firing_holds_its_place_in_the_peer_and_gives_it_back() -> None:
+    """The peer keeps the job's limit: a waiting firing carried there takes its place (a second
+    one is refused there as here), and its drop there gives the place back. Without a known
+    job the carry keeps the strictest limit, 1."""
+    home, west = MemoryClaimStore(), MemoryClaimStore()
+    first = _kept_waiting(1)
+    assert home.buffer(first, 1)
+    carrier = Carrier(home, Peers("us-east-1", {"us-west-2": lambda: west}))
+    carrier.carry(T0)
+    assert _places(west) == (first.firing.id,)
+    assert not west.buffer(_kept_waiting(2, WEST), 1)  # the peer's limit is held
+    home.drop_deferred([first])  # it started here; the next firing waits behind its run
+    second = _kept_waiting(2)
+    assert home.buffer(second, 1)
+    carrier.carry(T0 + timedelta(minutes=2))  # the first's place given back before the second
+    assert [d.firing.id for d in west.pending_deferred("buffer")] == [second.firing.id]
+    assert _places(west) == (second.firing.id,)
+
+
+def test_a_carried_waiting_firing_takes_the_job_s_own_limit() -> None:
+    home, west = MemoryClaimStore(), MemoryClaimStore()
+    waiting = [_kept_waiting(1), _kept_waiting(2)]
+    assert all(home.buffer(item, 2) for item in waiting)
+    peers = Peers("us-east-1", {"us-west-2": lambda: west})
+    Carrier(home, peers, limit=lambda item: (2, "2 firings are already waiting")).carry(T0)
+    assert _places(west) == tuple(item.firing.id for item in waiting)
+    assert not west.buffer(_kept_waiting(3, WEST), 2)
+
+
+def test_a_waiting_firing_the_other_store_refuses_stays_where_it_waits_and_is_said(
+    caplog: Any,
+) -> None:
+    """Each region keeps its own waiting firing of a buffer_one job: neither store takes the
+    other's past its limit (nor records it SKIPPED: the firing waits, and runs, where it is);
+    the refusal is logged, and the carry after a place frees brings it."""
+    import logging
+
+    home, west = MemoryClaimStore(), MemoryClaimStore()
+    mine, theirs = _kept_waiting(1), _kept_waiting(2, WEST)
+    assert home.buffer(mine, 1)
+    assert west.buffer(theirs, 1)
+    carrier = Carrier(home, Peers("us-east-1", {"us-west-2": lambda: west}))
+    with caplog.at_level(logging.WARNING, logger="mini_scheduler.carry"):
+        carrier.carry(T0)
+    assert west.pending_deferred("buffer") == [theirs]
+    assert home.pending_deferred("buffer") == [mine]
+    assert west.run(mine.firing.id) is None and home.run(theirs.firing.id) is None
+    assert f"Waiting firing {mine.firing.id} not carried to us-west-2" in caplog.text
+    assert f"Waiting firing {theirs.firing.id} not carried to us-east-1" in caplog.text
+    home.drop_deferred([mine])  # it started here
+    carrier.carry(T0 + timedelta(minutes=3))
+    assert home.pending_deferred("buffer") == [theirs]  # taken over here, its place held
+    assert _places(home) == (theirs.firing.id,)

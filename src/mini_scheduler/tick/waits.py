@@ -10,7 +10,8 @@ answer is forgotten at once, its place given back, so that a firing queued behin
 same tick (:attr:`.plan.TickPlan.waits`) finds the place free.
 
 Like any deferred firing it survives a ticker's crash (it is read again, and its claim decides
-that it starts once) and a failover (:mod:`mini_scheduler.carry` carries deferred firings)."""
+that it starts once) and a failover: :mod:`mini_scheduler.carry` carries it with its place, under
+its job's limit (:func:`carried_limit`), so that the region taking over keeps the same limit."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ from datetime import datetime, timedelta
 
 from mini_scheduler.claims.base import BUFFER, ClaimResult, Deferred
 from mini_scheduler.errors import StoreError
-from mini_scheduler.jobs import Job
+from mini_scheduler.jobs import CronFile, Job
 from mini_scheduler.model import SkipReason, log_keys
+from mini_scheduler.tick.deferred import deferred_job
 from mini_scheduler.tick.lines import STILL_WAITING, WAITING, WAITING_STARTS
 from mini_scheduler.tick.means import Means, Part
 from mini_scheduler.tick.plan import Dispatch
@@ -54,6 +56,22 @@ def full_detail(job: Job) -> str:
         f"{job.buffer_limit} firings are already waiting for the previous run to end "
         f"(overlap: buffer_all, max_buffered {job.buffer_limit})"
     )
+
+
+UNKNOWN_LIMIT = "its job is not known here (the strictest limit, 1, taken) and a firing waits"
+
+
+def carried_limit(item: Deferred, cron_file: CronFile | None) -> tuple[int, str]:
+    """How many firings of ``item``'s job another region's store keeps waiting when a
+    failover's carry writes ``item`` there (:mod:`mini_scheduler.carry`), and what a refusal
+    says: its job's ``buffer_limit`` (cron.yaml's job, or the runtime schedule its detail
+    keeps) and :func:`full_detail`. A job not known here (no cron file read yet, no job runs
+    it, or it buffers no more) takes 1, the fewest any buffering job keeps: the other store
+    never keeps more waiting than the job allows, and a firing it refuses waits where it is."""
+    job = deferred_job(item, cron_file)[0] if cron_file is not None else None
+    if job is None or not job.buffer_limit:
+        return 1, UNKNOWN_LIMIT
+    return job.buffer_limit, full_detail(job)
 
 
 class Waits(Part):
