@@ -7,7 +7,10 @@ job first, until the slot is free (:func:`.deferred.plan_deferred`). At most the
 ``buffer_limit`` wait, a condition in the claim store; a firing past it is recorded SKIPPED
 (``buffer_full``), saying that enough are already waiting. A waiting firing whose claim has an
 answer is forgotten at once, its place given back, so that a firing queued behind it in the
-same tick (:attr:`.plan.TickPlan.waits`) finds the place free.
+same tick (:attr:`.plan.TickPlan.waits`) finds the place free. A deferred firing kept waiting
+keeps its detail: a runtime schedule's entry, a backfill's id (read back, a backfill's firing is
+still one, :func:`~mini_scheduler.claims.base.deferred_firing`: its claim wins over its SKIPPED
+record, and its payload says ``"backfill": true``).
 
 Like any deferred firing it survives a ticker's crash (it is read again, and its claim decides
 that it starts once) and a failover: :mod:`mini_scheduler.carry` carries it with its place, under
