@@ -46,8 +46,9 @@ STRICTEST = "its job is not known here (the strictest limit, 1, taken) and a fir
 
 
 def strictest(item: Deferred) -> tuple[int, str]:
-    """The limit of a job the carry does not know: 1, the fewest any buffering job keeps, so
-    that the other store never keeps more waiting than the job allows."""
+    """The limit of a job the carry does not know (no cron file read, no job of the name, one
+    that buffers no more): 1, the fewest any buffering job keeps, so that the other store never
+    keeps more waiting than the job allows; one it refuses waits where it is, not lost."""
     return 1, STRICTEST
 
 

@@ -114,8 +114,11 @@ class Ticker:
 
     def _limit(self, item: Deferred) -> tuple[int, str]:
         """A waiting firing's job's limit, as a failover's carry writes it in another region's
-        store (:func:`.waits.carried_limit`), by the cron file this ticker read last."""
-        return carried_limit(item, self._last_good)
+        store (:func:`.waits.carried_limit`), by the cron file this ticker read last; the
+        strictest for a job it does not know."""
+        from mini_scheduler.carry.carrier import strictest
+
+        return carried_limit(item, self._last_good) or strictest(item)
 
     def _failures(self, alerts: Alerts | None, peers: Peers | None) -> FinalFailures:
         """What follows a final failure, imported here: the module and its alerts are the

@@ -61,19 +61,15 @@ def full_detail(job: Job) -> str:
     )
 
 
-UNKNOWN_LIMIT = "its job is not known here (the strictest limit, 1, taken) and a firing waits"
-
-
-def carried_limit(item: Deferred, cron_file: CronFile | None) -> tuple[int, str]:
+def carried_limit(item: Deferred, cron_file: CronFile | None) -> tuple[int, str] | None:
     """How many firings of ``item``'s job another region's store keeps waiting when a
     failover's carry writes ``item`` there (:mod:`mini_scheduler.carry`), and what a refusal
     says: its job's ``buffer_limit`` (cron.yaml's job, or the runtime schedule its detail
-    keeps) and :func:`full_detail`. A job not known here (no cron file read yet, no job runs
-    it, or it buffers no more) takes 1, the fewest any buffering job keeps: the other store
-    never keeps more waiting than the job allows, and a firing it refuses waits where it is."""
+    keeps) and :func:`full_detail`. None for a job not known here (no cron file read yet, no
+    job runs it, or it buffers no more): the carry then takes the strictest limit."""
     job = deferred_job(item, cron_file)[0] if cron_file is not None else None
     if job is None or not job.buffer_limit:
-        return 1, UNKNOWN_LIMIT
+        return None
     return job.buffer_limit, full_detail(job)
 
 
