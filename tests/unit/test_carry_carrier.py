@@ -3,13 +3,18 @@ never the tick's."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import pytest
+
 from mini_scheduler.carry.carrier import Carrier, Peers
+from mini_scheduler.claims.base import ClaimStore
 from mini_scheduler.claims.memory import MemoryClaimStore
 from mini_scheduler.claims.records import Definition
 from mini_scheduler.errors import StoreError
+from tests.contract.claims.conftest import open_claim_store
 
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
 
@@ -63,6 +68,11 @@ def test_a_firing_kept_waiting_is_carried_and_forgotten_with_its_peer() -> None:
 
 
 EAST, WEST = "us-east-1/prod", "us-west-2/DR"
+STORES = [
+    "memory",
+    pytest.param("dynamodb-local", marks=pytest.mark.dynamodb_local),
+    "mongodb-mock",
+]
 
 
 def _kept_waiting(minutes: int, origin: str = EAST) -> Any:
@@ -73,16 +83,28 @@ def _kept_waiting(minutes: int, origin: str = EAST) -> Any:
     return Deferred(firing, firing.scheduled, BUFFER, origin, T0)
 
 
-def _places(store: MemoryClaimStore) -> tuple[str, ...]:
+@pytest.fixture(params=STORES)
+def two(request: pytest.FixtureRequest) -> Iterator[tuple[ClaimStore, ClaimStore]]:
+    """This region's store and us-west-2's, of one backend."""
+    with (
+        open_claim_store(request.param, request) as home,
+        open_claim_store(request.param, request) as west,
+    ):
+        yield home, west
+
+
+def _places(store: ClaimStore) -> tuple[str, ...]:
     state = store.job_state("solo")
     return state.waiting if state is not None else ()
 
 
-def test_a_carried_waiting_firing_holds_its_place_in_the_peer_and_gives_it_back() -> None:
+def test_a_carried_waiting_firing_holds_its_place_in_the_peer_and_gives_it_back(
+    two: tuple[ClaimStore, ClaimStore],
+) -> None:
     """The peer keeps the job's limit: a waiting firing carried there takes its place (a second
     one is refused there as here), and its drop there gives the place back. Without a known
     job the carry keeps the strictest limit, 1."""
-    home, west = MemoryClaimStore(), MemoryClaimStore()
+    home, west = two
     first = _kept_waiting(1)
     assert home.buffer(first, 1)
     carrier = Carrier(home, Peers("us-east-1", {"us-west-2": lambda: west}))
@@ -97,8 +119,10 @@ def test_a_carried_waiting_firing_holds_its_place_in_the_peer_and_gives_it_back(
     assert _places(west) == (second.firing.id,)
 
 
-def test_a_carried_waiting_firing_takes_the_job_s_own_limit() -> None:
-    home, west = MemoryClaimStore(), MemoryClaimStore()
+def test_a_carried_waiting_firing_takes_the_job_s_own_limit(
+    two: tuple[ClaimStore, ClaimStore],
+) -> None:
+    home, west = two
     waiting = [_kept_waiting(1), _kept_waiting(2)]
     assert all(home.buffer(item, 2) for item in waiting)
     peers = Peers("us-east-1", {"us-west-2": lambda: west})
@@ -108,14 +132,14 @@ def test_a_carried_waiting_firing_takes_the_job_s_own_limit() -> None:
 
 
 def test_a_waiting_firing_the_other_store_refuses_stays_where_it_waits_and_is_said(
-    caplog: Any,
+    two: tuple[ClaimStore, ClaimStore], caplog: pytest.LogCaptureFixture
 ) -> None:
     """Each region keeps its own waiting firing of a buffer_one job: neither store takes the
     other's past its limit (nor records it SKIPPED: the firing waits, and runs, where it is);
     the refusal is logged, and the carry after a place frees brings it."""
     import logging
 
-    home, west = MemoryClaimStore(), MemoryClaimStore()
+    home, west = two
     mine, theirs = _kept_waiting(1), _kept_waiting(2, WEST)
     assert home.buffer(mine, 1)
     assert west.buffer(theirs, 1)
