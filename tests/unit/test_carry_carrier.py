@@ -155,3 +155,27 @@ def test_a_waiting_firing_the_other_store_refuses_stays_where_it_waits_and_is_sa
     carrier.carry(T0 + timedelta(minutes=3))
     assert home.pending_deferred("buffer") == [theirs]  # taken over here, its place held
     assert _places(home) == (theirs.firing.id,)
+
+
+def test_a_peer_s_own_waiting_firing_it_can_never_run_is_dropped_there_not_refused_here(
+    two: tuple[ClaimStore, ClaimStore], caplog: pytest.LogCaptureFixture
+) -> None:
+    """us-east-1 took over us-west-2's 14:02 (a SKIPPED record there says so), kept it waiting,
+    handed it back as a copy, then ran it. That copy, us-west-2's own, is no firing to take over
+    when this region's places are full: it has a record there, so its claim there would lose.
+    It is dropped there, its place given back, instead of being refused every minute."""
+    import logging
+
+    home, west = two
+    theirs = _kept_waiting(2, WEST)
+    assert west.buffer(theirs, 1)
+    taken = "taken over by us-east-1: it runs there"
+    assert west.record_skipped(theirs.firing, now=T0, reason=taken, origin=EAST)
+    assert home.buffer(_kept_waiting(3), 1)  # this region's places are full
+    with caplog.at_level(logging.WARNING, logger="mini_scheduler.carry"):
+        Carrier(home, Peers("us-east-1", {"us-west-2": lambda: west})).carry(T0)
+    mine = _kept_waiting(3).firing.id  # carried there, in the place given back
+    assert [d.firing.id for d in west.pending_deferred("buffer")] == [mine]
+    assert _places(west) == (mine,)
+    assert [d.firing.id for d in home.pending_deferred("buffer")] == [mine]
+    assert "not carried" not in caplog.text
