@@ -123,11 +123,14 @@ class Deferred:
         return f"{iso_millis(self.due)}#{self.firing.id}"
 
 
-def deferred_firing(run_id: str, reason: str) -> Firing:
-    """The firing a stored deferred firing names: its run's id, and what its reason says (a
-    backfill's firing is marked so; its payload says ``"backfill": true``)."""
+def deferred_firing(run_id: str, reason: str, detail: Mapping[str, Any] | None = None) -> Firing:
+    """The firing a stored deferred firing names: its run's id, and what its reason and detail
+    say (a backfill's firing is marked so, its payload saying ``"backfill": true``: one of
+    :data:`BACKFILL`, or one whose detail names its backfill, as a backfill's firing kept
+    waiting for its job's open run keeps it)."""
     firing = firing_from_id(run_id)
-    return replace(firing, backfill=True) if reason == BACKFILL else firing
+    named = isinstance(detail, Mapping) and isinstance(detail.get("backfill"), str)
+    return replace(firing, backfill=True) if reason == BACKFILL or named else firing
 
 
 MAX_CURSOR = 300

@@ -180,7 +180,7 @@ def deferred_from(item: Mapping[str, Any]) -> Deferred:
     reason = item["reason"]["S"]
     detail = json.loads(item["detail"]["S"]) if "detail" in item else {}
     return Deferred(
-        firing=deferred_firing(run_id, reason),
+        firing=deferred_firing(run_id, reason, detail),
         due=parse_instant(due),
         reason=reason,
         origin=item["origin"]["S"],

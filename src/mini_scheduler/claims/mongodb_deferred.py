@@ -147,12 +147,13 @@ def deferred_from(doc: Mapping[str, Any]) -> Deferred:
             f"deferred firing {str(doc.get('_id'))[:100]!r} has no due or written time"
         )
     reason = str(doc.get("reason", ""))
-    detail = doc.get("detail")
+    found = doc.get("detail")
+    detail = dict(found) if isinstance(found, Mapping) else {}
     return Deferred(
-        firing=deferred_firing(str(doc["firingId"]), reason),
+        firing=deferred_firing(str(doc["firingId"]), reason, detail),
         due=due,
         reason=reason,
         origin=str(doc.get("origin", "")),
         written_at=written_at,
-        detail=dict(detail) if isinstance(detail, Mapping) else {},
+        detail=detail,
     )

@@ -32,6 +32,7 @@ from mini_scheduler.tick.execute import Executor
 from mini_scheduler.tick.plan import Shard, TickInputs, TickPlan
 from mini_scheduler.tick.planning import plan_catch_up, plan_tick
 from mini_scheduler.tick.report import Tally, TickSummary
+from mini_scheduler.tick.waits import carried_limit
 from mini_scheduler.tick.window import reads_deferred, sweeps, window
 from mini_scheduler.wake import Wake, waker
 
@@ -109,7 +110,15 @@ class Ticker:
             failures=self._failures(alerts, peers),
         )
         self.peers = peers
-        self.carrier, self.takeover = _carrying(claims, peers, settings.origin)
+        self.carrier, self.takeover = _carrying(claims, peers, settings.origin, self._limit)
+
+    def _limit(self, item: Deferred) -> tuple[int, str]:
+        """A waiting firing's job's limit, as a failover's carry writes it in another region's
+        store (:func:`.waits.carried_limit`), by the cron file this ticker read last; the
+        strictest for a job it does not know."""
+        from mini_scheduler.carry.carrier import strictest
+
+        return carried_limit(item, self._last_good) or strictest(item)
 
     def _failures(self, alerts: Alerts | None, peers: Peers | None) -> FinalFailures:
         """What follows a final failure, imported here: the module and its alerts are the
@@ -359,7 +368,10 @@ def _summary(plan: TickPlan, tally: Tally) -> TickSummary:
 
 
 def _carrying(
-    claims: ClaimStore, peers: Peers | None, origin: str
+    claims: ClaimStore,
+    peers: Peers | None,
+    origin: str,
+    limit: Callable[[Deferred], tuple[int, str]],
 ) -> tuple[Carrier | None, Takeover | None]:
     """With peers, what brings them in step and takes their waiting firings over (imported
     here: a ticker without peers never loads them)."""
@@ -368,4 +380,4 @@ def _carrying(
     from mini_scheduler.carry.carrier import Carrier
     from mini_scheduler.carry.takeover import Takeover
 
-    return Carrier(claims, peers), Takeover(peers, origin)
+    return Carrier(claims, peers, limit), Takeover(peers, origin)

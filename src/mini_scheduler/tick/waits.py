@@ -7,10 +7,14 @@ job first, until the slot is free (:func:`.deferred.plan_deferred`). At most the
 ``buffer_limit`` wait, a condition in the claim store; a firing past it is recorded SKIPPED
 (``buffer_full``), saying that enough are already waiting. A waiting firing whose claim has an
 answer is forgotten at once, its place given back, so that a firing queued behind it in the
-same tick (:attr:`.plan.TickPlan.waits`) finds the place free.
+same tick (:attr:`.plan.TickPlan.waits`) finds the place free. A deferred firing kept waiting
+keeps its detail: a runtime schedule's entry, a backfill's id (read back, a backfill's firing is
+still one, :func:`~mini_scheduler.claims.base.deferred_firing`: its claim wins over its SKIPPED
+record, and its payload says ``"backfill": true``).
 
 Like any deferred firing it survives a ticker's crash (it is read again, and its claim decides
-that it starts once) and a failover (:mod:`mini_scheduler.carry` carries deferred firings)."""
+that it starts once) and a failover: :mod:`mini_scheduler.carry` carries it with its place, under
+its job's limit (:func:`carried_limit`), so that the region taking over keeps the same limit."""
 
 from __future__ import annotations
 
@@ -19,8 +23,9 @@ from datetime import datetime, timedelta
 
 from mini_scheduler.claims.base import BUFFER, ClaimResult, Deferred
 from mini_scheduler.errors import StoreError
-from mini_scheduler.jobs import Job
+from mini_scheduler.jobs import CronFile, Job
 from mini_scheduler.model import SkipReason, log_keys
+from mini_scheduler.tick.deferred import deferred_job
 from mini_scheduler.tick.lines import STILL_WAITING, WAITING, WAITING_STARTS
 from mini_scheduler.tick.means import Means, Part
 from mini_scheduler.tick.plan import Dispatch
@@ -54,6 +59,18 @@ def full_detail(job: Job) -> str:
         f"{job.buffer_limit} firings are already waiting for the previous run to end "
         f"(overlap: buffer_all, max_buffered {job.buffer_limit})"
     )
+
+
+def carried_limit(item: Deferred, cron_file: CronFile | None) -> tuple[int, str] | None:
+    """How many firings of ``item``'s job another region's store keeps waiting when a
+    failover's carry writes ``item`` there (:mod:`mini_scheduler.carry`), and what a refusal
+    says: its job's ``buffer_limit`` (cron.yaml's job, or the runtime schedule its detail
+    keeps) and :func:`full_detail`. None for a job not known here (no cron file read yet, no
+    job runs it, or it buffers no more): the carry then takes the strictest limit."""
+    job = deferred_job(item, cron_file)[0] if cron_file is not None else None
+    if job is None or not job.buffer_limit:
+        return None
+    return job.buffer_limit, full_detail(job)
 
 
 class Waits(Part):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from mini_scheduler.claims.base import BUFFER, RETRY, ClaimResult, ClaimStore, Deferred
@@ -114,3 +115,21 @@ def test_racing_buffers_of_one_job_keep_at_most_its_limit(racing_claim_store: Cl
         kept = sorted(item.key for item, waits in zip(items, answers, strict=True) if waits)
         stored = racing_claim_store.due_deferred(T0 + timedelta(hours=1))
         assert sorted(d.key for d in stored if d.firing.job == job) == kept
+
+
+def test_a_waiting_backfill_firing_reads_back_as_a_backfill_s(claim_store: ClaimStore) -> None:
+    """A backfill's firing kept waiting keeps the backfill's detail (its id): read back, it is
+    still a backfill's firing, so that its claim wins over its SKIPPED record and its payload
+    says ``"backfill": true``. Another firing waiting is none."""
+    firing = replace(Firing("solo", T0 - timedelta(hours=1)), backfill=True)
+    detail = {"backfill": "solo@backfill-2026-11-30T14:00:00.000Z-0a1b2c3d", "total": 1}
+    backfilled = Deferred(firing, T0, BUFFER, ORIGIN, T0, detail)
+    plain = _waiting(_minute("solo", 1))
+    assert claim_store.buffer(backfilled, 2)
+    assert claim_store.buffer(plain, 2)
+    found = claim_store.due_deferred(T0 + timedelta(hours=1))
+    assert [(d.firing.id, d.firing.backfill) for d in found] == [
+        (firing.id, True),
+        (plain.firing.id, False),
+    ]
+    assert claim_store.pending_deferred(BUFFER) == found

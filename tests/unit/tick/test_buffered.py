@@ -184,3 +184,30 @@ def test_a_woken_catch_up_starts_the_waiting_firing_at_once_and_once() -> None:
     r.tick("2026-11-30T14:02:00Z")
     assert r.dispatcher.counts()[_id(1)] == 1
     assert _waiting(r) == [_id(2)]
+
+
+def test_a_carried_waiting_firing_takes_its_job_s_limit_or_the_strictest() -> None:
+    """What a failover's carry writes a waiting firing under (mini_scheduler.carry): cron.yaml's
+    job's limit, a runtime schedule's (its entry is in the detail), else none known."""
+    from mini_scheduler.claims.base import Deferred
+    from mini_scheduler.jobs import load
+    from mini_scheduler.model import Firing
+    from mini_scheduler.tick.waits import carried_limit
+
+    cron_file = load(BUFFER_ALL, source="test.yaml")
+    minute = at("2026-11-30T14:01:00Z")
+
+    def waiting(job: str, **detail: Any) -> Deferred:
+        return Deferred(Firing(job, minute), minute, BUFFER, "us-east-1/prod", minute, detail)
+
+    assert carried_limit(waiting("solo"), cron_file) == (
+        2,
+        "2 firings are already waiting for the previous run to end "
+        "(overlap: buffer_all, max_buffered 2)",
+    )
+    entry = {"name": "every", "cron": "0 * * * * ?", "service": "fn", "overlap": "buffer_one"}
+    assert carried_limit(waiting("every", entry=entry), cron_file)[0] == 1
+    entry |= {"overlap": "buffer_all", "max_buffered": 4}
+    assert carried_limit(waiting("every", entry=entry), cron_file)[0] == 4
+    assert carried_limit(waiting("gone"), cron_file) is None
+    assert carried_limit(waiting("solo"), None) is None

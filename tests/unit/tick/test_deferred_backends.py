@@ -204,3 +204,44 @@ def test_a_paused_schedule_moves_on_and_fires_again_after_its_resume(claims: Cla
         "every-20@2026-11-30T14:02:40Z",
     ]
     assert [s["name"] for s in operator.list_schedules()["schedules"]] == ["every-20"]
+
+
+BUFFERING = """
+jobs:
+  - name: "solo"
+    cron: "0 * * * * ?"
+    service: "solo-fn"
+    overlap: "buffer_all"
+    max_buffered: 2
+misfire.grace: 60
+"""
+
+
+def test_a_backfill_s_firing_that_waits_for_the_job_s_run_starts_as_a_backfill_s(
+    claims: ClaimStore,
+) -> None:
+    """13:30 was skipped; its backfill finds 14:00's run open and waits. When the run ends it
+    starts still a backfill's firing: its claim wins over the skip, its payload and run say
+    backfill."""
+    from mini_scheduler.model import Firing
+
+    r = rig(BUFFERING, claims=claims)
+    r.tick("2026-11-30T14:00:00Z")
+    skipped = Firing("solo", at("2026-11-30T13:30:00Z"))
+    assert claims.record_skipped(skipped, now=r.clock.now(), reason="paused", origin="x")
+    r.clock.set(at("2026-11-30T14:00:30Z"))
+    r.ticker.operator.backfill(
+        "solo", "2026-11-30T13:30:00Z", "2026-11-30T13:31:00Z", 60, "jane.doe"
+    )
+    r.tick("2026-11-30T14:01:00Z")  # 14:00's run is open: the backfill's firing waits
+    assert [d.firing.id for d in claims.pending_deferred("buffer")] == [
+        skipped.id,
+        "solo@2026-11-30T14:01:00Z",
+    ]
+    assert claims.close("solo@2026-11-30T14:00:00Z", RunStatus.SUCCEEDED, now=r.clock.now())
+    r.tick("2026-11-30T14:02:00Z")
+    started = [c for c in r.dispatcher.calls if c[1] == skipped.id]
+    assert len(started) == 1 and started[0][2].get("backfill") is True
+    run = claims.run(skipped.id)
+    assert run is not None and run.backfill and run.status is RunStatus.DISPATCHED
+    assert run.replaced_skip is not None  # the claim won over the skip
