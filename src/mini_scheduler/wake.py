@@ -6,7 +6,8 @@ for twenty seconds from now, a backfill's first firings due now) would wait for 
 minute's tick, up to a minute late. So whoever writes one (the recorder, the ticker's own
 dispatch failures, an operator's schedule or backfill) wakes the ticker: an asynchronous
 ``{"tick": "<minute>", "deferred": true}``, which dispatches the deferred firings due in that
-minute at their second (:meth:`mini_scheduler.tick.Ticker.catch_up`). Each is claimed by its
+minute and written since it began (the others are its tick's), and the firings waiting for a
+run's end, at their second (:meth:`mini_scheduler.tick.Ticker.catch_up`). Each is claimed by its
 firing id like any firing, so the catch-up and the next tick never run one twice. A wake that
 cannot be sent changes nothing but the latency: the next tick runs them, as before.
 """

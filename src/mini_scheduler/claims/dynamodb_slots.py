@@ -30,7 +30,7 @@ MongoDB keeps its slots the same way (:mod:`.mongodb_slots`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -124,6 +124,7 @@ class JobSlots:
             Update(job_key(firing.job), write, JOB_FIELDS)
             for (firing, _), write in zip(takes, writes, strict=True)
         ]
+        claiming = {firing.id for firing, _ in takes}
         outcomes: list[bool | StoreError] = list(writer.write(updates))
         missing = [i for i, outcome in enumerate(outcomes) if outcome is False]
         if missing and writer.batched:  # refused: held, or no item yet (an UPDATE creates none)
@@ -135,17 +136,28 @@ class JobSlots:
                 firing, over_skip = takes[i]
                 try:
                     outcomes[i] = self.take(
-                        firing, now=now, lease_until=lease_until, over_skip=over_skip
+                        firing,
+                        now=now,
+                        lease_until=lease_until,
+                        over_skip=over_skip,
+                        claiming=claiming,
                     )
                 except StoreError as exc:
                     outcomes[i] = exc
         return outcomes
 
     def take(
-        self, firing: Firing, *, now: datetime, lease_until: datetime, over_skip: bool = False
+        self,
+        firing: Firing,
+        *,
+        now: datetime,
+        lease_until: datetime,
+        over_skip: bool = False,
+        claiming: Container[str] = (),
     ) -> bool:
         """Set the job's ``openFiring`` to this firing unless another firing holds it
-        (``over_skip``: for a backfill's claim over the firing's SKIPPED record)."""
+        (``over_skip``: for a backfill's claim over the firing's SKIPPED record; ``claiming``:
+        the firings of its claim batch, :meth:`_release_stale`)."""
         take = _take(firing, over_skip, lease_until)
         for _ in range(_ATTEMPTS):
             state = self._update(firing.job, take, "take job slot")
@@ -154,7 +166,7 @@ class JobSlots:
             held = state.get(JOB_FIELDS["open_firing"])
             if held in (None, firing.id):
                 continue  # it changed since the refusal: try again
-            if not self._release_stale(firing.job, str(held), state, now):
+            if not self._release_stale(firing.job, str(held), state, now, claiming):
                 return False
         return False
 
@@ -166,9 +178,19 @@ class JobSlots:
         """Release the slot if ``firing_id`` holds it (never another's)."""
         return self._update(job, transitions.release_slot(firing_id), operation) is None
 
-    def _release_stale(self, job: str, held: str, state: Mapping[str, Any], now: datetime) -> bool:
+    def _release_stale(
+        self,
+        job: str,
+        held: str,
+        state: Mapping[str, Any],
+        now: datetime,
+        claiming: Container[str] = (),
+    ) -> bool:
         """Release a slot no open run holds, conditionally on it being as read. True: it was
-        stale (released here or by someone else), so the caller tries again; False: held."""
+        stale (released here or by someone else), so the caller tries again; False: held. Said
+        at WARNING, but at DEBUG when ``held`` is a firing of the same claim batch (``claiming``):
+        the batch took that slot a moment before for a firing recorded already, whose claim is
+        lost and gives it back (:func:`.transitions.lost_keeps_slot`)."""
         try:
             answer = self._client.get_item(
                 TableName=self._table, Key=run_key(firing_from_id(held)), ConsistentRead=True
@@ -186,7 +208,8 @@ class JobSlots:
             release, expect=Expect({**release.expect.one_of, "open_until": (instant(lease),)})
         )
         if self._update(job, release, "release stale job slot") is None:
-            log.warning("Job %s - open slot of firing %s released: %s", job, held, why)
+            level = logging.DEBUG if held in claiming else logging.WARNING
+            log.log(level, "Job %s - open slot of firing %s released: %s", job, held, why)
         return True
 
     def wait(self, job: str, firing_id: str, limit: int) -> bool:

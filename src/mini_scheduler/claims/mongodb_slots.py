@@ -28,7 +28,7 @@ run); the price is a second write on the exclusive path.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -73,10 +73,17 @@ class JobSlots:
         self._fail = fail
 
     def take(
-        self, firing: Firing, *, now: datetime, lease_until: datetime, over_skip: bool = False
+        self,
+        firing: Firing,
+        *,
+        now: datetime,
+        lease_until: datetime,
+        over_skip: bool = False,
+        claiming: Container[str] = (),
     ) -> bool:
         """Set the job's ``openFiring`` to this firing unless another firing holds it
-        (``over_skip``: for a backfill's claim over the firing's SKIPPED record)."""
+        (``over_skip``: for a backfill's claim over the firing's SKIPPED record; ``claiming``:
+        the firings of its claim batch, :meth:`_release_stale`)."""
         take = transitions.take_slot(firing.id, over_skip=over_skip, lease_until=lease_until)
         for _ in range(_ATTEMPTS):
             try:
@@ -91,7 +98,7 @@ class JobSlots:
                 held = state.get(JOB_FIELDS["open_firing"]) if state is not None else None
                 if state is None or held in (None, firing.id):
                     continue
-                if not self._release_stale(firing.job, str(held), state, now):
+                if not self._release_stale(firing.job, str(held), state, now, claiming):
                     return False
             except PyMongoError as exc:
                 raise self._fail("update (take job slot)", JOB_STATE, exc) from exc
@@ -143,6 +150,7 @@ class JobSlots:
         failed = update_jobs(self._states, writes) if writes else {}
         taken = {job for job in writes if job not in failed}
         answers: list[ClaimOutcome | None] = []
+        claiming = {firing.id for firing, _ in takes}
         for firing, over_skipped in takes:
             if firing.job in taken:
                 taken.discard(firing.job)  # the job's first take; a second is asked alone
@@ -150,7 +158,11 @@ class JobSlots:
             else:
                 answers.append(
                     self.refusal(
-                        firing, now=now, lease_until=lease_until, over_skipped=over_skipped
+                        firing,
+                        now=now,
+                        lease_until=lease_until,
+                        over_skipped=over_skipped,
+                        claiming=claiming,
                     )
                 )
         return answers
@@ -162,13 +174,20 @@ class JobSlots:
         now: datetime,
         lease_until: datetime,
         over_skipped: bool = False,
+        claiming: Container[str] = (),
     ) -> ClaimOutcome | None:
         """Take an exclusive claim's slot: None when taken, else the claim's answer (OVERLAP;
         LOST for a firing that has a record, but a SKIPPED one for a backfill's claim; the
         firing's StoreError). Raises StoreError when the store cannot be reached: the batch
         fails as a whole, not slot by slot."""
         try:
-            if self.take(firing, now=now, lease_until=lease_until, over_skip=over_skipped):
+            if self.take(
+                firing,
+                now=now,
+                lease_until=lease_until,
+                over_skip=over_skipped,
+                claiming=claiming,
+            ):
                 return None
             # Nothing written. A firing that already has a record is LOST, as for any claim.
             status = self.recorded(firing.id)
@@ -214,11 +233,21 @@ class JobSlots:
             raise self._fail(f"update ({operation})", JOB_STATE, exc) from exc
         return result.modified_count == 1
 
-    def _release_stale(self, job: str, held: str, state: Mapping[str, Any], now: datetime) -> bool:
+    def _release_stale(
+        self,
+        job: str,
+        held: str,
+        state: Mapping[str, Any],
+        now: datetime,
+        claiming: Container[str] = (),
+    ) -> bool:
         """Release a slot no open run holds: its run has ended, or no run was recorded within
         its claim's lease (the claimer died between the two writes). The release is
         conditional on the slot being as read. True: the slot was stale (released, here or by
-        someone else), so the caller tries to take it again; False: it is held."""
+        someone else), so the caller tries to take it again; False: it is held. Said at
+        WARNING, but at DEBUG when ``held`` is a firing of the same claim batch (``claiming``):
+        the batch took that slot a moment before for a firing recorded already, whose claim is
+        lost and gives it back (:func:`.transitions.lost_keeps_slot`)."""
         status = RUN["status"]
         try:
             run = self._runs.find_one({"_id": held}, {status: 1})
@@ -244,5 +273,6 @@ class JobSlots:
             {JOB_FIELDS["open_until"]: lease},
         )
         if released:
-            log.warning("Job %s - open slot of firing %s released: %s", job, held, why)
+            level = logging.DEBUG if held in claiming else logging.WARNING
+            log.log(level, "Job %s - open slot of firing %s released: %s", job, held, why)
         return True

@@ -18,7 +18,11 @@ with the operator ``make-run``:
   the first minute, then every minute): ``demo-queue`` (``sqs://``), ``demo-topic``
   (``sns://``), ``demo-bus`` (``events://``), ``demo-task`` (``ecs://``) and ``demo-webhook``
   (its ``http://127.0.0.1`` URL, with ``insecure`` and ``allow_private``, and an ``input``
-  that shapes the body it receives).
+  that shapes the body it receives);
+* ``demo-buffer``: on the sample ECS task, every minute from the next one on, at three
+  seconds in a row 3 to 5 seconds after the start's, with ``overlap: buffer_one``: the first
+  firing starts, the second waits for its task to stop (3 s later) and starts then, the third
+  is skipped (``buffer_full``).
 """
 
 from __future__ import annotations
@@ -78,11 +82,14 @@ def schedules(now: datetime) -> list[dict[str, Any]]:
 
 def target_schedules(now: datetime, samples: SampleTargets) -> list[dict[str, Any]]:
     """A recurring schedule of each sample target, the first firings 6 to 18 seconds after
-    ``now``, then every minute at the same seconds."""
+    ``now``, then every minute at the same seconds; and ``demo-buffer``, three firings a minute
+    on the sample task from the next minute on (a catch-up of the first minute, which make run
+    starts in, reads the schedules its tick read: :func:`.tick.deferred.unread_by_tick`)."""
     first = now.replace(microsecond=0) + timedelta(seconds=1)
 
-    def every_minute(offset: int) -> str:
-        return f"{(first + timedelta(seconds=offset)).second} * * * * ?"
+    def every_minute(offset: int, count: int = 1) -> str:
+        seconds = sorted((first + timedelta(seconds=offset + i)).second for i in range(count))
+        return ",".join(str(second) for second in seconds) + " * * * * ?"
 
     webhook = {"method": "POST", "insecure": True, "allow_private": True, "timeout": 5}
     body = {
@@ -100,6 +107,14 @@ def target_schedules(now: datetime, samples: SampleTargets) -> list[dict[str, An
             "cron": every_minute(15),
             "service": f"ecs://{CLUSTER}/{TASK}",
             "ecs": samples.ecs,
+        },
+        {
+            "name": "demo-buffer",
+            "cron": every_minute(2, 3),
+            "service": f"ecs://{CLUSTER}/{TASK}",
+            "ecs": samples.ecs,
+            "overlap": "buffer_one",
+            "start": iso_seconds(floor_minute(now) + timedelta(minutes=1)),
         },
         {
             "name": "demo-webhook",

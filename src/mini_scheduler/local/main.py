@@ -129,7 +129,9 @@ def banner(
                 "minute started up to 29 s late by its jitter (demo-spread), a backfill of "
                 f"heartbeat{f' in {regions[0]}' if several else ''}, and every minute a "
                 "firing to each sample target (demo-queue, demo-topic, demo-bus, demo-task, "
-                "demo-webhook) (--no-demo: none)"
+                "demo-webhook), and from the next minute three firings a minute of a task "
+                "that runs one at a time (demo-buffer: one starts, one waits for it, one is "
+                "skipped) (--no-demo: none)"
             ]
             if scheduler.demo
             else []

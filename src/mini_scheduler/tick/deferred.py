@@ -1,6 +1,7 @@
 """What a tick does with the deferred firings it read (retries, runtime schedules, backfills):
 dispatch each at its due instant, record it SKIPPED when it is later than ``misfire.grace``, or
-forget it when no job can run it; one claim per firing id in a tick."""
+forget it when no job can run it; one claim per firing id in a tick. A catch-up reads only
+those its minute's tick may not have read (:func:`unread_by_tick`)."""
 
 from __future__ import annotations
 
@@ -76,6 +77,17 @@ def plan_deferred(inputs: TickInputs, settings: Settings) -> DeferredPlan:
                 Dispatch(job, item.firing, max(item.due, inputs.now), 0, item, then)
             )
     return held
+
+
+def unread_by_tick(items: Sequence[Deferred], minute: datetime) -> list[Deferred]:
+    """Of the deferred firings a catch-up of ``minute`` read, those its minute's tick may not
+    have read: written since the minute began (the tick is sent then and reads at its start),
+    and every firing kept waiting (``buffer``), whose wake is the end of the run it waits for,
+    whenever it was written. The others the tick read, and holds until its end (it forgets
+    them, moves a runtime schedule on, only then): read again, each would be claimed a second
+    time, for nothing (the tick's claim decides), an exclusive job's slot taken a moment for a
+    firing that has its run, and a schedule's firing kept waiting met again as its own."""
+    return [item for item in items if item.reason == BUFFER or item.written_at >= minute]
 
 
 def _first_waiting(seen: set[str], job: str) -> bool:

@@ -28,6 +28,7 @@ from mini_scheduler.errors import CronFileUnreadableError, EventError, StoreErro
 from mini_scheduler.jobs import CronFile
 from mini_scheduler.metrics import Metrics, RecordingMetrics
 from mini_scheduler.model import floor_minute, iso_seconds
+from mini_scheduler.tick.deferred import unread_by_tick
 from mini_scheduler.tick.execute import Executor
 from mini_scheduler.tick.plan import Shard, TickInputs, TickPlan
 from mini_scheduler.tick.planning import plan_catch_up, plan_tick
@@ -308,8 +309,9 @@ class Ticker:
 
     def catch_up(self, scheduled: datetime, *, deadline: datetime | None = None) -> TickSummary:
         """Dispatch, each at its second, the deferred firings due in the minute ``scheduled``
-        names that its tick may have read before they were written (:mod:`mini_scheduler.wake`):
-        only those. Refused like a tick when more than a few minutes ahead of the clock."""
+        names that its tick may have read before they were written (:mod:`mini_scheduler.wake`),
+        and the firings kept waiting: only those (:func:`.deferred.unread_by_tick`). Refused
+        like a tick when more than a few minutes ahead of the clock."""
         minute = floor_minute(scheduled)
         now = self.clock.now()
         check_not_ahead(scheduled, now)
@@ -322,6 +324,7 @@ class Ticker:
         deferred, errors = (
             self._due_deferred(window(minute, self.settings)[1]) if active else ((), 0)
         )
+        deferred = unread_by_tick(deferred, minute)  # the rest are the minute's tick's
         inputs = TickInputs(
             minute,
             cron_file,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -370,6 +371,31 @@ def test_an_exclusive_claim_of_a_recorded_firing_loses_and_frees_nothing(
     # the earlier firing is recorded: LOST, not OVERLAP, even while the slot is held
     assert _claim(claim_store, skipped, exclusive=True) is ClaimResult.LOST
     assert claim_store.run(skipped.id).status is RunStatus.SKIPPED  # type: ignore[union-attr]
+
+
+def test_a_batch_that_claims_an_ended_firing_again_frees_its_slot_quietly(
+    claim_store: ClaimStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A batch claims an exclusive firing whose run has ended (a repeated tick, a catch-up)
+    and its job's next firing: the first is LOST, the next WON. The slot the batch took for the
+    first (its record is met after the takes) is its own: released for the next without the
+    WARNING of a stale slot (a release that was lost), which the next claim's store said."""
+    ended, following = Firing("solo", T0), Firing("solo", T0 + timedelta(seconds=1))
+    assert _claim(claim_store, ended, exclusive=True) is ClaimResult.WON
+    assert claim_store.close(ended.id, RunStatus.SUCCEEDED, now=T0) is not None
+    later = T0 + timedelta(seconds=1)
+    claim_store.watch([following.id], later + timedelta(seconds=120))
+    with caplog.at_level(logging.DEBUG, logger="mini_scheduler.claims"):
+        outcomes = claim_store.claim_many(
+            [ClaimRequest(ended, True), ClaimRequest(following, True)],
+            now=later,
+            lease_until=later + timedelta(seconds=120),
+            origin=ORIGIN,
+        )
+    assert outcomes == [ClaimResult.LOST, ClaimResult.WON]
+    state = claim_store.job_state("solo")
+    assert state is not None and state.open_firing == following.id
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
 
 
 def test_a_run_closed_before_it_was_marked_dispatched_stays_closed(

@@ -1,9 +1,12 @@
 """``overlap: buffer_one`` and ``buffer_all`` on AWS's own DynamoDB Local: a waiting firing
-survives a ticker that dies between its waiting and its start (at each step), and tickers racing
-for one minute start it exactly once and keep at most the job's limit waiting."""
+survives a ticker that dies between its waiting and its start (at each step), tickers racing
+for one minute start it exactly once and keep at most the job's limit waiting, and a catch-up
+woken by a run's end while the minute's tick runs starts the firing waiting for it, and claims
+nothing the tick read."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import uuid
 from collections.abc import Iterator
@@ -14,9 +17,12 @@ import pytest
 
 from mini_scheduler.claims.base import BUFFER, ClaimStore
 from mini_scheduler.claims.dynamodb import DynamoDBClaimStore, create_state_table
+from mini_scheduler.handlers.routing import route
 from mini_scheduler.model import RunStatus
+from mini_scheduler.recorder import Completion, Recorder
+from mini_scheduler.wake import waker
 from tests.emulators.dynamodb_local import make_client
-from tests.unit.tick.harness import FakeDispatcher, Rig, rig
+from tests.unit.tick.harness import FakeDispatcher, Rig, at, rig
 
 pytestmark = pytest.mark.dynamodb_local
 
@@ -152,3 +158,87 @@ def test_racing_tickers_keep_one_waiting_firing_and_start_it_once(
     _together(tickers, "2026-11-30T14:03:00Z")
     assert dispatcher.counts()[_id(1)] == 1
     assert [c[1] for c in dispatcher.calls] == [_id(0), _id(1)]  # one at a time, oldest first
+
+
+SCHEDULED = """
+jobs:
+  - name: "late"
+    cron: "50 * * * * ?"
+    service: "late-fn"
+"""
+
+THRICE = {  # a runtime schedule firing on three seconds in a row, one run at a time
+    "name": "thrice",
+    "cron": "10,11,12 * * * * ?",
+    "service": "thrice-fn",
+    "overlap": "buffer_one",
+}
+LATER = {"name": "later", "cron": "45 * * * * ?", "service": "later-fn"}  # a tick's later firing
+ORIGIN = "us-east-1/prod"
+
+
+def _thrice(second: int, minute: int = 0) -> str:
+    return f"thrice@2026-11-30T14:{minute:02d}:{second:02d}Z"
+
+
+def _runs_end(r: Rig, events: list[dict[str, Any]]) -> None:
+    """While the tick waits for its later firings: at :14 the first run of ``thrice`` ends,
+    at :17 the second (if it started); each end wakes the ticker (a firing may wait for the
+    slot), and the catch-up of the minute runs then, beside the tick and each other."""
+    recorder = Recorder(r.claims, r.clock, r.metrics, origin=ORIGIN, wake=r.ticker.wake)
+
+    def ends(second: int) -> None:
+        if r.dispatcher.counts()[_thrice(second)]:
+            recorder.record(
+                Completion(_thrice(second), RunStatus.SUCCEEDED, r.clock.now(), None, "ecs")
+            )
+        while events:
+            event = events.pop(0)
+            assert event == {"tick": "2026-11-30T14:00:00Z", "deferred": True}
+            route(r.ticker, event)
+
+    r.meanwhile("2026-11-30T14:00:14Z", lambda: ends(10))
+    r.meanwhile("2026-11-30T14:00:17Z", lambda: ends(11))
+
+
+@pytest.mark.parametrize("batched", [True, False])  # False: make run's, one request a write
+def test_a_catch_up_during_the_tick_leaves_its_schedule_firings_to_it(
+    table: tuple[Any, str], caplog: pytest.LogCaptureFixture, batched: bool
+) -> None:
+    """The minute's tick read the runtime schedule's firing and runs its three firings (one
+    starts, one waits, one is skipped: buffer_one); each run's end wakes a catch-up of the same
+    minute while the tick still waits for its later firings. The first starts the waiting
+    firing, once; neither claims the schedule's firings again: no slot taken for a firing
+    recorded already (another claim then released it as stale, with a WARNING), no waiting
+    firing dropped as due twice. Nothing is left waiting or holding the slot."""
+    client, name = table
+    store = DynamoDBClaimStore(name, client, sleep=lambda _: None, batched=batched)
+    events: list[dict[str, Any]] = []
+    holder: list[Rig] = []
+    r = rig(
+        SCHEDULED,
+        claims=store,
+        start="2026-11-30T13:59:50Z",
+        wake=lambda dues: waker(events.append, holder[0].clock, 0)(dues),
+    )
+    holder.append(r)
+    r.ticker.operator.create_schedules([THRICE, LATER], "jane.doe")
+    _runs_end(r, events)
+    with caplog.at_level(logging.DEBUG, logger="mini_scheduler"):
+        r.tick("2026-11-30T14:00:00Z")
+    assert "released: its run has ended" not in caplog.text
+    assert "is due twice" not in caplog.text
+    assert "claimed by a peer" not in caplog.text  # no firing claimed twice
+    assert "moved on by another tick" not in caplog.text  # the schedule moved on once
+    counts = r.dispatcher.counts()
+    assert [counts[_thrice(s)] for s in (10, 11, 12)] == [1, 1, 0]
+    started = [sent for _, firing, _, sent in r.dispatcher.calls if firing == _thrice(11)]
+    assert started == [at("2026-11-30T14:00:14Z")]  # by the first catch-up, at the run's end
+    assert counts["later@2026-11-30T14:00:45Z"] == counts["late@2026-11-30T14:00:50Z"] == 1
+    skipped = store.run(_thrice(12))
+    assert skipped is not None and skipped.status is RunStatus.SKIPPED
+    assert _waiting(store) == []
+    state = store.job_state("thrice")
+    assert state is not None and state.open_firing is None and state.waiting == ()
+    r.tick("2026-11-30T14:01:00Z")  # its next minute runs as ever
+    assert r.dispatcher.counts()[_thrice(10, minute=1)] == 1

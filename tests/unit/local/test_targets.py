@@ -8,13 +8,15 @@ import io
 import json
 import logging
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator, Mapping
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 
+from mini_scheduler.clock import SystemClock
 from mini_scheduler.dispatch.base import Answer
 from mini_scheduler.dispatch.ecs import FIRING_VARIABLE, STARTED_BY_PREFIX, started_by
 from mini_scheduler.handlers.events.recorder import completion_from_event
@@ -33,7 +35,7 @@ from mini_scheduler.local.targets import (
     firing_of,
 )
 from mini_scheduler.local.tasks import LocalTaskDispatcher, task_stopped_event
-from mini_scheduler.model import RunStatus
+from mini_scheduler.model import RunStatus, floor_minute, iso_seconds
 from tests.conftest import ROOT
 from tests.unit.local.test_local import SAMPLE, START, StoppingClock
 
@@ -122,15 +124,76 @@ def test_the_ecs_task_runs_in_moto_and_its_stopped_event_closes_the_run(
     ecs = demo.clients("ecs")
     arns = ecs.list_tasks(cluster=CLUSTER, desiredStatus="STOPPED")["taskArns"]
     tasks = ecs.describe_tasks(cluster=CLUSTER, tasks=arns)["tasks"]
-    assert sorted(task["startedBy"] for task in tasks) == sorted(
-        started_by(f"demo-task@2026-11-30T{m}:16Z") for m in ("13:59", "14:00")
-    )
+    found = [task["startedBy"] for task in tasks]
+    wanted = {started_by(f"demo-task@2026-11-30T{m}:16Z") for m in ("13:59", "14:00")}
+    buffering = {started_by(f"demo-buffer@2026-11-30T14:00:{s:02d}Z") for s in (3, 4, 5)}
+    assert wanted <= set(found) <= wanted | buffering and len(found) == len(set(found))
     assert {task["lastStatus"] for task in tasks} == {"STOPPED"}
     runs = demo.history("demo-task")
     assert len(runs) == 2
     for run in runs:  # closed by the event, not before the start
         assert run.status is RunStatus.SUCCEEDED and run.ended_at is not None
         assert run.started_at is not None and run.ended_at >= run.started_at
+
+
+class ShiftedClock(SystemClock):
+    """The real clock (its waits are real: make run wakes its ticker for catch-ups on it), set
+    at its first reading (make run's start, moments before its demo's) to ``at`` seconds into
+    a minute."""
+
+    def __init__(self, at: float) -> None:
+        self._at = timedelta(seconds=at)
+        self._shift: timedelta | None = None
+
+    def now(self) -> datetime:
+        real = super().now()
+        if self._shift is None:
+            self._shift = real.replace(second=0, microsecond=0) + self._at - real
+        return real + self._shift
+
+
+def _demo_buffer_ran(run: LocalScheduler, ids: list[str]) -> bool:
+    """Whether the demo's buffering job's three firings have their end (in its history)."""
+    runs = {found.firing_id: found for found in run.history("demo-buffer")}
+    return all(i in runs and not runs[i].status.open for i in ids)
+
+
+def test_demo_buffer_starts_one_firing_keeps_one_waiting_and_skips_one(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """On the real clock, started at :57 (the demo's buffering job fires at :00, :01 and :02 of
+    the next minute): the first firing starts a task, the second waits and starts as that task
+    stops (its end wakes the ticker: a catch-up), the third is skipped. No catch-up claims the
+    tick's firings again: nothing said of a slot released as stale or a firing due twice."""
+    stop = threading.Event()
+    caplog.set_level(logging.INFO)
+    with LocalScheduler(SAMPLE, clock=ShiftedClock(57.5), stop=stop, demo=True) as run:
+        minute = floor_minute(run.clock.now()) + timedelta(minutes=1)
+        ids = [f"demo-buffer@{iso_seconds(minute + timedelta(seconds=s))}" for s in (0, 1, 2)]
+        runner = threading.Thread(target=run.run, daemon=True)
+        runner.start()
+        try:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not _demo_buffer_ran(run, ids):
+                time.sleep(0.1)
+            runs = {found.firing_id: found for found in run.history("demo-buffer")}
+        finally:
+            stop.set()
+            runner.join(WAIT)
+    ended = [RunStatus.SUCCEEDED, RunStatus.SUCCEEDED, RunStatus.SKIPPED]
+    assert [runs[i].status for i in ids] == ended, runs
+    first, waited = runs[ids[0]], runs[ids[1]]
+    assert first.ended_at is not None and waited.started_at is not None
+    assert waited.started_at >= first.ended_at  # one run at a time
+    said = [record.getMessage() for record in caplog.records]
+    lines = [
+        f"Job demo-buffer - firing {ids[1]} waits: its previous run has not ended",
+        f"Job demo-buffer skipped - firing {ids[2]} (a firing is already waiting",
+        f"Job demo-buffer - firing {ids[1]} starts: its previous run has ended",
+    ]
+    for line in lines:
+        assert any(message.startswith(line) for message in said), line
+    assert not [m for m in said if "released: its run has ended" in m or "due twice" in m]
 
 
 def test_a_stopped_event_reads_as_the_recorder_reads_ecs_s() -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from mini_scheduler.alerts import Alerts
@@ -65,12 +65,33 @@ class Rig:
     metrics: RecordingMetrics
     settings: Settings
     cron_text: list[str] = field(default_factory=list)
+    pending: list[tuple[datetime, Callable[[], None]]] = field(default_factory=list)
 
     def tick(self, minute: str, **kwargs: Any) -> dict[str, Any]:
         moment = at(minute)
         if self.clock.now() < moment:
             self.clock.set(moment)
         return self.ticker.tick(moment, **kwargs).to_json()
+
+    def meanwhile(self, moment: str, action: Callable[[], None]) -> None:
+        """Run ``action`` at ``moment``, once a wait (a tick's, a catch-up's) passes it: what a
+        recorder or a catch-up on another machine does while the tick waits. Actions run in
+        the order of their moments, each on the clock set to its own."""
+        if not self.pending:
+            self.clock.sleep = self._sleeping(self.clock.sleep)  # type: ignore[method-assign]
+        self.pending.append((at(moment), action))
+        self.pending.sort(key=lambda pending: pending[0])
+
+    def _sleeping(self, sleep: Callable[[float], None]) -> Callable[[float], None]:
+        def sleeping(seconds: float) -> None:
+            end = self.clock.now() + timedelta(seconds=seconds)
+            while self.pending and self.pending[0][0] <= end:
+                when, action = self.pending.pop(0)
+                self.clock.set(max(when, self.clock.now()))
+                action()
+            sleep(max(0.0, (end - self.clock.now()).total_seconds()))
+
+        return sleeping
 
 
 def rig(

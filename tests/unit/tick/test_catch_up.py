@@ -1,21 +1,25 @@
 """A deferred firing written after its minute's tick read the deferred firings, and due in that
 minute (a one-time schedule made for twenty seconds from now, a retry ten seconds after a
 failure, a backfill's first firings), runs at its second: its writer wakes the ticker, whose
-catch-up dispatches it (mini_scheduler.wake), once, and the next tick does not run it again."""
+catch-up dispatches it (mini_scheduler.wake), once, and the next tick does not run it again. A
+deferred firing the minute's tick read is the tick's: the catch-up leaves it alone."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 import pytest
 
+from mini_scheduler.claims.base import BACKFILL, BUFFER, RETRY, SCHEDULE, Deferred
 from mini_scheduler.errors import EventError
 from mini_scheduler.handlers.events.ticker import ticker_request
 from mini_scheduler.handlers.routing import route
-from mini_scheduler.model import RunStatus
+from mini_scheduler.model import Firing, RunStatus
 from mini_scheduler.recorder import Completion, Recorder
+from mini_scheduler.tick.deferred import unread_by_tick
 from mini_scheduler.wake import catch_up_minute, waker
 from tests.unit.tick.harness import Rig, at, rig
 
@@ -141,3 +145,68 @@ def test_the_minute_a_firing_wakes_the_ticker_for(
 ) -> None:
     minute = catch_up_minute([at(due)], at("2026-11-30T14:00:30Z"), lead)
     assert minute == (at(expected) if expected else None)
+
+
+THRICE = {  # a runtime schedule firing on three seconds in a row, one run at a time
+    "name": "thrice",
+    "cron": "10,11,12 * * * * ?",
+    "service": "thrice-fn",
+    "overlap": "buffer_one",
+}
+
+
+def _thrice(second: int) -> str:
+    return f"thrice@2026-11-30T14:00:{second:02d}Z"
+
+
+def test_a_catch_up_during_the_tick_claims_only_what_the_tick_did_not_read(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The minute's tick read the schedule's firing (one starts, one waits, one is skipped),
+    and waits for its job's firing at :30; the first run's end wakes a catch-up of the minute,
+    which starts the waiting firing and leaves the schedule's firings to the tick: none
+    claimed twice, the waiting one not met again as the schedule's own (due twice)."""
+    woken = Woken()
+    r = _rig(woken, start="2026-11-30T13:59:30Z")
+    r.cron_text[0] = CRON.replace("0 0 9 * * ?", "30 * * * * ?")
+    r.ticker.operator.create_schedules([THRICE], "jane.doe")
+
+    def run_ends() -> None:
+        recorder = Recorder(
+            r.claims, r.clock, r.metrics, origin="us-east-1/prod", wake=r.ticker.wake
+        )
+        recorder.record(Completion(_thrice(10), RunStatus.SUCCEEDED, r.clock.now(), None, "ecs"))
+        assert woken.events == [{"tick": "2026-11-30T14:00:00Z", "deferred": True}]
+        assert route(r.ticker, woken.events.pop())["counts"]["dispatched"] == 1
+
+    r.meanwhile("2026-11-30T14:00:14Z", run_ends)
+    with caplog.at_level(logging.DEBUG, logger="mini_scheduler"):
+        r.tick("2026-11-30T14:00:00Z")
+    assert "is due twice" not in caplog.text and "claimed by a peer" not in caplog.text
+    assert "moved on by another tick" not in caplog.text  # the schedule moved on once
+    counts = r.dispatcher.counts()
+    assert [counts[_thrice(s)] for s in (10, 11, 12)] == [1, 1, 0]
+    assert _sent_at(r, _thrice(11)) == [at("2026-11-30T14:00:14Z")]  # at its wake
+    assert counts["report@2026-11-30T14:00:30Z"] == 1
+    assert r.claims.pending_deferred(BUFFER) == []
+
+
+def _deferred(reason: str, written: str) -> Deferred:
+    firing = Firing("job", at("2026-11-30T14:00:40Z"))
+    return Deferred(firing, firing.scheduled, reason, "us-east-1/prod", at(written))
+
+
+@pytest.mark.parametrize(
+    ("reason", "written", "read"),
+    [
+        (SCHEDULE, "2026-11-30T13:59:58Z", False),  # moved on by the tick before: read at 14:00
+        (RETRY, "2026-11-30T13:59:50Z", False),
+        (BACKFILL, "2026-11-30T13:58:00Z", False),
+        (SCHEDULE, "2026-11-30T14:00:00Z", True),  # made once the minute began
+        (RETRY, "2026-11-30T14:00:20Z", True),
+        (BUFFER, "2026-11-30T13:50:00Z", True),  # waiting: its wake is its run's end
+    ],
+)
+def test_a_catch_up_reads_what_its_tick_may_not_have(reason: str, written: str, read: bool) -> None:
+    item = _deferred(reason, written)
+    assert unread_by_tick([item], at("2026-11-30T14:00:00Z")) == ([item] if read else [])
