@@ -22,7 +22,10 @@ with the operator ``make-run``:
 * ``demo-buffer``: on the sample ECS task, every minute from the next one on, at three
   seconds in a row 3 to 5 seconds after the start's, with ``overlap: buffer_one``: the first
   firing starts, the second waits for its task to stop (3 s later) and starts then, the third
-  is skipped (``buffer_full``).
+  is skipped (``buffer_full``);
+* ``demo-cap``: on the sample ECS task, every minute from the next one on, at three seconds in
+  a row 7 to 9 seconds after the start's, with ``overlap: skip`` and ``max_running: 2``: two
+  tasks run at once, the third firing is skipped (the cap's reason in its record).
 """
 
 from __future__ import annotations
@@ -82,9 +85,10 @@ def schedules(now: datetime) -> list[dict[str, Any]]:
 
 def target_schedules(now: datetime, samples: SampleTargets) -> list[dict[str, Any]]:
     """A recurring schedule of each sample target, the first firings 6 to 18 seconds after
-    ``now``, then every minute at the same seconds; and ``demo-buffer``, three firings a minute
-    on the sample task from the next minute on (a catch-up of the first minute, which make run
-    starts in, reads the schedules its tick read: :func:`.tick.deferred.unread_by_tick`)."""
+    ``now``, then every minute at the same seconds; and ``demo-buffer`` and ``demo-cap``, three
+    firings a minute each on the sample task from the next minute on (a catch-up of the first
+    minute, which make run starts in, reads the schedules its tick read:
+    :func:`.tick.deferred.unread_by_tick`)."""
     first = now.replace(microsecond=0) + timedelta(seconds=1)
 
     def every_minute(offset: int, count: int = 1) -> str:
@@ -114,6 +118,15 @@ def target_schedules(now: datetime, samples: SampleTargets) -> list[dict[str, An
             "service": f"ecs://{CLUSTER}/{TASK}",
             "ecs": samples.ecs,
             "overlap": "buffer_one",
+            "start": iso_seconds(floor_minute(now) + timedelta(minutes=1)),
+        },
+        {
+            "name": "demo-cap",
+            "cron": every_minute(6, 3),
+            "service": f"ecs://{CLUSTER}/{TASK}",
+            "ecs": samples.ecs,
+            "overlap": "skip",
+            "max_running": 2,
             "start": iso_seconds(floor_minute(now) + timedelta(minutes=1)),
         },
         {

@@ -131,7 +131,8 @@ def banner(
                 "firing to each sample target (demo-queue, demo-topic, demo-bus, demo-task, "
                 "demo-webhook), and from the next minute three firings a minute of a task "
                 "that runs one at a time (demo-buffer: one starts, one waits for it, one is "
-                "skipped) (--no-demo: none)"
+                "skipped) and of one that runs two at a time (demo-cap: the third is skipped) "
+                "(--no-demo: none)"
             ]
             if scheduler.demo
             else []

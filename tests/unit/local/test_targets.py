@@ -127,6 +127,7 @@ def test_the_ecs_task_runs_in_moto_and_its_stopped_event_closes_the_run(
     found = [task["startedBy"] for task in tasks]
     wanted = {started_by(f"demo-task@2026-11-30T{m}:16Z") for m in ("13:59", "14:00")}
     buffering = {started_by(f"demo-buffer@2026-11-30T14:00:{s:02d}Z") for s in (3, 4, 5)}
+    buffering |= {started_by(f"demo-cap@2026-11-30T14:00:{s:02d}Z") for s in (7, 8, 9)}
     assert wanted <= set(found) <= wanted | buffering and len(found) == len(set(found))
     assert {task["lastStatus"] for task in tasks} == {"STOPPED"}
     runs = demo.history("demo-task")
@@ -152,9 +153,9 @@ class ShiftedClock(SystemClock):
         return real + self._shift
 
 
-def _demo_buffer_ran(run: LocalScheduler, ids: list[str]) -> bool:
-    """Whether the demo's buffering job's three firings have their end (in its history)."""
-    runs = {found.firing_id: found for found in run.history("demo-buffer")}
+def _demo_buffer_ran(run: LocalScheduler, ids: list[str], job: str = "demo-buffer") -> bool:
+    """Whether the demo's buffering (or capped) job's three firings have their end."""
+    runs = {found.firing_id: found for found in run.history(job)}
     return all(i in runs and not runs[i].status.open for i in ids)
 
 
@@ -170,13 +171,17 @@ def test_demo_buffer_starts_one_firing_keeps_one_waiting_and_skips_one(
     with LocalScheduler(SAMPLE, clock=ShiftedClock(57.5), stop=stop, demo=True) as run:
         minute = floor_minute(run.clock.now()) + timedelta(minutes=1)
         ids = [f"demo-buffer@{iso_seconds(minute + timedelta(seconds=s))}" for s in (0, 1, 2)]
+        capped = [f"demo-cap@{iso_seconds(minute + timedelta(seconds=s))}" for s in (4, 5, 6)]
         runner = threading.Thread(target=run.run, daemon=True)
         runner.start()
         try:
             deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and not _demo_buffer_ran(run, ids):
+            while time.monotonic() < deadline and not (
+                _demo_buffer_ran(run, ids) and _demo_buffer_ran(run, capped, "demo-cap")
+            ):
                 time.sleep(0.1)
             runs = {found.firing_id: found for found in run.history("demo-buffer")}
+            caps = {found.firing_id: found for found in run.history("demo-cap")}
         finally:
             stop.set()
             runner.join(WAIT)
@@ -194,6 +199,14 @@ def test_demo_buffer_starts_one_firing_keeps_one_waiting_and_skips_one(
     for line in lines:
         assert any(message.startswith(line) for message in said), line
     assert not [m for m in said if "released: its run has ended" in m or "due twice" in m]
+    # demo-cap: two tasks at once (max_running 2), the third firing skipped saying why
+    assert [caps[i].status for i in capped] == ended, caps
+    assert caps[capped[2]].reason == (
+        "as many runs are open as its caps allow: max_running 2; overlap skip"
+    )
+    second = caps[capped[1]]
+    assert second.started_at is not None and caps[capped[0]].ended_at is not None
+    assert second.started_at < caps[capped[0]].ended_at  # the two ran at once
 
 
 def test_a_stopped_event_reads_as_the_recorder_reads_ecs_s() -> None:
