@@ -207,11 +207,14 @@ NOT_AT_A_COLD_START = (
     f"{PACKAGE}.alerts",
     f"{PACKAGE}.recorder",
     f"{PACKAGE}.carry",
+    f"{PACKAGE}.handlers.events.operator",
+    f"{PACKAGE}.cron.unix",
     "difflib",
 )
 """What the ticker's handler module does not import (issue 28, point 7): a tick of cron.yaml's
 jobs needs none of them, and each is imported where it is used (an operator event, a run that
-failed, a runtime schedule's firing, a suggestion for a wrong key, a region's peers). ``make
+failed, a runtime schedule's firing, a suggestion for a wrong key, a region's peers, a refused
+cron statement's Unix hint). ``make
 bench`` times the import ("3 cold start"); this says which modules it loads, which no timing
 can."""
 
@@ -233,3 +236,28 @@ def test_importing_the_ticker_handler_loads_nothing_a_tick_does_not_need() -> No
         for name in loaded
         if any(name == lazy or name.startswith(f"{lazy}.") for lazy in NOT_AT_A_COLD_START)
     )
+
+
+def _loaded_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    code = f"import sys\n{code}\nprint(' '.join(sorted(sys.modules)))"
+    done = subprocess.run(  # nosec B603 # this interpreter, a fresh one: its own sys.modules
+        [sys.executable, "-B", "-c", code],
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return set(done.stdout.split())
+
+
+def test_a_tick_event_is_parsed_without_the_operator_events() -> None:
+    """The operator's events (their classes, their parsers) load at the first event that is not
+    a tick: a container that only ever ticks never pays for them."""
+    events = f"{PACKAGE}.handlers.events"
+    parse = f"from {events}.ticker import ticker_request\n"
+    ticks = parse + "ticker_request({'tick': '2026-11-30T14:00:00Z'})"
+    assert f"{events}.operator" not in _loaded_after(ticks)
+    run = parse + "ticker_request({'job': 'morning-report', 'operator': 'jane.doe'})"
+    assert f"{events}.operator" in _loaded_after(run)

@@ -9,19 +9,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from mini_scheduler.errors import EventError
-from mini_scheduler.handlers.events.ticker import (
-    BackfillRequest,
-    BackfillStatus,
-    EnvironmentChange,
-    EnvironmentStatus,
-    PauseChange,
-    Rerun,
-    ScheduleRequest,
-    Tick,
-    ticker_request,
-)
+from mini_scheduler.handlers.events.ticker import Tick, ticker_request
 
 if TYPE_CHECKING:
+    from mini_scheduler.handlers.events.operator import OperatorRequest, ScheduleRequest
     from mini_scheduler.operator import Operator
     from mini_scheduler.tick import Ticker
 
@@ -54,6 +45,21 @@ def route(
             return ticker.catch_up(request.at, deadline=deadline).to_json()
         return ticker.tick(request.at, request.shard, deadline=deadline).to_json()
     operator = ticker.operator.asked(asking.get("reason"), asking.get("identity"), via)
+    return _act(operator, request)
+
+
+def _act(operator: Operator, request: OperatorRequest) -> dict[str, Any]:
+    """An operator's request, done. Its classes are imported here: a tick never loads them."""
+    from mini_scheduler.handlers.events.operator import (
+        BackfillRequest,
+        BackfillStatus,
+        EnvironmentChange,
+        EnvironmentStatus,
+        PauseChange,
+        Rerun,
+        ScheduleRequest,
+    )
+
     if isinstance(request, EnvironmentStatus):
         return operator.environment_status()
     if isinstance(request, EnvironmentChange):

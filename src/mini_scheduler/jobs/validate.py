@@ -25,7 +25,6 @@ from typing import Any, Final
 from zoneinfo import ZoneInfo
 
 from mini_scheduler.cron import CronExpression, CronSyntaxError, parse
-from mini_scheduler.cron.unix import unix_hint
 from mini_scheduler.cron.zones import get_zone, is_fixed_offset, suggest_zone
 from mini_scheduler.errors import UnknownTimeZoneError
 from mini_scheduler.instants import iso_seconds, parse_instant
@@ -112,6 +111,8 @@ class Reading:
             try:
                 found = parse(statement)
             except CronSyntaxError as exc:
+                from mini_scheduler.cron.unix import unix_hint  # a refused statement's only
+
                 hint = unix_hint(statement)
                 found = str(exc) if hint is None else f"{exc} - {hint}"
             self.statements[statement] = found

@@ -25,5 +25,6 @@ The recorder's (:func:`.recorder.completion_from_event`):
   that gave an exit code gave 0 (and none stopped with a reason and no code), else FAILED (a
   task that failed to start too). Any other ECS event is not the end of a run.
 
-Two modules, so that the recorder function never loads the ticker's events (nor the tick).
+Two modules, so that the recorder function never loads the ticker's events (nor the tick); the
+ticker's operator events apart (``operator.py``), loaded at the first event that is not a tick.
 """
