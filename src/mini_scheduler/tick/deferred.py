@@ -73,9 +73,9 @@ def plan_deferred(inputs: TickInputs, settings: Settings) -> DeferredPlan:
         elif item.reason not in (BACKFILL, BUFFER) and item.due < stale_before:
             held.late.append(Skip(job, item.firing, SkipReason.MISFIRE_GRACE, item, then))
         else:
-            held.dispatches.append(
-                Dispatch(job, item.firing, max(item.due, inputs.now), 0, item, then)
-            )
+            due, back = max(item.due, inputs.now), item.key in inputs.taken_back
+            dispatch = Dispatch(job, item.firing, due, 0, item, then, over_skipped=back)
+            held.dispatches.append(dispatch)
     return held
 
 
