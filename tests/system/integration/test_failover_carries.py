@@ -545,3 +545,50 @@ def test_a_firing_taken_back_and_still_waiting_at_a_second_failover_waits_for_it
     ran = east.dispatcher.counts() + west.dispatcher.counts()
     assert ran[_solo(0)] == 1 and max(ran.values()) == 1
     assert _solo(0) in east.dispatcher.firing_ids
+
+
+class ClaimsAfter:
+    """A region's store that runs ``between`` (once) before it claims ``firing_id``."""
+
+    def __init__(self, store: ClaimStore, firing_id: str, between: Callable[[], None]) -> None:
+        self._store = store
+        self._firing_id = firing_id
+        self._between: Callable[[], None] | None = between
+
+    def claim_many(self, requests: list[ClaimRequest], **kwargs: Any) -> Any:
+        if self._between is not None and any(r.firing.id == self._firing_id for r in requests):
+            between, self._between = self._between, None
+            between()
+        return self._store.claim_many(requests, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def test_a_second_failover_between_a_take_back_and_its_claim_runs_the_firing_once(
+    regions: tuple[Region, Region],
+) -> None:
+    """us-east-1's tick at the fail-back takes 14:00 back (its fence is in us-west-2's store)
+    and, before it claims it, a second failover makes us-west-2 active, whose slot is free and
+    whose tick runs then: us-west-2 sees the later fence is us-east-1's and does not run it;
+    us-east-1's claim, over its own fence, does: once."""
+    east, west = regions
+    _buffered_failover_and_back(east, west)
+    at = T0 + timedelta(minutes=4)
+    assert east.claims.close(_solo(-2), RunStatus.SUCCEEDED, now=at) is not None
+    assert west.claims.close(_solo(-1), RunStatus.SUCCEEDED, now=at) is not None
+
+    def second_failover() -> None:
+        fence = west.claims.run(_solo(0))
+        assert fence is not None and fence.reason == "taken over by us-east-1: it runs there"
+        west.store.value = "DR"
+        west.ticker(at).tick(at)
+
+    east.ticker(at, claims=ClaimsAfter(east.claims, _solo(0), second_failover)).tick(at)  # type: ignore[arg-type]
+    assert west.store.value == "DR"  # the second failover came between
+    east.store.value = "DR"
+    for minute in (5, 6):
+        _tick_both(east, west, T0 + timedelta(minutes=minute))
+    ran = east.dispatcher.counts() + west.dispatcher.counts()
+    assert ran[_solo(0)] == 1 and max(ran.values()) == 1
+    assert _solo(0) in east.dispatcher.firing_ids
