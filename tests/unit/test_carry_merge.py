@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from mini_scheduler.carry.merge import Mark, Snapshot, in_step, newer
+from mini_scheduler.carry.merge import Mark, Snapshot, fenced_by, in_step, newer, taken_back
 from mini_scheduler.claims.base import Deferred, Pause
-from mini_scheduler.claims.records import Definition
-from mini_scheduler.model import Firing
+from mini_scheduler.claims.records import Definition, RunRecord
+from mini_scheduler.model import Firing, RunStatus
 
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
 EAST, WEST = "us-east-1", "us-west-2"
@@ -106,3 +106,21 @@ def test_a_standby_region_hands_on_its_own_waiting_firings_only() -> None:
         active=False,
     )
     assert to_peer.defer == [own] and not to_peer.drop and not to_home
+
+
+def _skip(reason: str, minute: int) -> RunRecord:
+    at = datetime(2026, 11, 30, 14, minute, tzinfo=UTC)
+    return RunRecord("a@x", "a", "x", RunStatus.SKIPPED, ended_at=at, reason=reason)
+
+
+def test_a_takeover_record_names_its_region_and_the_later_of_two_fences_wins() -> None:
+    east = _skip("taken over by us-east-1: it runs there", 4)
+    west = _skip("taken over by us-west-2: it runs there", 1)
+    assert fenced_by(east) == "us-east-1"
+    assert fenced_by(_skip("taken over by us-east-1", 4)) is None
+    assert fenced_by(_skip("ran in us-east-1 (SUCCEEDED there, by x)", 4)) is None
+    assert fenced_by(None) is None
+    # us-west-2 took it over (its fence in us-east-1's store), us-east-1 took it back later
+    assert taken_back(east, west, "us-west-2", "us-east-1")
+    assert not taken_back(west, east, "us-east-1", "us-west-2")  # never both
+    assert not taken_back(replace(east, ended_at=west.ended_at), west, "us-west-2", "us-east-1")

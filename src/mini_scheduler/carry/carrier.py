@@ -26,7 +26,16 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from mini_scheduler.carry.merge import Mark, Snapshot, Writes, heartbeat, in_step, marks_of
+from mini_scheduler.carry.merge import (
+    Mark,
+    Snapshot,
+    Writes,
+    fenced_by,
+    heartbeat,
+    in_step,
+    marks_of,
+    taken_back,
+)
 from mini_scheduler.claims.base import BUFFER, DEFERRED_REASONS, ClaimStore, Deferred
 from mini_scheduler.claims.transitions import replaces
 from mini_scheduler.errors import SchedulerError, describe_aws_error
@@ -172,7 +181,7 @@ class Carrier:
         if peer is None:  # pragma: no cover - regions come from the peers
             return {}
         to_home, to_peer = in_step(mine, snapshot(peer, region), active=active)
-        _never_there(peer, to_home, to_peer)
+        _never_there(peer, to_home, to_peer, self.home, (self.peers.region, region))
         there = _said(write(peer, to_peer, self.limit), region, self.peers.region)
         here = _said(write(self.home, to_home, self.limit), self.peers.region, region)
         if active:
@@ -189,17 +198,29 @@ class Carrier:
         return counts
 
 
-def _never_there(peer: ClaimStore, to_home: Writes, to_peer: Writes) -> None:
+def _never_there(
+    peer: ClaimStore,
+    to_home: Writes,
+    to_peer: Writes,
+    home: ClaimStore,
+    regions: tuple[str, str],
+) -> None:
     """Of the peer's own waiting firings (:data:`.BUFFER`) that this region would take over,
     those with a record there that their claim there loses to (:func:`.transitions.replaces`:
     it ran there, or this region took it over, kept it waiting, handed a copy back and has
-    answered it since) can never run: they are dropped there, their places given back, rather
-    than take a place here (or be refused one every minute while this region's are full)."""
+    answered it since) can never run there: they are dropped there, their places given back,
+    rather than take a place here (or be refused one every minute while this region's are
+    full). One the peer took back (:func:`.merge.taken_back`) runs there: it is left there,
+    not taken here."""
     for item in [d for d in to_home.defer if d.reason == BUFFER]:
         record = peer.run(item.firing.id)
-        if record is not None and not replaces(item.firing.backfill, record):
-            to_home.defer.remove(item)
-            to_peer.drop.append(item)
+        if record is None or replaces(item.firing.backfill, record):
+            continue
+        to_home.defer.remove(item)
+        mine = fenced_by(record) == regions[0]
+        if mine and taken_back(home.run(item.firing.id), record, *regions):
+            continue  # it waits there, for its region
+        to_peer.drop.append(item)
 
 
 def _said(refused: list[tuple[Deferred, str]], to: str, held: str) -> int:

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from mini_scheduler.claims.base import Deferred, Pause
-from mini_scheduler.claims.records import Definition
+from mini_scheduler.claims.records import Definition, RunRecord
+from mini_scheduler.model import RunStatus
 
 HEARTBEAT = "carried-from/"
 """The watermark scope, ``carried-from/<region>``, under which a store keeps when the region
@@ -36,6 +37,40 @@ def heartbeat(region: str) -> str:
 def origin_region(origin: str) -> str:
     """The region of an origin (``<region>/<environment>``)."""
     return origin.partition("/")[0]
+
+
+TAKEN_OVER = "taken over by "
+TAKEN_OVER_END = ": it runs there"
+
+
+def taken_over_by(region: str) -> str:
+    """The reason of the SKIPPED record with which ``region`` takes a waiting firing over."""
+    return f"{TAKEN_OVER}{region}{TAKEN_OVER_END}"
+
+
+def fenced_by(run: RunRecord | None) -> str | None:
+    """The region whose takeover ``run`` is (a SKIPPED record :func:`taken_over_by` wrote), or
+    None for any other record."""
+    if run is None or run.status is not RunStatus.SKIPPED or run.reason is None:
+        return None
+    reason = run.reason
+    if not (reason.startswith(TAKEN_OVER) and reason.endswith(TAKEN_OVER_END)):
+        return None
+    return reason[len(TAKEN_OVER) : -len(TAKEN_OVER_END)] or None
+
+
+def later_fence(one: RunRecord | None, other: RunRecord | None) -> bool:
+    """Whether the takeover record ``one`` was written after ``other`` (each written once)."""
+    if one is None or other is None or one.ended_at is None or other.ended_at is None:
+        return False
+    return one.ended_at > other.ended_at
+
+
+def taken_back(here: RunRecord | None, there: RunRecord | None, region: str, peer: str) -> bool:
+    """Whether ``peer`` took back a waiting firing that ``region`` took over from it: ``peer``'s
+    record of it (``there``) is ``region``'s takeover, and ``region``'s own (``here``) is
+    ``peer``'s, later. It runs in ``peer`` then, never in ``region``."""
+    return fenced_by(there) == region and fenced_by(here) == peer and later_fence(here, there)
 
 
 @dataclass(frozen=True, slots=True)

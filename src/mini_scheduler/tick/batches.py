@@ -188,7 +188,7 @@ class MinuteWrites(Part):
             return
         lease = now + timedelta(seconds=self.settings.claim_lease_seconds)
         requests = [
-            ClaimRequest(d.firing, d.job.exclusive, d.firing.backfill, d.job.places) for d in batch
+            ClaimRequest(d.firing, d.job.exclusive, _over_skipped(d), d.job.places) for d in batch
         ]
         try:
             outcomes = self.claims.claim_many(
@@ -306,3 +306,9 @@ def _hold(d: Dispatch, tally: Tally) -> None:
     not pull the watermark back)."""
     if d.deferred is None:
         tally.hold(d.held_at)
+
+
+def _over_skipped(d: Dispatch) -> bool:
+    """Whether ``d``'s claim wins over its firing's SKIPPED record: a backfill's, and a waiting
+    firing taken back from the region that took it over (:mod:`mini_scheduler.carry.takeover`)."""
+    return d.firing.backfill or d.over_skipped

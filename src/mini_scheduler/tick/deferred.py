@@ -53,7 +53,12 @@ def plan_deferred(inputs: TickInputs, settings: Settings) -> DeferredPlan:
         if job is None:
             held.dropped.append((item, why))
             continue
-        if item.reason == BUFFER and not _first_waiting(first_waiting, job.name):
+        elsewhere = inputs.elsewhere.get(item.key)  # skipped here: the next one goes first
+        if (
+            item.reason == BUFFER
+            and elsewhere is None
+            and not _first_waiting(first_waiting, job.name)
+        ):
             continue  # it waits behind an older one: read again next tick
         pause = inputs.control.paused.get(job.name)
         if pause is not None:
@@ -67,15 +72,14 @@ def plan_deferred(inputs: TickInputs, settings: Settings) -> DeferredPlan:
                 Dispatch(job, Firing(job.name, at), max(start, inputs.now), 0, item, planned=start)
                 for at, start in _others(item, job, start, end)
             )
-        elsewhere = inputs.elsewhere.get(item.key)
         if elsewhere is not None:  # another region ran it, or may have
             held.late.append(Skip(job, item.firing, SkipReason.ELSEWHERE, item, then, elsewhere))
         elif item.reason not in (BACKFILL, BUFFER) and item.due < stale_before:
             held.late.append(Skip(job, item.firing, SkipReason.MISFIRE_GRACE, item, then))
         else:
-            held.dispatches.append(
-                Dispatch(job, item.firing, max(item.due, inputs.now), 0, item, then)
-            )
+            due, back = max(item.due, inputs.now), item.key in inputs.taken_back
+            dispatch = Dispatch(job, item.firing, due, 0, item, then, over_skipped=back)
+            held.dispatches.append(dispatch)
     return held
 
 

@@ -50,6 +50,7 @@ class Dispatch:
     deferred: Deferred | None = None  # a deferred firing's: forgotten once claimed
     then: Deferred | None = None  # a runtime schedule's next firing: written as it is forgotten
     planned: datetime | None = None  # its jitter or window's instant (None: the firing's own)
+    over_skipped: bool = False  # a waiting firing taken back: claimed over its takeover's skip
 
     @property
     def held_at(self) -> datetime:
@@ -115,6 +116,9 @@ class TickInputs:
     # Deferred firings that another region ran or may have run (key -> why), not run here
     # (mini_scheduler.carry.takeover).
     elsewhere: Mapping[str, str] = field(default_factory=dict)
+    # This region's waiting firings taken back from a region that took them over (their keys):
+    # claimed over the takeover's SKIPPED record here (mini_scheduler.carry.takeover).
+    taken_back: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -218,6 +218,7 @@ class Ticker:
             can_fan_out=self.executor.fanout is not None,
             deferred=deferred,
             elsewhere=self._elsewhere(deferred, control, now),
+            taken_back=self._taken_back(deferred, now),
         )
         return plan_tick(inputs, self.settings, self._rng), errors
 
@@ -238,6 +239,13 @@ class Ticker:
         if self.takeover is None or not deferred:
             return {}
         return self.takeover.fence(deferred, control, now)
+
+    def _taken_back(self, deferred: Sequence[Deferred], now: datetime) -> frozenset[str]:
+        """Of this region's own waiting firings, those taken back from a region that took them
+        over (:meth:`mini_scheduler.carry.takeover.Takeover.taken_back`)."""
+        if self.takeover is None or not deferred:
+            return frozenset()
+        return self.takeover.taken_back(deferred, now)
 
     def _taking_over(self, minute: datetime, control: Control, reading: Reading) -> bool:
         """At a region's first active tick after standing by, its peers and it are brought in
@@ -333,6 +341,7 @@ class Ticker:
             now,
             deferred=deferred,
             elsewhere=self._elsewhere(deferred, control, now),
+            taken_back=self._taken_back(deferred, now),
         )
         plan = plan_catch_up(inputs, self.settings)
         tally = self.executor.execute(plan, deadline=deadline)
@@ -383,4 +392,4 @@ def _carrying(
     from mini_scheduler.carry.carrier import Carrier
     from mini_scheduler.carry.takeover import Takeover
 
-    return Carrier(claims, peers, limit), Takeover(peers, origin)
+    return Carrier(claims, peers, limit), Takeover(peers, origin, claims)

@@ -7,6 +7,7 @@ carries")."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 
 from mini_scheduler.carry.carrier import Peers
-from mini_scheduler.claims.base import RETRY, ClaimStore, Deferred
+from mini_scheduler.claims.base import RETRY, ClaimRequest, ClaimStore, Deferred
 from mini_scheduler.claims.dynamodb import DynamoDBClaimStore, create_state_table
 from mini_scheduler.clock import FixedClock
 from mini_scheduler.config import Settings
@@ -74,12 +75,14 @@ class Region:
     peers: Peers | None = None
     cron: str = CRON
 
-    def ticker(self, at: datetime, *, carrying: bool = True) -> Ticker:
+    def ticker(
+        self, at: datetime, *, carrying: bool = True, claims: ClaimStore | None = None
+    ) -> Ticker:
         parsed = load(self.cron, source="cron.yaml")
         return Ticker(
             settings=Settings(state_table="t", environment_name=self.environment, region=self.name),
             cron=lambda: parsed,
-            claims=self.claims,
+            claims=claims or self.claims,
             environment=ActiveEnvironment(self.store, self.environment),
             dispatchers=Dispatchers({"lambda": self.dispatcher, "flow": self.dispatcher}),
             clock=FixedClock(at),
@@ -380,12 +383,6 @@ def test_a_waiting_firing_carried_keeps_the_job_s_limit_and_starts_once_where_it
     assert east_state is not None and east_state.waiting == (_solo(2), _solo(4))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known defect: a firing taken over by the region failed over to, and still waiting "
-    "there at a fail-back, is lost (its own region's claim loses to the takeover's SKIPPED "
-    "record, and the carry then drops the copy that waits)",
-)
 def test_a_firing_taken_over_and_still_waiting_at_a_fail_back_runs_once(
     regions: tuple[Region, Region],
 ) -> None:
@@ -410,3 +407,188 @@ def test_a_firing_taken_over_and_still_waiting_at_a_fail_back_runs_once(
         _tick_both(east, west, T0 + timedelta(minutes=minute))
     ran = east.dispatcher.counts() + west.dispatcher.counts()
     assert ran[_solo(0)] == 1
+
+
+def _buffered_failover_and_back(east: Region, west: Region) -> None:
+    """The scenario above up to the fail-back: us-east-1 fails over at 14:02 with 13:59 and
+    14:00 waiting behind its open run of 13:58; us-west-2 takes both over, starts 13:59 and
+    keeps 14:00 waiting behind it; at 14:04 it fails back (the region giving up first)."""
+    east.cron = west.cron = BUFFERED_CRON
+    for minute in (-2, -1, 0, 1):
+        _tick_both(east, west, T0 + timedelta(minutes=minute))
+    _fail_over(east, west)
+    for minute in (2, 3):
+        _tick_both(east, west, T0 + timedelta(minutes=minute))
+    assert west.dispatcher.firing_ids == [_solo(-1)]
+    assert _solo(0) in {d.firing.id for d in west.claims.pending_deferred("buffer")}
+    for region in (west, east):
+        region.store.value = "prod"
+
+
+class ClaimsTogether:
+    """A region's store whose claims of ``firing_id`` wait for ``parties`` tickers to be there,
+    so that they claim it at once."""
+
+    def __init__(self, store: ClaimStore, firing_id: str, parties: int) -> None:
+        self._store = store
+        self._firing_id = firing_id
+        self._barrier = threading.Barrier(parties, timeout=20)
+
+    def claim_many(self, requests: list[ClaimRequest], **kwargs: Any) -> Any:
+        if any(r.firing.id == self._firing_id for r in requests):
+            self._barrier.wait()
+        return self._store.claim_many(requests, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def test_two_tickers_of_the_region_failed_back_to_race_for_a_firing_taken_back_one_runs_it(
+    regions: tuple[Region, Region],
+) -> None:
+    """At the fail-back, two tickers of us-east-1 tick the same minute: both take 14:00 back
+    (one writes the fence in us-west-2's store, the other finds it) and claim it over the
+    takeover's record at once; exactly one wins, and us-west-2 never runs it."""
+    east, west = regions
+    _buffered_failover_and_back(east, west)
+    at = T0 + timedelta(minutes=4)
+    assert east.claims.close(_solo(-2), RunStatus.SUCCEEDED, now=at) is not None
+    west.ticker(at).tick(at)
+    together = ClaimsTogether(east.claims, _solo(0), 2)
+    tickers = [east.ticker(at, claims=together) for _ in range(2)]  # type: ignore[arg-type]
+    errors: list[BaseException] = []
+
+    def tick(ticker: Ticker) -> None:
+        try:
+            ticker.tick(at)
+        except BaseException as exc:  # said by the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=tick, args=(t,)) for t in tickers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert errors == []
+    assert east.dispatcher.counts()[_solo(0)] == 1
+    run = east.claims.run(_solo(0))
+    assert run is not None and run.replaced_skip is not None
+    assert run.replaced_skip["reason"] == "taken over by us-west-2: it runs there"
+    assert west.claims.close(_solo(-1), RunStatus.SUCCEEDED, now=at) is not None
+    for minute in (5, 6):
+        _tick_both(east, west, T0 + timedelta(minutes=minute))
+    _fail_over(east, west)  # to us-west-2 again: its copy is gone, its claim would lose
+    for minute in (7, 8):
+        _tick_both(east, west, T0 + timedelta(minutes=minute))
+    ran = east.dispatcher.counts() + west.dispatcher.counts()
+    assert ran[_solo(0)] == 1 and max(ran.values()) == 1
+    fence = west.claims.run(_solo(0))
+    assert fence is not None and fence.status is RunStatus.SKIPPED
+    assert fence.reason == "taken over by us-east-1: it runs there"
+
+
+def test_a_firing_taken_back_waits_for_the_slot_of_the_region_failed_back_to_and_runs_there(
+    regions: tuple[Region, Region],
+) -> None:
+    """At the fail-back 14:00 still waits in us-west-2 and us-east-1's run of 13:58 is still
+    open: us-east-1 takes 14:00 back and keeps it waiting; us-west-2's run of 13:59 ends (its
+    slot there frees, while it stands by); us-east-1's slot frees at 14:06 and 14:00 starts
+    there, once; never in us-west-2, even once it is active again."""
+    east, west = regions
+    _buffered_failover_and_back(east, west)
+    for minute in (4, 5):
+        _tick_both(east, west, T0 + timedelta(minutes=minute))
+    assert _solo(0) not in east.dispatcher.firing_ids  # its slot is held: it waits
+    assert _solo(0) in {d.firing.id for d in east.claims.pending_deferred("buffer")}
+    ended = T0 + timedelta(minutes=5, seconds=30)
+    assert west.claims.close(_solo(-1), RunStatus.SUCCEEDED, now=ended) is not None
+    assert east.claims.close(_solo(-2), RunStatus.SUCCEEDED, now=ended) is not None
+    _tick_both(east, west, T0 + timedelta(minutes=6))
+    assert east.dispatcher.firing_ids == [_solo(-2), _solo(0)]
+    _fail_over(east, west)
+    for minute in (7, 8, 9):
+        _tick_both(east, west, T0 + timedelta(minutes=minute))
+    assert _solo(0) not in west.dispatcher.firing_ids
+    ran = east.dispatcher.counts() + west.dispatcher.counts()
+    assert ran[_solo(0)] == 1 and max(ran.values()) == 1
+    assert _solo(0) not in {d.firing.id for d in west.claims.pending_deferred("buffer")}
+    assert _solo(0) not in {d.firing.id for d in east.claims.pending_deferred("buffer")}
+
+
+def test_a_firing_taken_back_and_still_waiting_at_a_second_failover_waits_for_its_region(
+    regions: tuple[Region, Region],
+) -> None:
+    """At the fail-back us-east-1 takes 14:00 back and keeps it waiting behind its open run;
+    it fails over to us-west-2 again at 14:06, whose slot is free: us-west-2 took it over
+    first, so its fence is the earlier, and it never runs it (the two fences decide who may
+    run it: the later one's region). It waits in us-east-1 and starts there once, at the next
+    fail-back; us-west-2's own waiting firing, which us-east-1 took over, starts in us-west-2
+    first."""
+    east, west = regions
+    _buffered_failover_and_back(east, west)
+    for minute in (4, 5):
+        _tick_both(east, west, T0 + timedelta(minutes=minute))
+    _fail_over(east, west)
+    ended = T0 + timedelta(minutes=5, seconds=30)
+    assert west.claims.close(_solo(-1), RunStatus.SUCCEEDED, now=ended) is not None
+    for minute in (6, 7, 8):
+        _tick_both(east, west, T0 + timedelta(minutes=minute))
+    # 14:02, us-west-2's own, taken over by us-east-1 at the fail-back, is taken back here
+    # and starts first, ahead of 14:06; 14:00 (us-east-1's, taken back there) waits there
+    assert west.dispatcher.firing_ids == [_solo(-1), _solo(2)]
+    assert _solo(0) in {d.firing.id for d in east.claims.pending_deferred("buffer")}
+    for region in (west, east):
+        region.store.value = "prod"
+    assert east.claims.close(_solo(-2), RunStatus.SUCCEEDED, now=ended) is not None
+    for minute in (9, 10):
+        _tick_both(east, west, T0 + timedelta(minutes=minute))
+    ran = east.dispatcher.counts() + west.dispatcher.counts()
+    assert ran[_solo(0)] == 1 and max(ran.values()) == 1
+    assert _solo(0) in east.dispatcher.firing_ids
+
+
+class ClaimsAfter:
+    """A region's store that runs ``between`` (once) before it claims ``firing_id``."""
+
+    def __init__(self, store: ClaimStore, firing_id: str, between: Callable[[], None]) -> None:
+        self._store = store
+        self._firing_id = firing_id
+        self._between: Callable[[], None] | None = between
+
+    def claim_many(self, requests: list[ClaimRequest], **kwargs: Any) -> Any:
+        if self._between is not None and any(r.firing.id == self._firing_id for r in requests):
+            between, self._between = self._between, None
+            between()
+        return self._store.claim_many(requests, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def test_a_second_failover_between_a_take_back_and_its_claim_runs_the_firing_once(
+    regions: tuple[Region, Region],
+) -> None:
+    """us-east-1's tick at the fail-back takes 14:00 back (its fence is in us-west-2's store)
+    and, before it claims it, a second failover makes us-west-2 active, whose slot is free and
+    whose tick runs then: us-west-2 sees the later fence is us-east-1's and does not run it;
+    us-east-1's claim, over its own fence, does: once."""
+    east, west = regions
+    _buffered_failover_and_back(east, west)
+    at = T0 + timedelta(minutes=4)
+    assert east.claims.close(_solo(-2), RunStatus.SUCCEEDED, now=at) is not None
+    assert west.claims.close(_solo(-1), RunStatus.SUCCEEDED, now=at) is not None
+
+    def second_failover() -> None:
+        fence = west.claims.run(_solo(0))
+        assert fence is not None and fence.reason == "taken over by us-east-1: it runs there"
+        west.store.value = "DR"
+        west.ticker(at).tick(at)
+
+    east.ticker(at, claims=ClaimsAfter(east.claims, _solo(0), second_failover)).tick(at)  # type: ignore[arg-type]
+    assert west.store.value == "DR"  # the second failover came between
+    east.store.value = "DR"
+    for minute in (5, 6):
+        _tick_both(east, west, T0 + timedelta(minutes=minute))
+    ran = east.dispatcher.counts() + west.dispatcher.counts()
+    assert ran[_solo(0)] == 1 and max(ran.values()) == 1
+    assert _solo(0) in east.dispatcher.firing_ids
