@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from mini_scheduler.claims import transitions
+from mini_scheduler.claims import places, transitions
 from mini_scheduler.claims.dynamodb_batch import BatchWriter, Insert, Update
 from mini_scheduler.claims.dynamodb_table import (
     code,
@@ -208,8 +208,7 @@ class JobSlots:
             release, expect=Expect({**release.expect.one_of, "open_until": (instant(lease),)})
         )
         if self._update(job, release, "release stale job slot") is None:
-            level = logging.DEBUG if held in claiming else logging.WARNING
-            log.log(level, "Job %s - open slot of firing %s released: %s", job, held, why)
+            places.log_stale_released(job, held, why, claiming)
         return True
 
     def wait(self, job: str, firing_id: str, limit: int) -> bool:

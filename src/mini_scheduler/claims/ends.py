@@ -186,7 +186,7 @@ class RunEnds(Skips):
             if not after.status.open:
                 self._release_slot(firing, slot)
             elif not self._take_back_slot(firing, slot, after):
-                transitions.log_slot_held(firing.job, firing.id)
+                places.log_slot_held(firing.job, firing.id)
 
     def fail(self, firing: Firing, *, now: datetime, error: str) -> None:
         with self._operation():

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from pymongo.errors import ConnectionFailure, DuplicateKeyError, PyMongoError
 
-from mini_scheduler.claims import transitions
+from mini_scheduler.claims import places, transitions
 from mini_scheduler.claims.base import ClaimOutcome, ClaimResult
 from mini_scheduler.claims.mongodb_documents import (
     RUN,
@@ -273,6 +273,5 @@ class JobSlots:
             {JOB_FIELDS["open_until"]: lease},
         )
         if released:
-            level = logging.DEBUG if held in claiming else logging.WARNING
-            log.log(level, "Job %s - open slot of firing %s released: %s", job, held, why)
+            places.log_stale_released(job, held, why, claiming)
         return True

@@ -25,7 +25,7 @@ claims, and a crash at any point leaves at most a place held by no run until its
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from datetime import datetime
 
 from mini_scheduler.claims.records import RunRecord
@@ -37,6 +37,8 @@ __all__ = [
     "held",
     "log_held",
     "log_released",
+    "log_slot_held",
+    "log_stale_released",
     "lost_keeps_places",
     "may_take",
     "past_lease",
@@ -109,5 +111,25 @@ def log_held(key: str, firing_id: str) -> None:
         "Cap %s - firing %s redriven while the cap is full: it runs beside the runs that hold "
         "it, and its end gives back no other run's place",
         key,
+        firing_id,
+    )
+
+
+# -- the lines of an exclusive job's slot (a cap of one, kept on the job's own item) ---------
+
+
+def log_stale_released(job: str, held: str, why: str, claiming: Container[str]) -> None:
+    """A stale slot released: at WARNING, at DEBUG when ``held`` is a firing of the same claim
+    batch (``claiming``), whose lost claim gives it back anyway."""
+    level = logging.DEBUG if held in claiming else logging.WARNING
+    log.log(level, "Job %s - open slot of firing %s released: %s", job, held, why)
+
+
+def log_slot_held(job: str, firing_id: str) -> None:
+    """A redriven exclusive run found the job's slot held by another run."""
+    log.warning(
+        "Job %s - firing %s redriven while another run holds the job's slot (overlap: skip): "
+        "it runs beside that run, and its end leaves that run's slot alone",
+        job,
         firing_id,
     )

@@ -20,7 +20,6 @@ Which status may follow which:
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -33,8 +32,6 @@ from mini_scheduler.claims.writes import Write as Write
 from mini_scheduler.claims.writes import applied as applied
 from mini_scheduler.jobs import DEFAULT_FLOW_TIMEOUT
 from mini_scheduler.model import Firing, RunStatus, iso_seconds
-
-log = logging.getLogger("mini_scheduler.claims")
 
 TIMED_OUT_ERROR = "no completion event before the job's timeout"
 EARLIER_ENDS_KEPT = 10
@@ -377,7 +374,7 @@ def release_slot(firing_id: str) -> Write:
 
 def slot_follows(firing_id: str, before: RunRecord, after: RunRecord) -> Write | None:
     """The slot write that follows an exclusive run's change, or None: its end releases the
-    slot, its reopening (a redrive) takes it back. A failed take is :func:`log_slot_held`."""
+    slot, its reopening (a redrive) takes it back (a failed take: :func:`.places.log_slot_held`)."""
     if not before.exclusive or after.status.open == before.status.open:
         return None
     return take_slot(firing_id) if after.status.open else release_slot(firing_id)
@@ -406,16 +403,6 @@ def lost_keeps_slot(holder: RunRecord | None) -> bool:
     slot is its own). A skipped, ended or plain record never runs under it: the claimer gives
     the slot back at once, rather than leave it to the next claim's stale release."""
     return holder is not None and holder.status.open and holder.exclusive
-
-
-def log_slot_held(job: str, firing_id: str) -> None:
-    """A redriven exclusive run found the job's slot held by another run."""
-    log.warning(
-        "Job %s - firing %s redriven while another run holds the job's slot (overlap: skip): "
-        "it runs beside that run, and its end leaves that run's slot alone",
-        job,
-        firing_id,
-    )
 
 
 # -- ends, late ends and redrives: decided on the run as read -----------------------------------

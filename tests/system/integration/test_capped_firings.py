@@ -4,10 +4,8 @@ for its pool starts once when another job's run ends."""
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -16,6 +14,7 @@ from mini_scheduler.claims.base import BUFFER
 from mini_scheduler.claims.dynamodb import DynamoDBClaimStore, create_state_table
 from mini_scheduler.model import RunStatus
 from tests.emulators.dynamodb_local import make_client
+from tests.system.integration.test_buffered_firings import _together
 from tests.unit.tick.harness import FakeDispatcher, Rig, rig
 
 pytestmark = pytest.mark.dynamodb_local
@@ -46,17 +45,6 @@ def _rig(table: tuple[Any, str], dispatcher: FakeDispatcher, overlap: str) -> Ri
     client, name = table
     store = DynamoDBClaimStore(name, client, sleep=lambda _: None)
     return rig(CAPPED.replace("{overlap}", overlap), claims=store, dispatcher=dispatcher)
-
-
-def _together(rigs: list[Rig], minute: str) -> None:
-    barrier = threading.Barrier(len(rigs))
-
-    def one(r: Rig) -> None:
-        barrier.wait()
-        r.tick(minute)
-
-    with ThreadPoolExecutor(max_workers=len(rigs)) as pool:
-        list(pool.map(one, rigs))
 
 
 def test_racing_tickers_never_open_more_runs_than_a_cap(table: tuple[Any, str]) -> None:
