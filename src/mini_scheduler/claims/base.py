@@ -75,12 +75,15 @@ class ClaimRequest:
     """One firing to claim; ``exclusive`` (``overlap: skip``) takes the job's open slot too,
     ``places`` a place under each of its caps (``max_running``, a pool: :mod:`.places`).
     ``over_skipped`` (a backfill's firing) wins over a SKIPPED record of the firing as well as
-    where it has none: a skipped firing never ran, and a backfill is for those."""
+    where it has none: a skipped firing never ran, and a backfill is for those. ``start``:
+    where the run goes (the job's service, schedule, parameters, policy), written by the claim
+    so that its mark says only when it went (a store may then mark a batch in one item)."""
 
     firing: Firing
     exclusive: bool = False
     over_skipped: bool = False
     places: tuple[Place, ...] = ()
+    start: JobStart | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,13 +10,15 @@ Items (``pk`` / ``sk``):
 * ``CONTROL`` / ``WATERMARK#<scope>`` and ``CONTROL`` / ``PAUSE#<job>``: read by a tick in one
   consistent Query.
 * ``WATCH`` / ``<instant>#<random>``: the runs the sweep looks at (:mod:`.dynamodb_watch`).
+* ``MARKS#<claim token>`` / ``MARKS``: a claim batch's marks (:mod:`.dynamodb_marks`).
 * ``DEFER`` / ``<due instant, ms>#<run id>``: the deferred firings (:mod:`.dynamodb_deferred`).
 
-On the hot path a firing of an ``overlap: allow`` job costs three writes of one item each, no
-transaction and no index entry: the claim (a PartiQL ``INSERT``), the mark (a PartiQL
-``UPDATE``), both 25 to a request (:mod:`.dynamodb_batch`), and the recorder's close (one
-``UpdateItem``). An ``overlap: skip`` job's slot adds one write at the claim and one at the end;
-each cap of a capped job one more of each (an ``UpdateItem`` per claim: never batched).
+On the hot path a firing of an ``overlap: allow`` job costs two writes of one item each and a
+share of a third, no transaction and no index entry: the claim (a PartiQL ``INSERT``, 25 to a
+request: :mod:`.dynamodb_batch`), its share of its batch's marks item (one ``BatchWriteItem``
+a call: :mod:`.dynamodb_marks`), and the recorder's close (one ``UpdateItem``). An
+``overlap: skip`` job's slot adds one write at the claim and one at the end; each cap of a
+capped job one more of each (an ``UpdateItem`` per claim: never batched).
 A backfill's claim (``over_skipped``) whose ``INSERT`` met an item reads it, as every refused
 claim does (its token tells our own insert sent again from a peer's), and where that item is a
 SKIPPED record replaces it with one ``PutItem``, conditional on the skip as read: one request
@@ -38,15 +40,24 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from mini_scheduler.claims import transitions
 from mini_scheduler.claims.base import BUFFER, Deferred
 from mini_scheduler.claims.definitions import KeptInABook
 from mini_scheduler.claims.dynamodb_batch import BatchWriter
 from mini_scheduler.claims.dynamodb_claims import DynamoDBClaims
 from mini_scheduler.claims.dynamodb_deferred import DeferredFirings
+from mini_scheduler.claims.dynamodb_marks import Tokens, materialized, resolve
 from mini_scheduler.claims.dynamodb_places import Caps
 from mini_scheduler.claims.dynamodb_schedules import ScheduleBook
 from mini_scheduler.claims.dynamodb_slots import JobSlots
-from mini_scheduler.claims.dynamodb_table import code, named, run_from, run_item, write_retried
+from mini_scheduler.claims.dynamodb_table import (
+    code,
+    named,
+    run_from,
+    run_item,
+    run_key,
+    write_retried,
+)
 from mini_scheduler.claims.dynamodb_watch import Watch, minute_after
 from mini_scheduler.claims.ends import RunEnds
 from mini_scheduler.claims.records import RunRecord
@@ -86,6 +97,7 @@ class DynamoDBClaimStore(RunEnds, KeptInABook, DynamoDBClaims):
         self._slots = JobSlots(client, table, sleep)
         self._caps = Caps(client, table, sleep)
         self._watch = Watch(client, table, self._ttl, sleep)
+        self._tokens = Tokens()
         self._deferred = DeferredFirings(client, table, self._ttl, sleep)
         self._schedules = ScheduleBook(
             client, table, self._ttl, self._deferred, sleep, transactions=transactions
@@ -99,7 +111,35 @@ class DynamoDBClaimStore(RunEnds, KeptInABook, DynamoDBClaims):
     def _end_run(self, firing: Firing, write: Write) -> RunRecord | None:
         request = {**self._run_update(firing, write), "ReturnValues": "ALL_OLD"}
         answer = self._update(request, "UpdateItem (close run)", tolerate_condition=True)
-        return run_from(answer["Attributes"]) if answer is not None else None
+        if answer is None:
+            return None
+        # The run as it was, started when its batch's marks say (the end line's duration).
+        before = [(answer["Attributes"], run_from(answer["Attributes"]))]
+        return resolve(
+            self._client, self.table, before, self._sleep, "BatchGetItem (marks)", consistent=False
+        )[0]
+
+    def _read_run(self, firing: Firing) -> RunRecord | None:
+        """The run as stored now, as its marks say; a run DISPATCHED by its batch's marks item
+        only is marked on its record first, since the change decided on it is conditional on
+        the status it reads (:func:`.dynamodb_marks.materialized`)."""
+        with self._failing_as("GetItem (run)"):
+            answer = self._client.get_item(
+                TableName=self.table, Key=run_key(firing), ConsistentRead=True
+            )
+        raw = answer.get("Item")
+        if not raw:
+            return None
+        stored = run_from(raw)
+        (run,) = resolve(
+            self._client, self.table, [(raw, stored)], self._sleep, "BatchGetItem (marks)"
+        )
+        if materialized(stored, run) and run.started_at is not None and run.deadline is not None:
+            write = transitions.dispatched(now=run.started_at, deadline=run.deadline)
+            self._update(
+                self._run_update(firing, write), "UpdateItem (mark)", tolerate_condition=True
+            )
+        return run
 
     def _rewrite_run(self, firing: Firing, write: Write) -> bool:
         request = self._run_update(firing, write)

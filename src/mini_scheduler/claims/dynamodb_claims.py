@@ -20,6 +20,7 @@ from mini_scheduler.claims.base import (
     MarkRequest,
 )
 from mini_scheduler.claims.dynamodb_batch import BatchWriter, Insert, Update
+from mini_scheduler.claims.dynamodb_marks import Tokens, write_marks
 from mini_scheduler.claims.dynamodb_places import Caps
 from mini_scheduler.claims.dynamodb_reads import DynamoDBReads
 from mini_scheduler.claims.dynamodb_slots import JobSlots
@@ -62,6 +63,7 @@ class DynamoDBClaims(DynamoDBReads, OneByOne):
     _writer: BatchWriter
     _slots: JobSlots
     _caps: Caps
+    _tokens: Tokens
 
     def _claim_batch(self, claims: Sequence[ClaimRequest], lease: Lease) -> list[ClaimOutcome]:
         batch = _Batch(claims, lease.now, lease.until, lease.origin, uuid.uuid4().hex)
@@ -80,6 +82,15 @@ class DynamoDBClaims(DynamoDBReads, OneByOne):
                 outcomes[i] = ClaimResult.WON if written is True else written
         if refused:
             self._settle_refused(batch, refused, outcomes)
+        # Each run won with where it goes is marked in its batch's marks item (.dynamodb_marks).
+        self._tokens.claimed(
+            [
+                request.firing.id
+                for request, outcome in zip(claims, outcomes, strict=True)
+                if outcome is ClaimResult.WON and request.start is not None
+            ],
+            batch.token,
+        )
         return [outcome for outcome in outcomes if outcome is not None]
 
     def _take_slots(self, batch: _Batch, outcomes: Outcomes) -> list[int]:
@@ -208,6 +219,7 @@ class DynamoDBClaims(DynamoDBReads, OneByOne):
             token=batch.token,
             over=over,
             places=places.held(request.places),
+            start=request.start,
         )
 
     def _claim_over_skip(
@@ -277,6 +289,22 @@ class DynamoDBClaims(DynamoDBReads, OneByOne):
         return self._update(request, "UpdateItem (take over)", tolerate_condition=True) is not None
 
     def mark_many(self, marks: Sequence[MarkRequest], *, now: datetime) -> list[StoreError | None]:
+        """Each claim batch's marks in one item where it can (:mod:`.dynamodb_marks`), the
+        others on their runs."""
+        grouped, alone = self._tokens.take(marks)
+        errors: dict[str, StoreError | None] = {}
+        if grouped:
+            written = write_marks(
+                self._client, self.table, grouped, now=now, ttl=self._ttl, sleep=self._sleep
+            )
+            for token, group in grouped.items():
+                errors.update((mark.firing.id, written[token]) for mark in group)
+        if alone:
+            outcomes = self._mark_runs(alone, now=now)
+            errors.update((mark.firing.id, e) for mark, e in zip(alone, outcomes, strict=True))
+        return [errors[mark.firing.id] for mark in marks]
+
+    def _mark_runs(self, marks: Sequence[MarkRequest], *, now: datetime) -> list[StoreError | None]:
         # A mark refused (the run closed first, a very fast target, or was taken over) leaves
         # the run as it is: the job's latest state is read from its runs.
         updates = [

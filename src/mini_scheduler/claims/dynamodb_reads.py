@@ -7,7 +7,7 @@ run."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -16,6 +16,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from mini_scheduler.claims import transitions
 from mini_scheduler.claims.base import Control, Latest, Pause, history_cursor, named_firings
+from mini_scheduler.claims.dynamodb_marks import resolve
 from mini_scheduler.claims.dynamodb_table import (
     RUN,
     code,
@@ -87,6 +88,12 @@ class DynamoDBReads:
 
     # -- reads -----------------------------------------------------------------------------
 
+    def _runs(self, raws: Iterable[Mapping[str, Any]], operation: str) -> list[RunRecord]:
+        """The run items ``raws`` as records, each as its claim batch's marks say
+        (:mod:`.dynamodb_marks`: one BatchGetItem for those not marked on their record)."""
+        read = [(raw, run_from(raw)) for raw in raws]
+        return resolve(self._client, self.table, read, self._sleep, operation)
+
     def _query(self, operation: str, **request: Any) -> Iterator[dict[str, Any]]:
         with self._failing_as(operation):
             paginator = self._client.get_paginator("query")
@@ -105,7 +112,7 @@ class DynamoDBReads:
                 TableName=self.table, Key=run_key(firing), ConsistentRead=True
             )
         raw = answer.get("Item")
-        return run_from(raw) if raw else None
+        return self._runs([raw], "BatchGetItem (marks)")[0] if raw else None
 
     def history(self, job: str, limit: int = 20, before: str | None = None) -> Sequence[RunRecord]:
         # The cursor is a key condition on the sort key, not a filter: the Query starts past it
@@ -114,16 +121,14 @@ class DynamoDBReads:
         keys, values = "#pk = :pk", {":pk": {"S": f"RUN#{job}"}}
         if cursor is not None:
             keys, values[":before"] = f"{keys} AND #sk < :before", {"S": cursor}
-        return [
-            run_from(raw)
-            for raw in self._query(
-                "Query (history)",
-                KeyConditionExpression=keys,
-                ExpressionAttributeValues=values,
-                ScanIndexForward=False,
-                PaginationConfig={"MaxItems": limit, "PageSize": min(limit, 100)},
-            )
-        ]
+        page = self._query(
+            "Query (history)",
+            KeyConditionExpression=keys,
+            ExpressionAttributeValues=values,
+            ScanIndexForward=False,
+            PaginationConfig={"MaxItems": limit, "PageSize": min(limit, 100)},
+        )
+        return self._runs(page, "BatchGetItem (history marks)")
 
     def job_state(self, job: str) -> JobState | None:
         """The job's latest state: its latest run that was dispatched, and its open slot."""
@@ -134,18 +139,22 @@ class DynamoDBReads:
         item = plain_item(answer.get("Item") or {})
         slot = item.get(JOB_FIELDS["open_firing"])
         waiting = tuple(sorted(item.get(JOB_FIELDS["waiting"]) or ()))
+        # A run started on its record, or marked in its claim batch's item (it keeps the token).
+        page = self._query(
+            "Query (latest run)",
+            KeyConditionExpression="#pk = :pk",
+            FilterExpression="attribute_exists(#startedAt) OR attribute_exists(#claimToken)",
+            ExpressionAttributeValues={":pk": {"S": f"RUN#{job}"}},
+            ScanIndexForward=False,
+            ConsistentRead=True,
+            PaginationConfig={"MaxItems": _LATEST_READ, "PageSize": 25},
+        )
         latest = next(
             (
-                run_from(raw)
-                for raw in self._query(
-                    "Query (latest run)",
-                    KeyConditionExpression="#pk = :pk",
-                    FilterExpression="attribute_exists(#startedAt)",
-                    ExpressionAttributeValues={":pk": {"S": f"RUN#{job}"}},
-                    ScanIndexForward=False,
-                    ConsistentRead=True,
-                    PaginationConfig={"MaxItems": _LATEST_READ, "PageSize": 25},
-                )
+                run
+                for chunk in _pages(page, 25)
+                for run in self._runs(chunk, "BatchGetItem (latest marks)")
+                if run.started_at is not None
             ),
             None,
         )
@@ -162,10 +171,8 @@ class DynamoDBReads:
         while wanted:
             keys = [run_key(firing) for firing in wanted]
             operation = "BatchGetItem (latest runs)"
-            runs = [
-                run_from(raw)
-                for raw in get_many(self._client, self.table, operation, keys, self._sleep)
-            ]
+            raws = get_many(self._client, self.table, operation, keys, self._sleep)
+            runs = self._runs(raws, "BatchGetItem (latest marks)")
             found.update((run.firing_id, run) for run in runs)
             wanted = [
                 attempt
@@ -261,3 +268,15 @@ def _retried(run: RunRecord) -> Firing | None:
     if firing.attempt >= MAX_ATTEMPT or not attempt_left(run.firing_id, run.policy):
         return None
     return firing.retry()
+
+
+def _pages(items: Iterable[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    """``items`` ``size`` at a time, read as they are needed."""
+    page: list[dict[str, Any]] = []
+    for item in items:
+        page.append(item)
+        if len(page) == size:
+            yield page
+            page = []
+    if page:
+        yield page

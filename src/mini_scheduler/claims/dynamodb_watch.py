@@ -34,7 +34,12 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from mini_scheduler.claims import transitions
+from mini_scheduler.claims.dynamodb_marks import materialized, resolve
 from mini_scheduler.claims.dynamodb_table import (
+    RUN,
+    code,
+    expressions,
     failed,
     get_many,
     named,
@@ -97,11 +102,16 @@ class Watch:
         ``limit``); with ``settle``, the watch moves on as the module says."""
         items = list(self._due_items(now))
         ids = list(dict.fromkeys(firing_id for item in items for firing_id in watched(item)))
-        runs = [run for run in self.read(ids) if run.status.open]
+        stored = [(raw, run) for raw, run in self.read(ids) if run.status.open]
+        runs = resolve(self._client, self._table, stored, self._sleep, "BatchGetItem (marks)")
         due = sorted(
             (run for run in runs if run.deadline is not None and run.deadline <= now),
             key=lambda run: run.deadline or now,
         )
+        if settle:
+            due_now = {id(run) for run in due}
+            pairs = zip((run for _, run in stored), runs, strict=True)
+            self._materialize([(was, run) for was, run in pairs if id(run) in due_now])
         if settle and items:
             again: dict[datetime, list[str]] = defaultdict(list)
             next_minute = now.replace(second=0, microsecond=0) + AGAIN
@@ -132,7 +142,25 @@ class Watch:
         except (ClientError, BotoCoreError) as exc:
             raise self._fail("Query (watch)", exc) from exc
 
-    def read(self, firing_ids: Sequence[str]) -> list[RunRecord]:
+    def _materialize(self, runs: Sequence[tuple[RunRecord, RunRecord]]) -> None:
+        """The due runs (each as stored, and as its marks item says) that are DISPATCHED by
+        their marks only, marked on their records: their time-out is conditional on it
+        (:func:`.dynamodb_marks.materialized`). A run that changed meanwhile is left alone."""
+        for stored, read in runs:
+            if not materialized(stored, read) or read.started_at is None or read.deadline is None:
+                continue
+            write = transitions.dispatched(now=read.started_at, deadline=read.deadline)
+            key = run_key(firing_from_id(read.firing_id))
+            request = named({"TableName": self._table, "Key": key, **expressions(write, RUN)})
+            try:
+                write_retried(self._client, "update_item", self._sleep, **request)
+            except ClientError as exc:
+                if code(exc) != "ConditionalCheckFailedException":
+                    raise self._fail("UpdateItem (mark)", exc) from exc
+            except BotoCoreError as exc:
+                raise self._fail("UpdateItem (mark)", exc) from exc
+
+    def read(self, firing_ids: Sequence[str]) -> list[tuple[dict[str, Any], RunRecord]]:
         """The runs of ``firing_ids`` that exist, 100 a request. Eventually consistent reads
         (half the read units) are enough: the runs were written minutes before, and a read a
         moment stale can only show a run still open that has just ended (its time-out or
@@ -140,7 +168,7 @@ class Watch:
         reopened by a redrive is watched again by the store that reopens it."""
         keys = [run_key(firing_from_id(firing_id)) for firing_id in firing_ids]
         return [
-            run_from(raw)
+            (raw, run_from(raw))
             for raw in get_many(
                 self._client,
                 self._table,

@@ -297,6 +297,7 @@ class MemoryClaimStore(_Waiting, _Schedules, _Places, RunEnds):
         exclusive: bool = False,
         over_skipped: bool = False,
         places: Sequence[Place] = (),
+        start: JobStart | None = None,
     ) -> ClaimResult:
         with self._operation():
             key = self._key(firing)
@@ -317,6 +318,7 @@ class MemoryClaimStore(_Waiting, _Schedules, _Places, RunEnds):
                 exclusive=exclusive,
                 over=over,
                 places=held(places),
+                start=start,
             )
             self._runs.pop(key, None)  # the skip a backfill's claim replaces (under the lock)
             self._put_new(firing, run)
@@ -339,6 +341,7 @@ class MemoryClaimStore(_Waiting, _Schedules, _Places, RunEnds):
                 exclusive=c.exclusive,
                 over_skipped=c.over_skipped,
                 places=c.places,
+                start=c.start,
             )
             for c in claims
         ]

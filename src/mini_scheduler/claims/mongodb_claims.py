@@ -129,6 +129,7 @@ class MongoDBClaims(MongoDBReads, OneByOne):
                 expires_at=now + self._ttl,
                 token=uuid.uuid4().hex,
                 places=places.held(request.places),
+                start=request.start,
             )
             inserts[index] = run_doc(firing, run)
         inserted = self._insert_claims(list(inserts.values())) if inserts else []

@@ -81,11 +81,13 @@ def claimed(
     token: str | None = None,
     over: RunRecord | None = None,
     places: Mapping[str, int] | None = None,
+    start: JobStart | None = None,
 ) -> dict[str, Any]:
     """A claim: the run CLAIMED, open until its lease (``token`` tells the claimer's write);
     with ``over``, a backfill's claim over that SKIPPED record (:func:`replaced`); ``places``:
-    the caps it took a place under (:mod:`.places`)."""
-    return new_run(
+    the caps it took a place under (:mod:`.places`); ``start``, where it goes (its mark then
+    needs to say only when it went, and its deadline)."""
+    run = new_run(
         firing,
         RunStatus.CLAIMED,
         origin=origin,
@@ -98,6 +100,9 @@ def claimed(
         replaced_skip=replaced(over) if over is not None else None,
         places=dict(places) if places else None,
     )
+    if start is not None:
+        run.update(_started(start))
+    return run
 
 
 def replaces(over_skipped: bool, record: RunRecord) -> bool:

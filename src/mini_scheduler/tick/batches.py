@@ -24,7 +24,7 @@ from mini_scheduler.jobs import Job, Target
 from mini_scheduler.jobs.caps import cap_detail
 from mini_scheduler.model import SkipReason, floor_minute, iso_seconds, log_keys
 from mini_scheduler.tick.cancels import CANCEL, Cancels
-from mini_scheduler.tick.dispatch import Dispatching
+from mini_scheduler.tick.dispatch import Dispatching, job_start, parameters_of
 from mini_scheduler.tick.means import Means, Part
 from mini_scheduler.tick.plan import Dispatch, TickPlan
 from mini_scheduler.tick.report import Tally
@@ -187,8 +187,16 @@ class MinuteWrites(Part):
                 awaited.done(None)
             return
         lease = now + timedelta(seconds=self.settings.claim_lease_seconds)
+        origin = self.settings.origin
         requests = [
-            ClaimRequest(d.firing, d.job.exclusive, _over_skipped(d), d.job.places) for d in batch
+            ClaimRequest(
+                d.firing,
+                d.job.exclusive,
+                _over_skipped(d),
+                d.job.places,
+                job_start(d.job, parameters_of(d.job, d.firing), origin),
+            )
+            for d in batch
         ]
         try:
             outcomes = self.claims.claim_many(

@@ -104,7 +104,7 @@ class Dispatching(Part):
     def _body(self, job: Job, firing: Firing) -> tuple[dict[str, Any], dict[str, Any]]:
         """The firing's parameters, and what its target receives (the envelope, or the job's
         ``input`` filled in from it)."""
-        parameters = dict(firing.parameters) if firing.manual else dict(job.parameters)
+        parameters = parameters_of(job, firing)
         body = payload(firing, parameters, self.settings.origin, _planned(job, firing))
         if job.input is not None:
             body = fill_input(job.input, body)
@@ -134,13 +134,7 @@ class Dispatching(Part):
         )
         tally.add("dispatched")
         self.metrics.add(m.FIRINGS_DISPATCHED)
-        start = JobStart(
-            job.service,
-            job.schedule,
-            {**parameters, "_origin": self.settings.origin},
-            job.failure_policy,
-            buffered=job.buffer_limit > 0 or job.pool is not None,
-        )
+        start = job_start(job, parameters, self.settings.origin)
         deadline = self.clock.now() + timedelta(seconds=job.timeout)
         if ended is None:
             return MarkRequest(firing, deadline, start)
@@ -250,6 +244,22 @@ class Dispatching(Part):
             self.failures.failed(run, pause_after)
         elif deferred is not None and self.wake is not None:
             self.wake([deferred.due])
+
+
+def parameters_of(job: Job, firing: Firing) -> dict[str, Any]:
+    """The parameters a firing is dispatched with: a manual run's own, else its job's."""
+    return dict(firing.parameters) if firing.manual else dict(job.parameters)
+
+
+def job_start(job: Job, parameters: dict[str, Any], origin: str) -> JobStart:
+    """Where a firing of ``job`` goes and with what (its claim writes it, and its mark)."""
+    return JobStart(
+        job.service,
+        job.schedule,
+        {**parameters, "_origin": origin},
+        job.failure_policy,
+        buffered=job.buffer_limit > 0 or job.pool is not None,
+    )
 
 
 def logged(reference: str, target: Target) -> str:

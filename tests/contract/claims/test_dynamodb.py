@@ -423,3 +423,39 @@ def test_a_batch_of_overlap_skip_claims_takes_its_slots_in_one_request(
     assert calls[:2] == ["BatchExecuteStatement"] * 2  # UPDATEs, INSERTs (refused)
     assert calls.count("UpdateItem") == 24  # then each held slot asked alone: its holder read
     assert calls[-1] == "BatchExecuteStatement"  # and the one claim
+
+
+@pytest.mark.dynamodb_local
+def test_a_claim_batch_s_marks_are_one_item_of_under_a_kilobyte(dynamodb_local: object) -> None:
+    """25 runs claimed with where they go are marked in one item, a write unit for the batch
+    where each run's mark was one; their records are not written again, and read DISPATCHED. A
+    later mark of the same batch (a failed tick's flush) is written on its run."""
+    from mini_scheduler.claims.base import MarkRequest
+
+    table = new_table_name()
+    create_state_table(dynamodb_local, table)  # type: ignore[arg-type]
+    store = DynamoDBClaimStore(table, dynamodb_local)  # type: ignore[arg-type]
+    firings = [Firing(f"job-{i:02}", T0) for i in range(26)]
+    start = JobStart("lambda:fn", "0 * * * * ? @UTC", {})
+    requests = [ClaimRequest(f, start=start) for f in firings[:25]]
+    store.claim_many(requests, now=T0, lease_until=T0 + LEASE, origin="a")
+    store.claim_many(
+        [ClaimRequest(firings[25], start=start)], now=T0, lease_until=T0 + LEASE, origin="a"
+    )
+    deadline, marked = T0 + timedelta(minutes=15), T0 + timedelta(seconds=1)
+    marks = [MarkRequest(f, deadline, start) for f in firings]
+    assert store.mark_many(marks[:25], now=marked) == [None] * 25
+    items = dynamodb_local.scan(TableName=table)["Items"]  # type: ignore[attr-defined]
+    batches = [item for item in items if item["pk"]["S"].startswith("MARKS#")]
+    assert len(batches) == 1
+    size = sum(len(k) + len(str(v)) for k, v in batches[0].items())  # an upper bound
+    assert size < 1024, size
+    runs = [item for item in items if item["pk"]["S"].startswith("RUN#")]
+    assert len(runs) == 26 and not any("startedAt" in item for item in runs)
+    assert all(store.run(f.id).status is RunStatus.DISPATCHED for f in firings[:25])  # type: ignore[union-attr]
+    # the same batch marked again, and a batch of one: each its own way
+    assert store.mark_many([marks[0], marks[25]], now=marked) == [None, None]
+    again = dynamodb_local.get_item(  # type: ignore[attr-defined]
+        TableName=table, Key={"pk": {"S": "RUN#job-00"}, "sk": {"S": firings[0].sort_key}}
+    )["Item"]
+    assert again["status"]["S"] == "DISPATCHED"  # on its record: its batch's item was written

@@ -316,7 +316,8 @@ def test_the_ticker_role_is_exactly_what_the_ticker_calls(template: Template) ->
 
 
 def test_the_recorder_role_only_closes_runs(template: Template) -> None:
-    """It closes runs and releases slots (UpdateItem), reads a run, watches a redriven run it
+    """It closes runs and releases slots (UpdateItem), reads a run and the marks item of its
+    claim batch (BatchGetItem: when it started), watches a redriven run it
     reopened (PutItem of a watch item), and defers a failed run's retry or drops it when the run
     is redriven (BatchWriteItem). A final failure is an event (PutEvents); for a job with
     pause_after_failures it reads the job's history and the pauses (Query), and may pause it
@@ -327,6 +328,7 @@ def test_the_recorder_role_only_closes_runs(template: Template) -> None:
         "Logs": (["logs:CreateLogStream", "logs:PutLogEvents"], ["<RecorderLogGroup.Arn>"]),
         "StateTable": (
             [
+                "dynamodb:BatchGetItem",
                 "dynamodb:BatchWriteItem",
                 "dynamodb:GetItem",
                 "dynamodb:PutItem",
