@@ -295,3 +295,64 @@ def test_a_region_s_first_tick_whose_claim_fails_for_good_still_owes_the_firing(
     assert answer["counts"]["misfired"] == 1 and answer["counts"]["dispatched"] == 2
     run = store.run(_fid("report", T0))
     assert run is not None and run.status is RunStatus.DISPATCHED
+
+
+MARKS = "dynamodb.BatchWriteItem"
+
+
+def _is_marks(request: object) -> bool:
+    """A BatchWriteItem of claim batches' marks items (``MARKS#<token>``)."""
+    from tests.system.faults.injection import body
+
+    writes = [w for ws in body(request).get("RequestItems", {}).values() for w in ws]  # type: ignore[arg-type]
+    return any(
+        w.get("PutRequest", {}).get("Item", {}).get("pk", {}).get("S", "").startswith("MARKS#")
+        for w in writes
+    )
+
+
+def _ticks_past_the_lease(cloud: Cloud, ticker: object) -> None:
+    clock: FixedClock = ticker.clock  # type: ignore[attr-defined]
+    for minute in range(1, 5):
+        clock.set(T0 + minute * MINUTE)
+        ticker.tick(T0 + minute * MINUTE)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("deliver", [False, True], ids=["refused", "written-then-errored"])
+def test_a_batch_s_marks_item_that_fails_is_written_on_its_runs_and_none_runs_twice(
+    cloud: Cloud, deliver: bool
+) -> None:
+    """The marks item of a claim batch fails past the SDK's retries (or was written, its answer
+    lost): the tick marks each run on its record instead, and no sweep past the lease takes a
+    dispatched run over (each job's firing of T0 is invoked once)."""
+    cron = every_minute("first") + every_minute("second").removeprefix("jobs:\n")
+    ticker = started(cloud, cron)
+    cloud.faults.inject(MARKS, DYNAMODB_INTERNAL, match=_is_marks, deliver=deliver)
+
+    answer = ticker.tick(T0).to_json()
+
+    assert answer["counts"]["dispatched"] == 2 and answer["counts"]["errors"] == 0, answer
+    assert cloud.faults.injected[MARKS] == sdk_attempts()  # one call, its SDK attempts
+    updates = [s for sent in cloud.faults.sent for s in sent if s["Statement"].startswith("UPDATE")]
+    assert len(updates) == 2  # then each run's mark on its record
+    for job in ("first", "second"):
+        run = cloud.store().run(_fid(job, T0))
+        assert run is not None and run.status is RunStatus.DISPATCHED
+    cloud.faults.clear()
+    _ticks_past_the_lease(cloud, ticker)
+    assert cloud.faults.attempts["lambda.Invoke"] == 2 * 5  # T0 once, and 4 minutes each
+
+
+def test_a_batch_marked_in_its_item_is_not_taken_over_past_its_lease(cloud: Cloud) -> None:
+    """The usual way: a run marked only in its batch's item reads DISPATCHED, and the sweep,
+    reading it past its lease, leaves it to its job's timeout."""
+    ticker = started(cloud, every_minute("report"))
+    ticker.tick(T0)
+    items = cloud.dynamodb.scan(TableName=cloud.table)["Items"]
+    assert any(item["pk"]["S"].startswith("MARKS#") for item in items)
+    run = cloud.store().run(_fid("report", T0))
+    assert run is not None and run.status is RunStatus.DISPATCHED
+    _ticks_past_the_lease(cloud, ticker)
+    assert cloud.faults.attempts["lambda.Invoke"] == 5
+    run = cloud.store().run(_fid("report", T0))
+    assert run is not None and run.status is RunStatus.DISPATCHED  # no completion yet
