@@ -33,6 +33,7 @@ in parts: its reads and control writes (:mod:`.dynamodb_reads`), its claims and 
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -62,10 +63,13 @@ from mini_scheduler.claims.dynamodb_watch import Watch, minute_after
 from mini_scheduler.claims.ends import RunEnds
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.claims.transitions import Write
+from mini_scheduler.errors import StoreError
 from mini_scheduler.model import Firing
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+log = logging.getLogger("mini_scheduler.claims")
 
 _CONFLICT_ATTEMPTS = 5  # a change decided on a run read again when it changed meanwhile
 
@@ -115,9 +119,22 @@ class DynamoDBClaimStore(RunEnds, KeptInABook, DynamoDBClaims):
             return None
         # The run as it was, started when its batch's marks say (the end line's duration).
         before = [(answer["Attributes"], run_from(answer["Attributes"]))]
-        return resolve(
-            self._client, self.table, before, self._sleep, "BatchGetItem (marks)", consistent=False
-        )[0]
+        try:
+            return resolve(
+                self._client,
+                self.table,
+                before,
+                self._sleep,
+                "BatchGetItem (marks)",
+                consistent=False,
+            )[0]
+        except StoreError as exc:  # the end is written: it stands, its start unread
+            log.warning(
+                "Run %s ended; when it started is unread (its duration counts from its claim): %s",
+                firing.id,
+                exc,
+            )
+            return before[0][1]
 
     def _read_run(self, firing: Firing) -> RunRecord | None:
         """The run as stored now, as its marks say; a run DISPATCHED by its batch's marks item

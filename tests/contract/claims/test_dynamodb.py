@@ -459,3 +459,43 @@ def test_a_claim_batch_s_marks_are_one_item_of_under_a_kilobyte(dynamodb_local: 
         TableName=table, Key={"pk": {"S": "RUN#job-00"}, "sk": {"S": firings[0].sort_key}}
     )["Item"]
     assert again["status"]["S"] == "DISPATCHED"  # on its record: its batch's item was written
+
+
+@pytest.mark.dynamodb_local
+def test_a_close_whose_marks_cannot_be_read_stands_and_counts_from_the_claim(
+    dynamodb_local: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The end is written before the marks item is read: a read that fails after it leaves the
+    end as written (the recorder must not fail a message whose end is recorded), its start
+    unread, and says so."""
+    from botocore.exceptions import ClientError
+
+    from mini_scheduler.claims.base import MarkRequest
+
+    class NoBatchReads:
+        def __init__(self, client: Any) -> None:
+            self._client = client
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._client, name)
+
+        def batch_get_item(self, **_: Any) -> Any:
+            error = {"Error": {"Code": "AccessDeniedException", "Message": "no BatchGetItem"}}
+            raise ClientError(error, "BatchGetItem")  # type: ignore[arg-type]
+
+    table = new_table_name()
+    create_state_table(dynamodb_local, table)  # type: ignore[arg-type]
+    ticker = DynamoDBClaimStore(table, dynamodb_local)  # type: ignore[arg-type]
+    firing, start = Firing("report", T0), JobStart("lambda:fn", "0 * * * * ? @UTC", {})
+    ticker.claim_many(
+        [ClaimRequest(firing, start=start)], now=T0, lease_until=T0 + LEASE, origin="a"
+    )
+    ticker.mark_many([MarkRequest(firing, T0 + MINUTE, start)], now=T0 + timedelta(seconds=1))
+    recorder = DynamoDBClaimStore(table, NoBatchReads(dynamodb_local))  # type: ignore[arg-type]
+    ended = T0 + timedelta(seconds=5)
+    before = recorder.close(firing.id, RunStatus.SUCCEEDED, now=ended)
+    assert before is not None and (before.started_at, before.claimed_at) == (None, T0)
+    assert "when it started is unread" in caplog.text
+    run = ticker.run(firing.id)
+    assert run is not None and (run.status, run.ended_at) == (RunStatus.SUCCEEDED, ended)
+    assert run.started_at == T0 + timedelta(seconds=1)  # read with its marks where they can be
