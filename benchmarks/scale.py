@@ -15,7 +15,9 @@ this run's figures there and checks them against Lambda's and DynamoDB's limits:
   A partition named by a job (``RUN#<job>``, ``JOB#<job>``) takes the units one firing of its job
   costs there, at most once a second (the most a cron statement fires); every other partition
   is the stack's one (``WATCH``, ``CONTROL``): the parent's units once a minute, each shard's
-  once per shard, the closes' per firing. An item that lists firings (a watch item) is sized
+  once per shard, the closes' per firing; except a kind with a part of its own in each key
+  (``MARKS#<claim token>``: an item a claim batch), judged by the most one item took. An item
+  that lists firings (a watch item) is sized
   again for a shard's firings (split where the store splits it, ``MAX_ITEM_BYTES``); a Query of
   another shared partition reads its items as the shards leave them (one watermark each).
   Each partition's units a second, spread over the minute, against DynamoDB's limits of 1,000
@@ -64,6 +66,7 @@ class Partition:
     writes: float  # units a second
     reads: float
     burst: float  # per job: as ``writes``; the stack's: a minute's writes in one second
+    per_item: bool = False  # one per item (a claim batch's marks): its units all in a second
 
 
 def shards(cpu: float, memory_mb: int, budget: float = CPU_BUDGET) -> int:
@@ -130,13 +133,33 @@ def _per_job(acc: Accounting) -> dict[str, list[float]]:
     return out
 
 
+def _per_item(acc: Accounting) -> dict[str, list[float]]:
+    """The kinds of partition that hold one item each (a key with a part of its own that
+    names no job, as ``MARKS#<claim token>``: the ledger saw more than one), and the most
+    units one of them took, all its life: [writes, reads]. Their number grows with the rate,
+    not their load."""
+    units: dict[str, dict[str, list[float]]] = defaultdict(dict)
+    for e in acc.book:
+        kind = family(e.pk, acc.jobs)
+        if kind.endswith("#…"):
+            units[kind].setdefault(e.pk, [0.0, 0.0])[0 if e.write else 1] += e.units
+    return {
+        kind: [max(u[0] for u in pks.values()), max(u[1] for u in pks.values())]
+        for kind, pks in units.items()
+        if len(pks) > 1
+    }
+
+
 def partitions(acc: Accounting, count: int) -> list[Partition]:
     """Every kind of partition the ledger saw, at :data:`RATE` and ``count`` shards."""
     out = [Partition(kind, True, w, r, w) for kind, (w, r) in sorted(_per_job(acc).items())]
+    items = _per_item(acc)
+    out += [Partition(kind, False, w, r, w, per_item=True) for kind, (w, r) in items.items()]
     if acc.fanned is not None:
         out += [
             Partition(kind, False, w / 60, r / 60, w)
             for kind, (w, r) in sorted(_shared(acc, acc.fanned, count).items())
+            if kind not in items
         ]
     return out
 
@@ -268,6 +291,8 @@ def _partition_rows(s: Scale) -> list[Row]:
     at = f"{s.shards_at_vcpu:,} shards"
     for p in s.partitions:
         scope = "one per job, a job firing every second" if p.per_job else f"the stack's, {at}"
+        if p.per_item:
+            scope = "one per item, its units all in one second at most"
         for units, limit, what in ((p.writes, WCU, "write"), (p.reads, RCU, "read")):
             if units <= 0:
                 continue
@@ -277,7 +302,9 @@ def _partition_rows(s: Scale) -> list[Row]:
                     SECTION,
                     f"  partition {p.family} ({scope}): {what} units a second",
                     f"{units:,.1f}" if units >= 1 else f"{units:.3f}",
-                    burst if not p.per_job and burst else f"the limit: {limit:,} a partition",
+                    burst
+                    if not (p.per_job or p.per_item) and burst
+                    else f"the limit: {limit:,} a partition",
                     ratio(units, limit, digits=2),
                     f"<= {limit:,}",
                     units <= limit,

@@ -278,3 +278,18 @@ def test_a_recorder_batch_shares_its_invocation() -> None:
     assert scale.parent_cpu(Capacity(256, 250, 40, 0.003, 0.003, 250, 0.5, 10_000), 0.1) == (
         pytest.approx(0.1 + 0.4 * 100)
     )
+
+
+def test_a_kind_of_partition_with_an_item_each_is_judged_by_its_busiest_item() -> None:
+    """``MARKS#<claim token>``: one item a claim batch, so more of them as the rate grows, each
+    as busy as one batch makes it (written once, read by its runs' closes), never the stack's
+    one partition taking every shard's."""
+    book = _steady_book()
+    book += [_entry("MARKS#t1", "BatchWriteItem", 2), _entry("MARKS#t2", "BatchWriteItem", 1)]
+    book += [_entry("MARKS#t1", "BatchGetItem", 0.5, write=False) for _ in range(25)]
+    acc = _accounting(book, [], _fanned())
+    found = {p.family: p for p in scale.partitions(acc, count=100)}
+    marks = found["MARKS#…"]
+    assert marks.per_item and not marks.per_job
+    assert (marks.writes, marks.reads, marks.burst) == (2, 12.5, 2)
+    assert [p.family for p in scale.partitions(acc, count=100)].count("MARKS#…") == 1
