@@ -499,3 +499,46 @@ def test_a_close_whose_marks_cannot_be_read_stands_and_counts_from_the_claim(
     run = ticker.run(firing.id)
     assert run is not None and (run.status, run.ended_at) == (RunStatus.SUCCEEDED, ended)
     assert run.started_at == T0 + timedelta(seconds=1)  # read with its marks where they can be
+
+
+@pytest.mark.dynamodb_local
+def test_marks_items_left_unprocessed_past_their_attempts_are_errors_then_marked_on_their_runs(
+    dynamodb_local: object,
+) -> None:
+    """DynamoDB throttles a BatchWriteItem's items one by one (``UnprocessedItems``): the store
+    sends them again with back-off; items still left are their marks' StoreError, and a mark
+    tried again is written on its run (its batch's item is never written twice)."""
+    from mini_scheduler.claims.base import MarkRequest
+
+    class Throttled:
+        def __init__(self, client: Any) -> None:
+            self._client = client
+            self.sent = 0
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._client, name)
+
+        def batch_write_item(self, **request: Any) -> Any:
+            self.sent += 1
+            return {"UnprocessedItems": request["RequestItems"]}  # nothing written
+
+    table = new_table_name()
+    create_state_table(dynamodb_local, table)  # type: ignore[arg-type]
+    client = Throttled(dynamodb_local)
+    store = DynamoDBClaimStore(table, client, sleep=lambda _: None)  # type: ignore[arg-type]
+    firings = [Firing("one", T0), Firing("two", T0)]
+    start = JobStart("lambda:fn", "0 * * * * ? @UTC", {})
+    store.claim_many(
+        [ClaimRequest(f, start=start) for f in firings], now=T0, lease_until=T0 + LEASE, origin="a"
+    )
+    marks = [MarkRequest(f, T0 + MINUTE, start) for f in firings]
+    errors = store.mark_many(marks, now=T0 + timedelta(seconds=1))
+    assert all(isinstance(e, StoreError) for e in errors) and client.sent > 1
+    assert [store.run(f.id).status for f in firings] == [RunStatus.CLAIMED] * 2  # type: ignore[union-attr]
+    sent = client.sent
+    assert store.mark_many(marks, now=T0 + timedelta(seconds=2)) == [None, None]
+    assert client.sent == sent  # on the runs: no second marks item
+    runs = [store.run(f.id) for f in firings]
+    assert [(r.status, r.started_at) for r in runs if r] == [
+        (RunStatus.DISPATCHED, T0 + timedelta(seconds=2))
+    ] * 2
