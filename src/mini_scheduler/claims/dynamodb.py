@@ -41,13 +41,12 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from mini_scheduler.claims import transitions
 from mini_scheduler.claims.base import BUFFER, Deferred
 from mini_scheduler.claims.definitions import KeptInABook
 from mini_scheduler.claims.dynamodb_batch import BatchWriter
 from mini_scheduler.claims.dynamodb_claims import DynamoDBClaims
 from mini_scheduler.claims.dynamodb_deferred import DeferredFirings
-from mini_scheduler.claims.dynamodb_marks import Tokens, materialized, resolve
+from mini_scheduler.claims.dynamodb_marks import Tokens
 from mini_scheduler.claims.dynamodb_places import Caps
 from mini_scheduler.claims.dynamodb_schedules import ScheduleBook
 from mini_scheduler.claims.dynamodb_slots import JobSlots
@@ -56,7 +55,6 @@ from mini_scheduler.claims.dynamodb_table import (
     named,
     run_from,
     run_item,
-    run_key,
     write_retried,
 )
 from mini_scheduler.claims.dynamodb_watch import Watch, minute_after
@@ -118,44 +116,26 @@ class DynamoDBClaimStore(RunEnds, KeptInABook, DynamoDBClaims):
         if answer is None:
             return None
         # The run as it was, started when its batch's marks say (the end line's duration).
-        before = [(answer["Attributes"], run_from(answer["Attributes"]))]
+        raw = answer["Attributes"]
         try:
-            return resolve(
-                self._client,
-                self.table,
-                before,
-                self._sleep,
-                "BatchGetItem (marks)",
-                consistent=False,
-            )[0]
+            return self._runs([raw], "BatchGetItem (marks)", consistent=False)[0]
         except StoreError as exc:  # the end is written: it stands, its start unread
             log.warning(
                 "Run %s ended; when it started is unread (its duration counts from its claim): %s",
                 firing.id,
                 exc,
             )
-            return before[0][1]
+            return run_from(raw)
 
     def _read_run(self, firing: Firing) -> RunRecord | None:
         """The run as stored now, as its marks say; a run DISPATCHED by its batch's marks item
         only is marked on its record first, since the change decided on it is conditional on
-        the status it reads (:func:`.dynamodb_marks.materialized`)."""
-        with self._failing_as("GetItem (run)"):
-            answer = self._client.get_item(
-                TableName=self.table, Key=run_key(firing), ConsistentRead=True
-            )
-        raw = answer.get("Item")
-        if not raw:
+        the status it reads (:func:`.dynamodb_marks.marking`)."""
+        raw = self._run_item(firing)
+        if raw is None:
             return None
-        stored = run_from(raw)
-        (run,) = resolve(
-            self._client, self.table, [(raw, stored)], self._sleep, "BatchGetItem (marks)"
-        )
-        if materialized(stored, run) and run.started_at is not None and run.deadline is not None:
-            write = transitions.dispatched(now=run.started_at, deadline=run.deadline)
-            self._update(
-                self._run_update(firing, write), "UpdateItem (mark)", tolerate_condition=True
-            )
+        (run,) = self._runs([raw], "BatchGetItem (marks)")
+        self._mark_on_record(run_from(raw), run)
         return run
 
     def _rewrite_run(self, firing: Firing, write: Write) -> bool:

@@ -24,8 +24,8 @@ claimed, and which of them it has written; a mark whose batch's item was written
 failed: a second write would replace the first), or whose claim this store did not make (a
 take-over by another ticker), is written on its run as before (:func:`.transitions.marked`).
 So is a mark that is also the run's end (a queue took the message). A run still open when the
-sweep first reads it past its lease is marked on its record then (:func:`materialized`), so
-that a time-out's condition reads DISPATCHED on the run itself.
+sweep finds past its deadline, or that a redrive changes, is marked on its record first
+(:func:`marking`), so that the change's condition reads DISPATCHED on the run itself.
 """
 
 from __future__ import annotations
@@ -37,9 +37,11 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from mini_scheduler.claims import transitions
 from mini_scheduler.claims.base import MarkRequest
 from mini_scheduler.claims.dynamodb_table import RUN, get_many, instant, write_batches
 from mini_scheduler.claims.records import RunRecord
+from mini_scheduler.claims.writes import Write
 from mini_scheduler.errors import StoreError
 from mini_scheduler.instants import iso_millis
 from mini_scheduler.model import RunStatus
@@ -162,18 +164,16 @@ def resolve(
     deadline); one BatchGetItem for every batch the page's runs come from (``consistent``:
     strongly consistent reads; a marks item is written before its runs are read, but a very
     fast target's end may come first: the run is then read as its record says)."""
-    tokens = {token for raw, _ in runs if (token := _unresolved(raw)) is not None}
-    if not tokens:
+    tokens = [_unresolved(raw) for raw, _ in runs]
+    wanted = [marks_key(token) for token in dict.fromkeys(tokens) if token is not None]
+    if not wanted:
         return [run for _, run in runs]
     found = {
         str(item["pk"]["S"]).removeprefix(f"{MARKS}#"): item
-        for item in get_many(
-            client, table, operation, [marks_key(t) for t in tokens], sleep, consistent=consistent
-        )
+        for item in get_many(client, table, operation, wanted, sleep, consistent=consistent)
     }
     resolved: list[RunRecord] = []
-    for raw, run in runs:
-        token = _unresolved(raw)
+    for (_, run), token in zip(runs, tokens, strict=True):
         item = found.get(token) if token is not None else None
         resolved.append(marked(run, item) if item is not None else run)
     return resolved
@@ -194,7 +194,12 @@ def marked(run: RunRecord, item: Mapping[str, Any]) -> RunRecord:
     return replace(run, status=RunStatus.DISPATCHED, started_at=at, deadline=deadline)
 
 
-def materialized(stored: RunRecord, read: RunRecord) -> bool:
-    """Whether ``read`` (``stored`` resolved by its marks) is DISPATCHED only by its marks: its
-    record still says CLAIMED, and a change conditional on DISPATCHED needs it written."""
-    return stored.status is RunStatus.CLAIMED and read.status is RunStatus.DISPATCHED
+def marking(stored: RunRecord, read: RunRecord) -> Write | None:
+    """The mark to write on the record of ``read`` (``stored`` as its marks item says) where it
+    is DISPATCHED by that item only: a change conditional on its status (the sweep's time-out,
+    a redrive) must read DISPATCHED on the run itself. None: nothing to write."""
+    if stored.status is not RunStatus.CLAIMED or read.status is not RunStatus.DISPATCHED:
+        return None
+    if read.started_at is None or read.deadline is None:
+        return None
+    return transitions.dispatched(now=read.started_at, deadline=read.deadline)

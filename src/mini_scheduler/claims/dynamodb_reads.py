@@ -16,7 +16,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from mini_scheduler.claims import transitions
 from mini_scheduler.claims.base import Control, Latest, Pause, history_cursor, named_firings
-from mini_scheduler.claims.dynamodb_marks import resolve
+from mini_scheduler.claims.dynamodb_marks import marking, resolve
 from mini_scheduler.claims.dynamodb_table import (
     RUN,
     code,
@@ -88,11 +88,32 @@ class DynamoDBReads:
 
     # -- reads -----------------------------------------------------------------------------
 
-    def _runs(self, raws: Iterable[Mapping[str, Any]], operation: str) -> list[RunRecord]:
+    def _runs(
+        self, raws: Iterable[Mapping[str, Any]], operation: str, *, consistent: bool = True
+    ) -> list[RunRecord]:
         """The run items ``raws`` as records, each as its claim batch's marks say
         (:mod:`.dynamodb_marks`: one BatchGetItem for those not marked on their record)."""
         read = [(raw, run_from(raw)) for raw in raws]
-        return resolve(self._client, self.table, read, self._sleep, operation)
+        return resolve(
+            self._client, self.table, read, self._sleep, operation, consistent=consistent
+        )
+
+    def _run_item(self, firing: Firing) -> dict[str, Any] | None:
+        """The firing's run item as stored now (a consistent GetItem), or None."""
+        with self._failing_as("GetItem (run)"):
+            answer = self._client.get_item(
+                TableName=self.table, Key=run_key(firing), ConsistentRead=True
+            )
+        raw: dict[str, Any] | None = answer.get("Item")
+        return raw or None
+
+    def _mark_on_record(self, stored: RunRecord, read: RunRecord) -> None:
+        """``read`` marked on its record where its batch's marks item alone says DISPATCHED
+        (:func:`.dynamodb_marks.marking`); a run that changed meanwhile is left as it is."""
+        write = marking(stored, read)
+        if write is not None:
+            request = self._run_update(firing_from_id(read.firing_id), write)
+            self._update(request, "UpdateItem (mark)", tolerate_condition=True)
 
     def _query(self, operation: str, **request: Any) -> Iterator[dict[str, Any]]:
         with self._failing_as(operation):
@@ -103,15 +124,14 @@ class DynamoDBReads:
     def due_runs(
         self, now: datetime, limit: int = 1000, *, settle: bool = False
     ) -> Sequence[RunRecord]:
-        return self._watch.due(now, limit, settle=settle)
+        due = self._watch.due(now, limit, settle=settle)
+        if settle:  # their time-outs follow: conditional on DISPATCHED
+            for stored, read in due:
+                self._mark_on_record(stored, read)
+        return [read for _, read in due]
 
     def run(self, firing_id: str) -> RunRecord | None:
-        firing = firing_from_id(firing_id)
-        with self._failing_as("GetItem (run)"):
-            answer = self._client.get_item(
-                TableName=self.table, Key=run_key(firing), ConsistentRead=True
-            )
-        raw = answer.get("Item")
+        raw = self._run_item(firing_from_id(firing_id))
         return self._runs([raw], "BatchGetItem (marks)")[0] if raw else None
 
     def history(self, job: str, limit: int = 20, before: str | None = None) -> Sequence[RunRecord]:

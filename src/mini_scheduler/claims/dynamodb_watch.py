@@ -34,12 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from mini_scheduler.claims import transitions
-from mini_scheduler.claims.dynamodb_marks import materialized, resolve
+from mini_scheduler.claims.dynamodb_marks import resolve
 from mini_scheduler.claims.dynamodb_table import (
-    RUN,
-    code,
-    expressions,
     failed,
     get_many,
     named,
@@ -97,21 +93,22 @@ class Watch:
             except (ClientError, BotoCoreError) as exc:
                 raise self._fail("PutItem (watch)", exc) from exc
 
-    def due(self, now: datetime, limit: int, *, settle: bool) -> list[RunRecord]:
+    def due(self, now: datetime, limit: int, *, settle: bool) -> list[tuple[RunRecord, RunRecord]]:
         """The watched runs open past their deadline, oldest deadline first (at most
-        ``limit``); with ``settle``, the watch moves on as the module says."""
+        ``limit``), each as stored and as its batch's marks say (:mod:`.dynamodb_marks`);
+        with ``settle``, the watch moves on as the module says."""
         items = list(self._due_items(now))
         ids = list(dict.fromkeys(firing_id for item in items for firing_id in watched(item)))
         stored = [(raw, run) for raw, run in self.read(ids) if run.status.open]
         runs = resolve(self._client, self._table, stored, self._sleep, "BatchGetItem (marks)")
         due = sorted(
-            (run for run in runs if run.deadline is not None and run.deadline <= now),
-            key=lambda run: run.deadline or now,
+            (
+                (was, run)
+                for (_, was), run in zip(stored, runs, strict=True)
+                if run.deadline is not None and run.deadline <= now
+            ),
+            key=lambda pair: pair[1].deadline or now,
         )
-        if settle:
-            due_now = {id(run) for run in due}
-            pairs = zip((run for _, run in stored), runs, strict=True)
-            self._materialize([(was, run) for was, run in pairs if id(run) in due_now])
         if settle and items:
             again: dict[datetime, list[str]] = defaultdict(list)
             next_minute = now.replace(second=0, microsecond=0) + AGAIN
@@ -141,24 +138,6 @@ class Watch:
                 yield from page.get("Items", [])
         except (ClientError, BotoCoreError) as exc:
             raise self._fail("Query (watch)", exc) from exc
-
-    def _materialize(self, runs: Sequence[tuple[RunRecord, RunRecord]]) -> None:
-        """The due runs (each as stored, and as its marks item says) that are DISPATCHED by
-        their marks only, marked on their records: their time-out is conditional on it
-        (:func:`.dynamodb_marks.materialized`). A run that changed meanwhile is left alone."""
-        for stored, read in runs:
-            if not materialized(stored, read) or read.started_at is None or read.deadline is None:
-                continue
-            write = transitions.dispatched(now=read.started_at, deadline=read.deadline)
-            key = run_key(firing_from_id(read.firing_id))
-            request = named({"TableName": self._table, "Key": key, **expressions(write, RUN)})
-            try:
-                write_retried(self._client, "update_item", self._sleep, **request)
-            except ClientError as exc:
-                if code(exc) != "ConditionalCheckFailedException":
-                    raise self._fail("UpdateItem (mark)", exc) from exc
-            except BotoCoreError as exc:
-                raise self._fail("UpdateItem (mark)", exc) from exc
 
     def read(self, firing_ids: Sequence[str]) -> list[tuple[dict[str, Any], RunRecord]]:
         """The runs of ``firing_ids`` that exist, 100 a request. Eventually consistent reads
