@@ -58,7 +58,7 @@ from mini_scheduler.claims.dynamodb_table import (
     write_retried,
 )
 from mini_scheduler.claims.dynamodb_watch import Watch, minute_after
-from mini_scheduler.claims.ends import RunEnds
+from mini_scheduler.claims.ends import PlacesInItems, RunEnds
 from mini_scheduler.claims.records import RunRecord
 from mini_scheduler.claims.transitions import Write
 from mini_scheduler.errors import StoreError
@@ -72,7 +72,7 @@ log = logging.getLogger("mini_scheduler.claims")
 _CONFLICT_ATTEMPTS = 5  # a change decided on a run read again when it changed meanwhile
 
 
-class DynamoDBClaimStore(RunEnds, KeptInABook, DynamoDBClaims):
+class DynamoDBClaimStore(PlacesInItems[Caps], RunEnds, KeptInABook, DynamoDBClaims):
     """The claim store on the state table. ``client`` is a boto3 DynamoDB client (made by the
     caller, so tests and emulators choose the endpoint). ``batched=False`` writes claims and
     marks one request each (:mod:`.dynamodb_batch`: for moto, whose PartiQL ignores
@@ -172,15 +172,6 @@ class DynamoDBClaimStore(RunEnds, KeptInABook, DynamoDBClaims):
 
     def _take_back_slot(self, firing: Firing, take: Write, after: RunRecord) -> bool:
         return self._slots.take_back(firing.job, firing.id)  # ``take``, as JobSlots writes it
-
-    def _release_place(self, key: str, firing_id: str) -> None:
-        self._caps.release(key, firing_id)
-
-    def _take_place(self, key: str, firing_id: str, limit: int, now: datetime) -> bool:
-        return self._caps.take(key, firing_id, limit, lease=now, now=now)
-
-    def holders(self, key: str) -> Mapping[str, datetime]:
-        return self._caps.holders(key)
 
     # -- deferred firings ------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 from mini_scheduler.claims import places, transitions
 from mini_scheduler.claims.records import Redrive, RunRecord
@@ -76,6 +76,38 @@ class Skips:
         origin: str,
     ) -> bool:
         return self._skip(Skip(Firing(job, first), now, reason, origin, last, count))
+
+
+class CapItems(Protocol):
+    """A store's caps kept as items of their own, a holder per place (:mod:`.dynamodb_places`,
+    :mod:`.mongodb_places`)."""
+
+    def holders(self, key: str) -> Mapping[str, datetime]: ...
+
+    def take(
+        self, key: str, firing_id: str, limit: int, *, lease: datetime, now: datetime
+    ) -> bool: ...
+
+    def release(self, key: str, firing_id: str) -> bool: ...
+
+
+_Caps = TypeVar("_Caps", bound=CapItems)
+
+
+class PlacesInItems(Generic[_Caps]):
+    """``_release_place``, ``_take_place`` (a redrive's place, taken back with its lease passed:
+    its run exists) and ``holders``, for a store whose caps are :class:`CapItems`."""
+
+    _caps: _Caps
+
+    def _release_place(self, key: str, firing_id: str) -> None:
+        self._caps.release(key, firing_id)
+
+    def _take_place(self, key: str, firing_id: str, limit: int, now: datetime) -> bool:
+        return self._caps.take(key, firing_id, limit, lease=now, now=now)
+
+    def holders(self, key: str) -> Mapping[str, datetime]:
+        return self._caps.holders(key)
 
 
 class RunEnds(Skips):

@@ -42,7 +42,7 @@ from pymongo.errors import DuplicateKeyError, PyMongoError
 from mini_scheduler.claims import transitions
 from mini_scheduler.claims.base import BUFFER, Deferred
 from mini_scheduler.claims.definitions import KeptInABook
-from mini_scheduler.claims.ends import RunEnds
+from mini_scheduler.claims.ends import PlacesInItems, RunEnds
 from mini_scheduler.claims.mongodb_claims import MongoDBClaims
 from mini_scheduler.claims.mongodb_deferred import DEFERRED, DeferredFirings
 from mini_scheduler.claims.mongodb_documents import (
@@ -71,7 +71,7 @@ log = logging.getLogger("mini_scheduler.claims")
 _CONFLICT_ATTEMPTS = 3  # a change decided on a run read again when it changed meanwhile
 
 
-class MongoDBClaimStore(RunEnds, KeptInABook, MongoDBClaims):
+class MongoDBClaimStore(PlacesInItems[Caps], RunEnds, KeptInABook, MongoDBClaims):
     """The claim store on MongoDB. ``database`` is a pymongo Database (the container's, from
     :func:`mini_scheduler.mongo.database`; tests inject mongomock's). ``claim`` and
     ``mark_dispatched`` are batches of one (:class:`.base.OneByOne`)."""
@@ -141,15 +141,6 @@ class MongoDBClaimStore(RunEnds, KeptInABook, MongoDBClaims):
         return (
             update_job(self.states, firing.job, with_lease(take, after.deadline)).matched_count != 0
         )
-
-    def _release_place(self, key: str, firing_id: str) -> None:
-        self._caps.release(key, firing_id)
-
-    def _take_place(self, key: str, firing_id: str, limit: int, now: datetime) -> bool:
-        return self._caps.take(key, firing_id, limit, lease=now, now=now)
-
-    def holders(self, key: str) -> Mapping[str, datetime]:
-        return self._caps.holders(key)
 
     @contextlib.contextmanager
     def _following(self, firing: Firing, after: RunRecord) -> Iterator[None]:
