@@ -248,23 +248,15 @@ class JobSlots:
         WARNING, but at DEBUG when ``held`` is a firing of the same claim batch (``claiming``):
         the batch took that slot a moment before for a firing recorded already, whose claim is
         lost and gives it back (:func:`.transitions.lost_keeps_slot`)."""
-        status = RUN["status"]
         try:
-            run = self._runs.find_one({"_id": held}, {status: 1})
+            found = self._runs.find_one({"_id": held})
         except PyMongoError as exc:
             raise self._fail("find (slot holder)", RUNS, exc) from exc
         lease = state.get(JOB_FIELDS["open_until"])
-        until = utc(lease)
-        # A slot taken by a backfill's claim over a skip: that SKIPPED record is no run yet.
-        if run is not None and state.get(JOB_FIELDS["open_over_skip"]):
-            run = None if run.get(status) == RunStatus.SKIPPED else run
-        if run is not None:
-            if run.get(status) in transitions.OPEN:
-                return False
-            why = "its run has ended"
-        elif until is not None and until <= now:
-            why = "no run was recorded within its claim's lease"
-        else:
+        holder = run_from(found) if found is not None else None
+        over_skip = bool(state.get(JOB_FIELDS["open_over_skip"]))
+        why = transitions.stale_slot(holder, utc(lease), now, over_skip=over_skip)
+        if why is None:
             return False
         released = self.release(
             job,
