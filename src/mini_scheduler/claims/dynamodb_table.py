@@ -47,9 +47,48 @@ def job_key(job: str) -> dict[str, Any]:
 
 def value_of(value: Any) -> dict[str, Any]:
     """A DynamoDB attribute value; floats travel as Decimals, as DynamoDB needs."""
+    plain = _plain_value(value)
+    if plain is not None:
+        return plain
     if isinstance(value, (float, dict, list)):
         value = json.loads(json.dumps(value), parse_float=Decimal)
     return dict(_SERIALIZER.serialize(value))
+
+
+_LARGEST_NUMBER = 10**38  # DynamoDB's numbers keep 38 digits
+
+
+def _plain_value(value: Any) -> dict[str, Any] | None:
+    """``value`` as :data:`_SERIALIZER` writes it, for the values a job's parameters hold
+    (strings, whole numbers, booleans, null, and maps with string keys and lists of them),
+    without its type checks or the JSON round trip (a claim's parameters: a firing each); None
+    for anything else (a float, a tuple, a set), which takes that way."""
+    kind = type(value)
+    if kind is str:
+        return {"S": value}
+    if kind is bool:
+        return {"BOOL": value}
+    if kind is int:
+        return {"N": str(value)} if -_LARGEST_NUMBER < value < _LARGEST_NUMBER else None
+    if value is None:
+        return {"NULL": True}
+    if kind is dict:
+        entries = {}
+        for key, item in value.items():
+            entry = _plain_value(item) if type(key) is str else None
+            if entry is None:
+                return None
+            entries[key] = entry
+        return {"M": entries}
+    if kind is list:
+        items = []
+        for item in value:
+            entry = _plain_value(item)
+            if entry is None:
+                return None
+            items.append(entry)
+        return {"L": items}
+    return None
 
 
 def encode(field: str, value: Any) -> dict[str, Any]:

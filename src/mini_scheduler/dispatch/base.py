@@ -126,6 +126,12 @@ class Dispatchers:
 
     def __init__(self, by_kind: Mapping[str, Dispatcher]) -> None:
         self._by_kind = dict(by_kind)
+        # Asked a firing each: a runtime Protocol check walks the class's attributes every time.
+        self._batch_sizes = {
+            kind: dispatcher.batch_size
+            for kind, dispatcher in self._by_kind.items()
+            if isinstance(dispatcher, BatchDispatcher)
+        }
 
     def _for(self, target: Target) -> Dispatcher:
         dispatcher = self._by_kind.get(target.kind)
@@ -146,8 +152,7 @@ class Dispatchers:
 
     def batch_size(self, target: Target) -> int:
         """How many firings of ``target`` go in one request (1: each on its own)."""
-        dispatcher = self._by_kind.get(target.kind)
-        return dispatcher.batch_size if isinstance(dispatcher, BatchDispatcher) else 1
+        return self._batch_sizes.get(target.kind, 1)
 
     def dispatch_batch(
         self, target: Target, firings: Sequence[tuple[str, Mapping[str, Any]]]
