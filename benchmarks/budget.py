@@ -28,6 +28,8 @@ class Capacity:
     shard_firings: int  # one shard's share of the measured fanned-out tick
     parent_cpu: float  # CPU seconds of the measured parent tick (expansion, shard invokes)
     parent_jobs: int
+    parent_invokes: int = 0  # the shards the measured parent invoked
+    invoke_cpu: float = 0.0  # CPU seconds of one Invoke: the floor's, measured in the same run
 
     @property
     def share(self) -> float:
@@ -65,6 +67,8 @@ def capacity(results: Results) -> Capacity:
         shard_firings=runs.shard[0].firings,
         parent_cpu=parent.cpu,
         parent_jobs=runs.fanout.jobs,
+        parent_invokes=parent.shard_events,
+        invoke_cpu=results.floor.cpu_per_call if results.floor else 0.0,
     )
 
 

@@ -6,9 +6,9 @@ this run's figures there and checks them against Lambda's and DynamoDB's limits:
 * Shards: at most 10 s of the ticker's CPU an invocation ("defaults that hold",
   ``benchmarks.budget``), at the CPU per firing of this run's largest tick, gives the firings a
   shard can take, at the template's ``TickerMemorySize`` and at 1,769 MB (one vCPU); the shards
-  that takes, against ``FanoutShards``' ``MaxValue``. The parent tick (expansion and the shard
-  invokes) is taken to 1,000,000 jobs: the measured parent's CPU beyond an empty tick's, in
-  proportion to its jobs.
+  that takes, against ``FanoutShards``' ``MaxValue``. The parent tick is taken to 1,000,000
+  jobs: its expansion (the measured parent's CPU beyond an empty tick's and its shard invokes)
+  in proportion to its jobs, and an Invoke (the floor's CPU per call) per shard at that rate.
 * Partitions: the partition keys are the claim store's own, as this run's ledger booked them
   (``benchmarks.accounting``: a steady tick fanned out to a few shards, the parent's and each
   shard's requests, and the recorder's closes; item by item, with the units their sizes cost).
@@ -212,12 +212,16 @@ class Scale:
     bill_at_template: cost.Bill
 
 
-def parent_cpu(c: Capacity, empty: float) -> float:
-    """CPU seconds at one vCPU of the parent tick of :data:`RATE` jobs: the measured parent's
-    beyond an empty tick's, in proportion to its jobs, and an empty tick's."""
+def parent_cpu(c: Capacity, empty: float, shards: int) -> float:
+    """CPU seconds at one vCPU of the parent tick of :data:`RATE` jobs that invokes ``shards``:
+    an empty tick's, the measured parent's expansion (its CPU beyond an empty tick's and its
+    shard invokes) in proportion to its jobs, and an Invoke (the floor's CPU) a shard. The
+    invokes follow the shards, not the jobs: 167 at a million, not a hundred times 40."""
     if not c.parent_jobs:
         return 0.0
-    return empty + max(0.0, c.parent_cpu - empty) * RATE / c.parent_jobs
+    invokes = c.invoke_cpu * c.parent_invokes
+    expansion = max(0.0, c.parent_cpu - empty - invokes)
+    return empty + expansion * RATE / c.parent_jobs + c.invoke_cpu * shards
 
 
 def measure(acc: Accounting, c: Capacity, inputs: cost.Inputs, shards_max: int | None) -> Scale:
@@ -236,7 +240,7 @@ def measure(acc: Accounting, c: Capacity, inputs: cost.Inputs, shards_max: int |
         shards_at_template=at_template,
         shards_at_vcpu=at_vcpu,
         shards_max=shards_max,
-        parent_cpu=parent_cpu(c, inputs.cpu_empty),
+        parent_cpu=parent_cpu(c, inputs.cpu_empty, at_vcpu),
         partitions=partitions(acc, at_vcpu),
         item=largest_item(acc, at_vcpu),
         table_writes=table_rate(acc, at_vcpu, write=True),
@@ -274,8 +278,8 @@ def _shard_rows(s: Scale) -> list[Row]:
     out.append(
         Row(
             SECTION,
-            f"  the parent tick of {RATE:,} jobs at {VCPU_MB:,} MB: CPU (beyond an empty tick's, "
-            f"in proportion to the {c.parent_jobs:,} measured)",
+            f"  the parent tick of {RATE:,} jobs at {VCPU_MB:,} MB: CPU (its expansion in "
+            f"proportion to the {c.parent_jobs:,} measured, an Invoke a shard: {s.shards_at_vcpu})",
             seconds(s.parent_cpu),
             f"the budget: {CPU_BUDGET:g} s of CPU",
             ratio(s.parent_cpu, CPU_BUDGET, digits=2),

@@ -275,8 +275,18 @@ def test_a_recorder_batch_shares_its_invocation() -> None:
     assert cost.queue_requests(1) == 0 and cost.queue_requests(10) == pytest.approx(1.2)
     assert a.recorder - b.recorder == pytest.approx(saved - queued)
     assert b.logs < a.logs and a.dynamodb == b.dynamodb
-    assert scale.parent_cpu(Capacity(256, 250, 40, 0.003, 0.003, 250, 0.5, 10_000), 0.1) == (
+    assert scale.parent_cpu(Capacity(256, 250, 40, 0.003, 0.003, 250, 0.5, 10_000), 0.1, 167) == (
         pytest.approx(0.1 + 0.4 * 100)
+    )
+
+
+def test_the_parent_s_shard_invokes_are_taken_to_the_shards_not_to_the_jobs() -> None:
+    """A parent of 10,000 jobs that invoked 40 shards at 2 ms an Invoke: 0.08 s of its CPU
+    are those invokes, and a parent of a million jobs makes 167 of them, not 4,000."""
+    measured = Capacity(256, 250, 40, 0.003, 0.003, 250, 0.5, 10_000, 40, 0.002)
+    expansion = 0.5 - 0.1 - 40 * 0.002
+    assert scale.parent_cpu(measured, 0.1, 167) == pytest.approx(
+        0.1 + expansion * 100 + 167 * 0.002
     )
 
 
