@@ -31,7 +31,6 @@ import contextlib
 import itertools
 import logging
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
@@ -67,8 +66,6 @@ _DELETE_ROUNDS: Final = 5
 MAX_CREATE: Final = 10_000
 """Schedules one request may create (a bound on the work and on the answer's size)."""
 _SECOND: Final = timedelta(seconds=1)
-_WRITERS: Final = 8
-"""Definitions a create writes at once (each its own conditional write)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,11 +247,10 @@ class Schedules:
         return schedules
 
     def _define(self, definitions: Sequence[Definition], *, operator: str, now: datetime) -> None:
-        """Store every definition, or none: each is one conditional write, and when one is
-        refused (its name made meanwhile by another operator) or fails, those written go again
-        and the refusal is the answer."""
-        with ThreadPoolExecutor(max_workers=_WRITERS) as pool:
-            answers = list(pool.map(self._create_one, definitions))
+        """Store every definition, or none: each is a conditional write (the store batches
+        them), and when one is refused (its name made meanwhile by another operator) or fails,
+        those written go again and the refusal is the answer."""
+        answers = self._claims.create_schedules(definitions)
         made = [d for d, answer in zip(definitions, answers, strict=True) if answer is True]
         if len(made) == len(definitions):
             return
@@ -270,12 +266,6 @@ class Schedules:
                 for name in taken[:20]
             )
         )
-
-    def _create_one(self, definition: Definition) -> bool | StoreError:
-        try:
-            return self._claims.create_schedule(definition)
-        except StoreError as exc:
-            return exc
 
     def _undefine(self, definitions: Sequence[Definition], *, operator: str, now: datetime) -> None:
         for definition in definitions:

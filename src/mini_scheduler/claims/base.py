@@ -419,6 +419,12 @@ class ClaimStore(Protocol):
         wins). False, nothing written, when one has."""
         ...
 
+    def create_schedules(self, definitions: Sequence[Definition]) -> list[bool | StoreError]:
+        """:meth:`create_schedule` for each of ``definitions`` (their names distinct), in as
+        few requests as the store allows: each one's answer, or the StoreError that its write
+        met (one whose answer was lost may be written)."""
+        ...
+
     def schedule(self, name: str) -> Definition | None:
         """The definition stored under ``name`` (a tombstone too), read consistently with one
         get."""

@@ -21,13 +21,14 @@ A firing stored before definitions existed names no generation: its generation i
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Protocol
 
 from mini_scheduler.claims.base import Deferred
 from mini_scheduler.claims.records import Definition
+from mini_scheduler.errors import StoreError
 from mini_scheduler.model import parse_instant
 
 
@@ -86,11 +87,27 @@ def carried(
     return replace(base, next_firing=following.firing.scheduled)
 
 
+def created_each(
+    create: Callable[[Definition], bool], definitions: Sequence[Definition]
+) -> list[bool | StoreError]:
+    """Each of ``definitions`` made by ``create``, one after another: its answer, or the
+    StoreError it raised (the others are still made)."""
+    answers: list[bool | StoreError] = []
+    for definition in definitions:
+        try:
+            answers.append(create(definition))
+        except StoreError as exc:
+            answers.append(exc)
+    return answers
+
+
 class Book(Protocol):
     """Where a backend keeps the definitions (:mod:`.dynamodb_schedules`,
     :mod:`.mongodb_schedules`)."""
 
     def create(self, definition: Definition) -> bool: ...
+
+    def create_many(self, definitions: Sequence[Definition]) -> list[bool | StoreError]: ...
 
     def get(self, name: str) -> Definition | None: ...
 
@@ -122,6 +139,10 @@ class KeptInABook:
     def create_schedule(self, definition: Definition) -> bool:
         self._ready()
         return self._schedules.create(definition)
+
+    def create_schedules(self, definitions: Sequence[Definition]) -> list[bool | StoreError]:
+        self._ready()
+        return self._schedules.create_many(definitions)
 
     def schedule(self, name: str) -> Definition | None:
         return self._schedules.get(name)

@@ -102,7 +102,13 @@ class DynamoDBClaimStore(PlacesInItems[Caps], RunEnds, KeptInABook, DynamoDBClai
         self._tokens = Tokens()
         self._deferred = DeferredFirings(client, table, self._ttl, sleep)
         self._schedules = ScheduleBook(
-            client, table, self._ttl, self._deferred, sleep, transactions=transactions
+            client,
+            table,
+            self._ttl,
+            self._deferred,
+            sleep,
+            transactions=transactions,
+            writer=self._writer,
         )
 
     # -- the primitives of the ends (:mod:`.ends`) -------------------------------------------

@@ -5,7 +5,10 @@
   ``deletedAt``, ``deletedBy`` and ``expiresAt`` (the TTL: the store's run TTL after the
   delete).
 
-``create`` is one ``PutItem`` on the condition that no live definition has the name, ``get``
+``create`` is one ``PutItem`` on the condition that no live definition has the name;
+``create_many`` writes 25 to a request, each a PartiQL ``INSERT`` (:mod:`.dynamodb_batch`),
+refused where the name has an item, live or a tombstone: each so refused is a ``create`` of
+its own, which writes over a tombstone (a name made again). ``get``
 one consistent ``GetItem``, ``live`` one consistent ``Query`` of the partition (tombstones
 filtered out; ``every`` keeps them), ``put`` (a definition another region's store holds, carried
 here) one ``PutItem`` on the condition that the stored one is still the one read, ``retire``
@@ -32,9 +35,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from mini_scheduler.claims.base import Deferred
 from mini_scheduler.claims.definitions import carried, generation_of
+from mini_scheduler.claims.dynamodb_batch import BATCH_SIZE, BatchWriter, Insert, Outcome
 from mini_scheduler.claims.dynamodb_deferred import DeferredFirings, deferred_item, deferred_key
 from mini_scheduler.claims.dynamodb_table import conditional, failed, named, write_retried
 from mini_scheduler.claims.records import Definition
+from mini_scheduler.errors import StoreError
 from mini_scheduler.model import iso_millis, parse_instant
 
 if TYPE_CHECKING:
@@ -58,10 +63,12 @@ class ScheduleBook:
         sleep: Callable[[float], None] = time.sleep,
         *,
         transactions: bool = True,
+        writer: BatchWriter | None = None,
     ) -> None:
         self._client = client
         self._table = table
         self._ttl = ttl
+        self._writer = writer or BatchWriter(client, table, sleep)
         self._deferred = deferred
         self._sleep = sleep
         self._transactions = transactions  # False: a global table in MRSC mode refuses them
@@ -75,6 +82,29 @@ class ScheduleBook:
             }
         )
         return self._write("put_item", "PutItem (create schedule)", request) is not None
+
+    def create_many(self, definitions: Sequence[Definition]) -> list[bool | StoreError]:
+        answers: list[bool | StoreError] = []
+        for start in range(0, len(definitions), BATCH_SIZE):
+            chunk = definitions[start : start + BATCH_SIZE]
+            inserts = [Insert(definition_item(d, self._ttl)) for d in chunk]
+            written: list[Outcome]
+            try:
+                written = self._writer.write(inserts)
+            except StoreError as exc:  # the request failed whole: its writes are unknown
+                written = [exc] * len(chunk)
+            answers += [self._again(d, w) for d, w in zip(chunk, written, strict=True)]
+        return answers
+
+    def _again(self, definition: Definition, written: Outcome) -> bool | StoreError:
+        """A batched write's answer; one refused because the name has an item is made on
+        its own, on ``create``'s condition (a tombstone gives way, a live one does not)."""
+        if written is not False:
+            return written
+        try:
+            return self.create(definition)
+        except StoreError as exc:
+            return exc
 
     def get(self, name: str) -> Definition | None:
         try:

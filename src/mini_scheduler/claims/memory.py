@@ -25,7 +25,7 @@ from mini_scheduler.claims.base import (
     history_cursor,
     named_firings,
 )
-from mini_scheduler.claims.definitions import advanced
+from mini_scheduler.claims.definitions import advanced, created_each
 from mini_scheduler.claims.ends import RunEnds
 from mini_scheduler.claims.places import held, log_released, may_take, past_lease, stale
 from mini_scheduler.claims.records import Definition, JobStart, JobState, RunRecord
@@ -107,6 +107,9 @@ class _Schedules:
                 return False
             self._schedules[definition.name] = definition
             return True
+
+    def create_schedules(self, definitions: Sequence[Definition]) -> list[bool | StoreError]:
+        return created_each(self.create_schedule, definitions)
 
     def schedule(self, name: str) -> Definition | None:
         with self._operation():

@@ -24,7 +24,7 @@ firing, marked: the next tick makes the same step again.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -32,11 +32,12 @@ from pymongo import ASCENDING, ReturnDocument
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
 from mini_scheduler.claims.base import Deferred
-from mini_scheduler.claims.definitions import carried, generation_of
+from mini_scheduler.claims.definitions import carried, created_each, generation_of
 from mini_scheduler.claims.mongodb_deferred import DeferredFirings
 from mini_scheduler.claims.mongodb_documents import ms, utc
 from mini_scheduler.claims.mongodb_slots import Fail
 from mini_scheduler.claims.records import Definition
+from mini_scheduler.errors import StoreError
 from mini_scheduler.mongo import Document
 
 if TYPE_CHECKING:
@@ -79,6 +80,11 @@ class ScheduleBook:
         except PyMongoError as exc:
             raise self._fail("replace (create schedule)", SCHEDULES, exc) from exc
         return True
+
+    def create_many(self, definitions: Sequence[Definition]) -> list[bool | StoreError]:
+        """``create`` for each, one after another: a name is kept unique by a replace's
+        upsert, which a bulk write would not answer name by name."""
+        return created_each(self.create, definitions)
 
     def get(self, name: str) -> Definition | None:
         try:

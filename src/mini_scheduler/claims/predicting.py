@@ -31,6 +31,7 @@ from mini_scheduler.claims.base import (
     Deferred,
     MarkRequest,
 )
+from mini_scheduler.claims.definitions import created_each
 from mini_scheduler.claims.ends import Skip, Skips
 from mini_scheduler.claims.memory import MemoryClaimStore
 from mini_scheduler.claims.oneby import FromJobStates, OneByOne
@@ -128,6 +129,9 @@ class _Schedules:
             made = self._memory.create_schedule(definition)
             self._note("create_schedule", definition.name, made, definition=definition)
             return made
+
+    def create_schedules(self, definitions: Sequence[Definition]) -> list[bool | StoreError]:
+        return created_each(self.create_schedule, definitions)
 
     def carry_schedule(self, definition: Definition, over: Definition | None) -> bool:
         with self._lock:

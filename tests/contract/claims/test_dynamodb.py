@@ -12,7 +12,7 @@ from moto import mock_aws
 
 from mini_scheduler.claims.base import ClaimRequest, ClaimResult, Deferred
 from mini_scheduler.claims.dynamodb import DynamoDBClaimStore, create_state_table
-from mini_scheduler.claims.records import JobStart, Redrive
+from mini_scheduler.claims.records import Definition, JobStart, Redrive, new_generation
 from mini_scheduler.errors import StoreError
 from mini_scheduler.model import Firing, RunStatus
 from tests.contract.claims.conftest import new_table_name
@@ -542,3 +542,34 @@ def test_marks_items_left_unprocessed_past_their_attempts_are_errors_then_marked
     assert [(r.status, r.started_at) for r in runs if r] == [
         (RunStatus.DISPATCHED, T0 + timedelta(seconds=2))
     ] * 2
+
+
+@pytest.mark.dynamodb_local
+def test_runtime_schedules_definitions_are_written_25_a_request(dynamodb_local: object) -> None:
+    """Creating 60 runtime schedules writes their definitions in 3 requests (PartiQL INSERTs),
+    not 60 PutItems; a name whose tombstone is stored is refused there and made alone."""
+    table = new_table_name()
+    create_state_table(dynamodb_local, table)  # type: ignore[arg-type]
+    store = DynamoDBClaimStore(table, dynamodb_local, sleep=lambda _: None)  # type: ignore[arg-type]
+    calls: list[str] = []
+
+    def count(model: Any, **_: Any) -> None:
+        calls.append(model.name)
+
+    def definition(name: str) -> Definition:
+        entry = {"name": name, "cron": "0 * * * * ?", "service": "fn"}
+        return Definition(name, new_generation(T0), entry, "jane", T0, T0 + MINUTE)
+
+    gone = definition("s-00")
+    assert store.create_schedule(gone)
+    store.delete_schedule("s-00", gone.generation, operator="joe", now=T0)
+    events = dynamodb_local.meta.events  # type: ignore[attr-defined]
+    events.register("before-call.dynamodb", count)
+    try:
+        answers = store.create_schedules([definition(f"s-{i:02d}") for i in range(60)])
+    finally:
+        events.unregister("before-call.dynamodb", count)
+    assert answers == [True] * 60
+    # s-00 is refused in the first request (its tombstone is an item) and made alone after it
+    assert calls == ["BatchExecuteStatement", "PutItem", *["BatchExecuteStatement"] * 2]
+    assert len(store.schedules()) == 60

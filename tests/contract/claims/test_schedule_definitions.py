@@ -234,3 +234,44 @@ def test_racing_ticks_moving_one_schedule_on_keep_exactly_its_next_firing(
         done, following = following, _firing(made, 3 + _round)
         if _round == 0:
             assert results.count(True) == 1
+
+
+def test_many_definitions_are_made_in_one_call_each_answered_in_order(
+    claim_store: ClaimStore,
+) -> None:
+    """``create_schedules``: a new name is made, a live one's is refused, a tombstone gives way
+    to a name made again; past a request's 25 as well."""
+    live, gone = _definition("live"), _definition("gone")
+    claim_store.create_schedule(live)
+    claim_store.create_schedule(gone)
+    claim_store.delete_schedule("gone", gone.generation, operator="joe", now=T0)
+    fresh = [_definition(f"fresh-{i:02d}") for i in range(30)]
+    again, taken = _definition("gone"), _definition("live")
+    asked = [fresh[0], taken, *fresh[1:27], again, *fresh[27:]]
+
+    answers = claim_store.create_schedules(asked)
+
+    assert answers == [True, False, *[True] * 26, True, *[True] * 3]
+    assert claim_store.schedule("live") == live  # the refused one wrote nothing
+    assert claim_store.schedule("gone") == again
+    assert sorted(d.name for d in claim_store.schedules()) == sorted(
+        ["live", "gone", *(d.name for d in fresh)]
+    )
+
+
+def test_racing_batches_of_one_name_have_exactly_one_winner(
+    racing_claim_store: ClaimStore,
+) -> None:
+    names = [f"batch-race-{i:02d}" for i in range(30)]
+    barrier = threading.Barrier(4)
+
+    def one(_: int) -> list[object]:
+        definitions = [_definition(name) for name in names]
+        barrier.wait()
+        return list(racing_claim_store.create_schedules(definitions))
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        answers = list(pool.map(one, range(4)))
+    for index, name in enumerate(names):
+        assert [a[index] for a in answers].count(True) == 1, name
+    assert len(racing_claim_store.schedules()) == len(names)
