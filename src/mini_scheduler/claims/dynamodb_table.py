@@ -263,12 +263,18 @@ def get_many(
     sleep: Callable[[float], None],
     *,
     consistent: bool = True,
+    attributes: Sequence[str] = (),
 ) -> Iterator[dict[str, Any]]:
-    """The items of ``table`` at ``keys`` that exist, 100 a ``BatchGetItem``, the keys DynamoDB
-    left unprocessed asked again with back-off. Raises StoreError naming ``operation``."""
+    """The items of ``table`` at ``keys`` that exist (only their ``attributes``, when named),
+    100 a ``BatchGetItem``, the keys DynamoDB left unprocessed asked again with back-off.
+    Raises StoreError naming ``operation``."""
+    asked: dict[str, Any] = {"ConsistentRead": consistent}
+    if attributes:
+        asked["ProjectionExpression"] = ", ".join(f"#{name}" for name in attributes)
+        asked["ExpressionAttributeNames"] = {f"#{name}": name for name in attributes}
     keys = list({json.dumps(key, sort_keys=True): key for key in keys}.values())  # once each:
     for start in range(0, len(keys), _READ):  # DynamoDB refuses a request that repeats a key
-        wanted: Any = {"Keys": list(keys[start : start + _READ]), "ConsistentRead": consistent}
+        wanted: Any = {"Keys": list(keys[start : start + _READ]), **asked}
         for attempt in range(_UNPROCESSED_ATTEMPTS):
             try:
                 answer = client.batch_get_item(RequestItems={table: wanted})
@@ -278,7 +284,7 @@ def get_many(
             left = answer.get("UnprocessedKeys", {}).get(table)
             if not left:
                 break
-            wanted = {**left, "ConsistentRead": consistent}  # as asked, whatever comes back
+            wanted = {**left, **asked}  # as asked, whatever comes back
             sleep(0.05 * 2**attempt)
         else:
             raise StoreError(

@@ -11,13 +11,14 @@ have passed:
   grouping lists whole ids in ``firings``, and is read as well (:func:`watched`).
 
 The sweep queries the watch items due by now (one partition, in due order), reads the runs
-they list (``BatchGetItem``, 100 a request, consistent), and answers the open ones past their
-deadline. Settling (the tick's sweep, not a dry run) then writes one new watch item per minute
-for the runs still open (a run answered as due is looked at again a minute on, so a sweep
-step that failed is tried again; one still running at its deadline's minute) and deletes the
-items it read. Every run an open run could be is watched from its claim to its end: its claim
-is watched before it is written, and every sweep that reads it open watches it again before
-forgetting the item that listed it. A run reopened by a redrive is watched again by the store.
+they list (``BatchGetItem``, 100 a request, eventually consistent, only what says whether a run
+is due), and answers the open ones past their deadline, read again whole. Settling (the
+tick's sweep, not a dry run) then writes one new watch item per minute for the runs still open
+(a run answered as due is looked at again a minute on, so a sweep step that failed is tried
+again; one still running at its deadline's minute) and deletes the items it read. Every run
+an open run could be is watched from its claim to its end: its claim is watched before it is
+written, and every sweep that reads it open watches it again before forgetting the item that
+listed it. A run reopened by a redrive is watched again by the store.
 
 A watch item costs its size in write units once when written and once when deleted: about a
 job name's bytes a firing, against the 1 KB (and index writes) of a per-run index entry.
@@ -36,6 +37,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from mini_scheduler.claims.dynamodb_marks import resolve
 from mini_scheduler.claims.dynamodb_table import (
+    RUN,
     failed,
     get_many,
     named,
@@ -54,6 +56,9 @@ if TYPE_CHECKING:
 WATCH = "WATCH"
 AGAIN = timedelta(minutes=1)
 """A run the sweep answered as due is looked at again from the next minute on."""
+SWEPT = ("pk", "sk", *(RUN[field] for field in ("status", "deadline", "started_at", "claim_token")))
+"""What the sweep reads of a run to know whether it is due: its key, its status and deadline,
+and what its batch's marks item is found by (:func:`.dynamodb_marks.resolve`)."""
 MAX_ITEM_BYTES = 300_000
 """A watch item's firing ids stay under this (DynamoDB's item limit is 400 KB)."""
 
@@ -96,17 +101,15 @@ class Watch:
     def due(self, now: datetime, limit: int, *, settle: bool) -> list[tuple[RunRecord, RunRecord]]:
         """The watched runs open past their deadline, oldest deadline first (at most
         ``limit``), each as stored and as its batch's marks say (:mod:`.dynamodb_marks`);
-        with ``settle``, the watch moves on as the module says."""
+        with ``settle``, the watch moves on as the module says. The runs are read with only
+        what says whether one is due (:data:`SWEPT`: a sweep reads every run once, most of them
+        ended or running), and those due read again whole."""
         items = list(self._due_items(now))
         ids = list(dict.fromkeys(firing_id for item in items for firing_id in watched(item)))
-        stored = [(raw, run) for raw, run in self.read(ids) if run.status.open]
-        runs = resolve(self._client, self._table, stored, self._sleep, "BatchGetItem (marks)")
+        runs = [run for _, run in self._open(self.read(ids, SWEPT))]
+        late = [run.firing_id for run in runs if _late(run, now)]
         due = sorted(
-            (
-                (was, run)
-                for (_, was), run in zip(stored, runs, strict=True)
-                if run.deadline is not None and run.deadline <= now
-            ),
+            ((was, run) for was, run in self._open(self.read(late)) if _late(run, now)),
             key=lambda pair: pair[1].deadline or now,
         )
         if settle and items:
@@ -120,6 +123,14 @@ class Watch:
                 self.add(firing_ids, at)
             self._delete([{"pk": item["pk"], "sk": item["sk"]} for item in items])
         return due[:limit]
+
+    def _open(
+        self, stored: Sequence[tuple[dict[str, Any], RunRecord]]
+    ) -> list[tuple[RunRecord, RunRecord]]:
+        """The open runs of ``stored``, each as read and as its batch's marks say."""
+        kept = [(raw, run) for raw, run in stored if run.status.open]
+        runs = resolve(self._client, self._table, kept, self._sleep, "BatchGetItem (marks)")
+        return [(was, run) for (_, was), run in zip(kept, runs, strict=True)]
 
     def _due_items(self, now: datetime) -> Iterator[dict[str, Any]]:
         request = named(
@@ -139,8 +150,11 @@ class Watch:
         except (ClientError, BotoCoreError) as exc:
             raise self._fail("Query (watch)", exc) from exc
 
-    def read(self, firing_ids: Sequence[str]) -> list[tuple[dict[str, Any], RunRecord]]:
-        """The runs of ``firing_ids`` that exist, 100 a request. Eventually consistent reads
+    def read(
+        self, firing_ids: Sequence[str], attributes: Sequence[str] = ()
+    ) -> list[tuple[dict[str, Any], RunRecord]]:
+        """The runs of ``firing_ids`` that exist (only their ``attributes`` when named: a record
+        with the others unset), 100 a request. Eventually consistent reads
         (half the read units) are enough: the runs were written minutes before, and a read a
         moment stale can only show a run still open that has just ended (its time-out or
         take-over is conditional and changes nothing; it is looked at once more). A run
@@ -155,6 +169,7 @@ class Watch:
                 keys,
                 self._sleep,
                 consistent=False,
+                attributes=attributes,
             )
         ]
 
@@ -162,6 +177,10 @@ class Watch:
         requests = [{"DeleteRequest": {"Key": dict(key)}} for key in keys]
         write_batches(self._client, self._table, requests, "BatchWriteItem (watch)", self._sleep)
         # Items left undeleted are read again by the next sweep: harmless, never lost.
+
+
+def _late(run: RunRecord, now: datetime) -> bool:
+    return run.deadline is not None and run.deadline <= now
 
 
 def watch_item(firing_ids: Sequence[str], at: datetime, ttl: timedelta) -> dict[str, Any]:

@@ -573,3 +573,44 @@ def test_runtime_schedules_definitions_are_written_25_a_request(dynamodb_local: 
     # s-00 is refused in the first request (its tombstone is an item) and made alone after it
     assert calls == ["BatchExecuteStatement", "PutItem", *["BatchExecuteStatement"] * 2]
     assert len(store.schedules()) == 60
+
+
+@pytest.mark.dynamodb_local
+def test_the_sweep_reads_what_says_a_run_is_due_and_only_the_due_ones_whole(
+    dynamodb_local: object,
+) -> None:
+    """Every watched run is read once past its lease, most of them running or ended: that read
+    asks for the key, status, deadline, start and claim token only; a run found due (never
+    marked) is read again whole, and answered with where it goes."""
+    from mini_scheduler.claims.base import MarkRequest
+
+    table = new_table_name()
+    create_state_table(dynamodb_local, table)  # type: ignore[arg-type]
+    store = DynamoDBClaimStore(table, dynamodb_local, sleep=lambda _: None)  # type: ignore[arg-type]
+    firings = [Firing(f"job-{i:02}", T0) for i in range(5)]
+    start = JobStart("lambda:fn", "0 * * * * ? @UTC", {"region": "east"})
+    store.watch([f.id for f in firings], T0 + LEASE)
+    store.claim_many(
+        [ClaimRequest(f, start=start) for f in firings], now=T0, lease_until=T0 + LEASE, origin="a"
+    )
+    deadline = T0 + timedelta(minutes=15)
+    store.mark_many([MarkRequest(f, deadline, start) for f in firings[1:]], now=T0)
+    reads: list[dict[str, Any]] = []
+
+    def seen(params: dict[str, Any], **_: Any) -> None:
+        reads.extend(params["RequestItems"].values())
+
+    events = dynamodb_local.meta.events  # type: ignore[attr-defined]
+    events.register("provide-client-params.dynamodb.BatchGetItem", seen)
+    try:
+        (due,) = store.due_runs(T0 + LEASE + MINUTE, 10)
+    finally:
+        events.unregister("provide-client-params.dynamodb.BatchGetItem", seen)
+    assert due.firing_id == firings[0].id and due.status is RunStatus.CLAIMED
+    assert due.service == "lambda:fn" and due.parameters == {"region": "east"}
+    runs = [r for r in reads if r["Keys"][0]["pk"]["S"].startswith("RUN#")]
+    assert [len(r["Keys"]) for r in runs] == [5, 1]  # all five, then the due one
+    assert sorted(runs[0]["ExpressionAttributeNames"].values()) == sorted(
+        ["pk", "sk", "status", "deadline", "startedAt", "claimToken"]
+    )
+    assert "ProjectionExpression" not in runs[1]  # whole
