@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,6 +22,22 @@ from tests.contract.claims.conftest import new_table_name
 T0 = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
 LEASE = timedelta(seconds=120)
 MINUTE = timedelta(minutes=1)
+
+
+@contextlib.contextmanager
+def _counted(client: object) -> Iterator[list[str]]:
+    """The DynamoDB operations ``client`` calls inside the block, in order."""
+    calls: list[str] = []
+
+    def count(model: Any, **_: Any) -> None:
+        calls.append(model.name)
+
+    events = client.meta.events  # type: ignore[attr-defined]
+    events.register("before-call.dynamodb", count)
+    try:
+        yield calls
+    finally:
+        events.unregister("before-call.dynamodb", count)
 
 
 @pytest.mark.dynamodb_local
@@ -222,17 +240,8 @@ def test_no_deferred_firing_due_is_one_request_however_many_wait(dynamodb_local:
         for i in range(1000)
     ]
     store.defer(waiting)
-    calls: list[str] = []
-
-    def count(model: Any, **_: Any) -> None:
-        calls.append(model.name)
-
-    events = dynamodb_local.meta.events  # type: ignore[attr-defined]
-    events.register("before-call.dynamodb", count)
-    try:
+    with _counted(dynamodb_local) as calls:
         assert store.due_deferred(T0 + timedelta(minutes=59)) == []
-    finally:
-        events.unregister("before-call.dynamodb", count)
     assert calls == ["Query"]
     assert len(store.due_deferred(T0 + timedelta(hours=2))) == 1000
     first = waiting[0]
@@ -398,20 +407,16 @@ def test_a_batch_of_overlap_skip_claims_takes_its_slots_in_one_request(
     store = DynamoDBClaimStore(table, dynamodb_local, sleep=lambda _: None)  # type: ignore[arg-type]
     calls: list[str] = []
 
-    def count(model: Any, **_: Any) -> None:
-        calls.append(model.name)
-
     def claim(minute: int) -> list[ClaimResult | StoreError]:
         now = T0 + timedelta(minutes=minute)
         requests = [ClaimRequest(Firing(f"job-{i:02d}", now), exclusive=True) for i in range(25)]
-        calls.clear()
-        events.register("before-call.dynamodb", count)
-        try:
-            return list(store.claim_many(requests, now=now, lease_until=now + LEASE, origin="a"))
-        finally:
-            events.unregister("before-call.dynamodb", count)
+        with _counted(dynamodb_local) as counted:
+            outcomes = list(
+                store.claim_many(requests, now=now, lease_until=now + LEASE, origin="a")
+            )
+        calls[:] = counted
+        return outcomes
 
-    events = dynamodb_local.meta.events  # type: ignore[attr-defined]
     assert claim(0) == [ClaimResult.WON] * 25
     assert calls == ["BatchExecuteStatement"] * 3  # the slots' UPDATEs, their INSERTs, claims
     for i in range(25):  # the runs end: their slots are released
@@ -551,10 +556,6 @@ def test_runtime_schedules_definitions_are_written_25_a_request(dynamodb_local: 
     table = new_table_name()
     create_state_table(dynamodb_local, table)  # type: ignore[arg-type]
     store = DynamoDBClaimStore(table, dynamodb_local, sleep=lambda _: None)  # type: ignore[arg-type]
-    calls: list[str] = []
-
-    def count(model: Any, **_: Any) -> None:
-        calls.append(model.name)
 
     def definition(name: str) -> Definition:
         entry = {"name": name, "cron": "0 * * * * ?", "service": "fn"}
@@ -563,12 +564,8 @@ def test_runtime_schedules_definitions_are_written_25_a_request(dynamodb_local: 
     gone = definition("s-00")
     assert store.create_schedule(gone)
     store.delete_schedule("s-00", gone.generation, operator="joe", now=T0)
-    events = dynamodb_local.meta.events  # type: ignore[attr-defined]
-    events.register("before-call.dynamodb", count)
-    try:
+    with _counted(dynamodb_local) as calls:
         answers = store.create_schedules([definition(f"s-{i:02d}") for i in range(60)])
-    finally:
-        events.unregister("before-call.dynamodb", count)
     assert answers == [True] * 60
     # s-00 is refused in the first request (its tombstone is an item) and made alone after it
     assert calls == ["BatchExecuteStatement", "PutItem", *["BatchExecuteStatement"] * 2]
