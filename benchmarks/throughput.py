@@ -10,8 +10,10 @@ the largest tick of ``overlap: allow`` jobs within 1.3x the floor's wall time an
 firing within 1.2x the floor's CPU per call; the same tick of ``overlap: skip`` jobs (each
 firing takes its job's slot; the recorder closes the runs between its ticks, untimed, so that
 each tick finds the slots free) within 1.4x and 1.3x; and issue 13's, the ``allow`` tick at
-least 10x faster than sequential. Each tick is checked against the stub's counts: every due
-firing dispatched exactly once, nothing else.
+least 10x faster than sequential. The floor and the largest ticks, allow and skip, run in
+rounds (a loop of each, one after another), so that the machine's noise falls on them alike.
+Each tick is checked against the stub's counts: every due firing dispatched exactly once,
+nothing else.
 
 The ticker's CPU time (``time.process_time`` of this process: the stub and the emulator run in
 processes of their own) is reported per firing, beyond an empty tick's, because Lambda gives a
@@ -75,6 +77,7 @@ class Plan:
     workers: int = _DEFAULTS.dispatch_workers  # DISPATCH_WORKERS' default
     sweep: tuple[int, ...] = (4, 8, 32, 64)  # other worker counts, on the largest size
     repeats: int = 2  # ticks per figure (best of)
+    rounds: int = 3  # the largest tick's: its floor, an allow tick and a skip tick each (best of)
     fanouts: tuple[FanOut, ...] = (
         FanOut(
             10_000,
@@ -168,18 +171,29 @@ def _ticks(rig: Rig, bench: Bench, count: int) -> list[TickRun]:
     return [rig.tick(bench, FIRST_MINUTE + k * MINUTE) for k in range(count)]
 
 
-def _skip_ticks(rig: Rig, n: int, plan: Plan) -> list[TickRun]:
-    """Ticks of ``n`` ``overlap: skip`` jobs, each run closed by the recorder before the next
-    tick (untimed), so that every firing finds its slot free."""
-    bench = rig.bench(cron_file(n, overlap="skip"), workers=plan.workers)
-    closer = recording.recorder(rig, bench)
-    runs = []
-    for k in range(plan.repeats):
+def _largest(
+    rig: Rig, n: int, cron: CronFile, plan: Plan
+) -> tuple[Floor, list[TickRun], list[TickRun]]:
+    """The floor, the ticks of ``n`` ``overlap: allow`` jobs and of ``overlap: skip`` ones, a
+    loop of each per round, one after another: the machine's noise (a shared one) falls on all
+    three alike, where a floor measured before the ticks may catch a slow minute they miss. The skip
+    ticks' runs are closed by the recorder before the next round (untimed), so that every
+    firing finds its slot free."""
+    allow = rig.bench(cron, workers=plan.workers)
+    skip = rig.bench(cron_file(n, overlap="skip"), workers=plan.workers)
+    closer = recording.recorder(rig, skip)
+    loops: list[Floor] = []
+    allowed: list[TickRun] = []
+    skipped: list[TickRun] = []
+    for k in range(plan.rounds):
         minute = FIRST_MINUTE + k * MINUTE
-        runs.append(rig.tick(bench, minute))
-        recording.close_all(rig, closer, bench, minute)
-    rig.drop_table(bench.table)
-    return runs
+        loops.append(floor.measure(rig, calls=n, workers=plan.workers, repeats=1))
+        allowed.append(rig.tick(allow, minute))
+        skipped.append(rig.tick(skip, minute))
+        recording.close_all(rig, closer, skip, minute)
+    rig.drop_table(allow.table)
+    rig.drop_table(skip.table)
+    return Floor(n, plan.workers, [run for loop in loops for run in loop.runs]), allowed, skipped
 
 
 def _fan_out(rig: Rig, spec: FanOut, repeats: int) -> FanOutRuns:
@@ -223,16 +237,17 @@ def run(
 
     largest = max(plan.sizes)
     for n in plan.sizes:
-        if n == largest:  # the floor just before the tick it is the floor of: the same noise
-            progress(f"the floor: {n} bare Invokes, {plan.workers} threads, best of {plan.repeats}")
-            results.floor = floor.measure(rig, calls=n, workers=plan.workers, repeats=plan.repeats)
-        progress(f"{n} firings, {plan.workers} workers, best of {plan.repeats}")
-        bench = rig.bench(crons[n], workers=plan.workers)
-        results.concurrent[n] = _ticks(rig, bench, plan.repeats)
-        rig.drop_table(bench.table)
         if n == largest:
-            progress(f"{n} firings of overlap: skip jobs, best of {plan.repeats}")
-            results.skip = _skip_ticks(rig, n, plan)
+            progress(
+                f"the floor ({n} bare Invokes), {n} firings and {n} of overlap: skip jobs, "
+                f"{plan.workers} workers, a round each, best of {plan.rounds}"
+            )
+            results.floor, results.concurrent[n], results.skip = _largest(rig, n, crons[n], plan)
+        else:
+            progress(f"{n} firings, {plan.workers} workers, best of {plan.repeats}")
+            bench = rig.bench(crons[n], workers=plan.workers)
+            results.concurrent[n] = _ticks(rig, bench, plan.repeats)
+            rig.drop_table(bench.table)
         progress(f"{n} firings, sequential (1 worker)")
         bench = rig.bench(crons[n], workers=1)
         results.sequential[n] = _ticks(rig, bench, 1)[0]
