@@ -8,12 +8,11 @@ many threads as ``DISPATCH_WORKERS``), and the same tick run sequentially
 (``DISPATCH_WORKERS=1``: one firing after another). The targets are ratios to them: issue 28's,
 the largest tick of ``overlap: allow`` jobs within 1.3x the floor's wall time and its CPU per
 firing within 1.2x the floor's CPU per call; the same tick of ``overlap: skip`` jobs (each
-firing takes its job's slot; the recorder closes the runs between its ticks, untimed, so that
-each tick finds the slots free) within 1.4x and 1.3x; and issue 13's, the ``allow`` tick at
-least 10x faster than sequential. The floor and the largest ticks, allow and skip, run in
-rounds (a loop of each, one after another), so that the machine's noise falls on them alike.
-Each tick is checked against the stub's counts: every due firing dispatched exactly once,
-nothing else.
+firing takes its job's slot, free on a table of its own) within 1.4x and 1.3x; and issue 13's,
+the ``allow`` tick at least 10x faster than sequential. The floor and the largest ticks, allow
+and skip, run in rounds (a loop of each, one after another, each tick on a table of its own), so
+that the machine's noise falls on them alike. Each tick is checked against the stub's counts:
+every due firing dispatched exactly once, nothing else.
 
 The ticker's CPU time (``time.process_time`` of this process: the stub and the emulator run in
 processes of their own) is reported per firing, beyond an empty tick's, because Lambda gives a
@@ -39,7 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from benchmarks import defaults, floor, recording
+from benchmarks import defaults, floor
 from benchmarks.floor import Floor
 from benchmarks.rig import FIRST_MINUTE, Bench, Rig, TickRun, cron_file
 from benchmarks.table import Row, ratio, seconds
@@ -174,25 +173,22 @@ def _ticks(rig: Rig, bench: Bench, count: int) -> list[TickRun]:
 def _largest(
     rig: Rig, n: int, cron: CronFile, plan: Plan
 ) -> tuple[Floor, list[TickRun], list[TickRun]]:
-    """The floor, the ticks of ``n`` ``overlap: allow`` jobs and of ``overlap: skip`` ones, a
+    """The floor, a tick of ``n`` ``overlap: allow`` jobs and one of ``overlap: skip`` jobs, a
     loop of each per round, one after another: the machine's noise (a shared one) falls on all
-    three alike, where a floor measured before the ticks may catch a slow minute they miss. The skip
-    ticks' runs are closed by the recorder before the next round (untimed), so that every
+    three alike, where a floor measured before the ticks may catch a slow minute they miss.
+    Each tick is its table's first, the same minute every round: none sweeps the runs of
+    another (a steady tick's sweep reads each run once more, two minutes on), and every skip
     firing finds its slot free."""
-    allow = rig.bench(cron, workers=plan.workers)
-    skip = rig.bench(cron_file(n, overlap="skip"), workers=plan.workers)
-    closer = recording.recorder(rig, skip)
+    skipping = cron_file(n, overlap="skip")
     loops: list[Floor] = []
     allowed: list[TickRun] = []
     skipped: list[TickRun] = []
-    for k in range(plan.rounds):
-        minute = FIRST_MINUTE + k * MINUTE
+    for _ in range(plan.rounds):
         loops.append(floor.measure(rig, calls=n, workers=plan.workers, repeats=1))
-        allowed.append(rig.tick(allow, minute))
-        skipped.append(rig.tick(skip, minute))
-        recording.close_all(rig, closer, skip, minute)
-    rig.drop_table(allow.table)
-    rig.drop_table(skip.table)
+        for jobs, runs in ((cron, allowed), (skipping, skipped)):
+            bench = rig.bench(jobs, workers=plan.workers)
+            runs.append(rig.tick(bench, FIRST_MINUTE))
+            rig.drop_table(bench.table)
     return Floor(n, plan.workers, [run for loop in loops for run in loop.runs]), allowed, skipped
 
 
