@@ -4,7 +4,9 @@ as the recorder Lambda does with one event.
 
 :func:`recorder` builds it the way the handler does (``wiring.build_recorder``) on a bench's
 table, on a boto3 session of the caller's (whose events the caller counts); :func:`close`
-closes the runs of a minute one by one, timing each and counting what the handler would log.
+closes the runs of a minute one by one, timing each and counting what the handler would log;
+:func:`close_all` closes them on a few threads, untimed (between the ticks of ``overlap: skip``
+jobs, whose next firing waits for its slot).
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ import contextlib
 import time
 import uuid
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 import boto3
 
-from benchmarks.rig import REGION, Bench, Rig
+from benchmarks.rig import REGION, Bench, Rig, firing_ids
 from mini_scheduler.aws import Clients
 from mini_scheduler.config import Settings
 from mini_scheduler.handlers.events.recorder import completion_from_event
@@ -97,3 +100,19 @@ def close(rig: Rig, closer: Recorder, ids: Iterable[str], minute: datetime) -> C
             runtime.flush()  # the recorder handler flushes its metrics every invocation
     out.log_bytes, out.emf_bytes = rig.logs.take()[0], rig.emf.take()[0]
     return out
+
+
+def close_all(rig: Rig, closer: Recorder, bench: Bench, minute: datetime, workers: int = 8) -> None:
+    """Close every run of ``minute``'s due firings on ``workers`` threads (untimed; what the
+    handler logs is counted and dropped)."""
+    when = iso_millis(minute + timedelta(seconds=5))
+    from mini_scheduler.handlers import _runtime as runtime
+
+    ids = sorted(firing_ids(bench.cron, minute))
+    with contextlib.redirect_stdout(rig.emf):
+        with ThreadPoolExecutor(workers) as pool:
+            for future in [pool.submit(_record, closer, firing_id, when) for firing_id in ids]:
+                future.result()
+        runtime.flush()
+    rig.logs.take()
+    rig.emf.take()

@@ -277,6 +277,7 @@ class Rig:
         shards: int = 8,
         table: str | None = None,
         session: boto3.session.Session | None = None,
+        lease: int | None = None,
     ) -> Bench:
         """A ticker as the handler builds it, on a fresh table, its session's calls counted.
         ``fanout``: the ticker runs as a Lambda function (AWS_LAMBDA_FUNCTION_NAME set), so past
@@ -292,6 +293,8 @@ class Rig:
             fanout_threshold=fanout_threshold,
             fanout_shards=shards,
         )
+        if lease is not None:  # CLAIM_LEASE_SECONDS: its watch items are due that much later
+            settings = dataclasses.replace(settings, claim_lease_seconds=lease)
         session = session or boto3.session.Session()
         log = CallLog()
         log.watch(session)
