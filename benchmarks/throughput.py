@@ -127,6 +127,7 @@ class Results:
     fanouts: list[FanOutRuns] = field(default_factory=list)
     floor: Floor | None = None  # the bare Invoke loop, as many calls as the largest tick
     skip: list[TickRun] = field(default_factory=list)  # the largest tick, overlap: skip jobs
+    steady: TickRun | None = None  # the largest tick, a table's third minute: its sweep reads
 
     @property
     def largest(self) -> int:
@@ -177,6 +178,23 @@ def _progress(message: str) -> None:
 
 def _ticks(rig: Rig, bench: Bench, count: int) -> list[TickRun]:
     return [rig.tick(bench, FIRST_MINUTE + k * MINUTE) for k in range(count)]
+
+
+def _steady(rig: Rig, cron: CronFile, plan: Plan) -> TickRun:
+    """A steady tick of ``cron``: the third minute of one table, the runs of the two before
+    closed by the recorder (untimed), so that its sweep reads the first minute's runs (past
+    their lease) and forgets them, as every tick of jobs firing each minute does."""
+    bench = rig.bench(cron, workers=plan.workers)
+    closer = recording.recorder(rig, bench)
+    for k in range(2):
+        minute = FIRST_MINUTE + k * MINUTE
+        rig.tick(bench, minute)
+        recording.close_all(rig, closer, bench, minute)
+    run = rig.tick(bench, FIRST_MINUTE + 2 * MINUTE)
+    rig.drop_table(bench.table)
+    if not run.calls.get("dynamodb.BatchGetItem"):
+        raise AssertionError(f"the steady tick swept nothing: {run.calls}")
+    return run
 
 
 def _largest(
@@ -253,6 +271,8 @@ def run(
                 f"{plan.workers} workers, a round each, best of {plan.rounds}"
             )
             results.floor, results.concurrent[n], results.skip = _largest(rig, n, crons[n], plan)
+            progress(f"{n} firings, a steady tick: the third minute of a table, its sweep reading")
+            results.steady = _steady(rig, crons[n], plan)
         else:
             progress(f"{n} firings, {plan.workers} workers, best of {plan.repeats}")
             bench = rig.bench(crons[n], workers=plan.workers)
@@ -468,6 +488,21 @@ def cpu_row(results: Results, skip: bool = False) -> Row:
     )
 
 
+def _steady_row(results: Results, run: TickRun) -> Row:
+    cpu = results.cpu_per_firing([run])
+    reads = run.calls.get("dynamodb.BatchGetItem", 0)
+    found = results.floor
+    return Row(
+        "2 CPU",
+        f"  the same, a steady tick (its sweep reads the {run.firings:,} runs of two minutes "
+        f"before, ended: BatchGetItem {reads})",
+        f"{cpu * 1000:.2f} ms",
+        f"the floor: {found.cpu_per_call * 1000:.2f} ms per Invoke" if found else "",
+        ratio(cpu, found.cpu_per_call, digits=2) if found else "",
+        "informational",
+    )
+
+
 def wall_row(results: Results, skip: bool = False) -> Row | None:
     """The largest tick's time to its last dispatch against the floor's wall time."""
     found = results.floor
@@ -493,6 +528,8 @@ def rows(results: Results) -> list[Row]:
     out += [_exactly_once_row(results), *_knee_rows(results), cpu_row(results)]
     if results.skip:
         out.append(cpu_row(results, skip=True))
+    if results.steady is not None:
+        out.append(_steady_row(results, results.steady))
     empty = results.best(results.empty)
     out.append(
         Row(

@@ -242,6 +242,7 @@ def test_make_bench_runs_every_benchmark_at_a_tiny_size(capsys: pytest.CaptureFi
     assert len(deferred_rows) == 5 and all(" NO" not in line for line in deferred_rows)
     assert any("definitions written alone" in line for line in deferred_rows)
     assert "the floor" in out
+    assert any(line.startswith("2 CPU") and "a steady tick" in line for line in out.splitlines())
     assert "WRU per firing, overlap: allow, full history" in out
     assert "partition WATCH" in out and "partition RUN#<job>" in out
     targets = [line for line in out.splitlines() if line.startswith("issue 28")]
