@@ -126,9 +126,10 @@ class Dispatchers:
 
     def __init__(self, by_kind: Mapping[str, Dispatcher]) -> None:
         self._by_kind = dict(by_kind)
-        # Asked a firing each: a runtime Protocol check walks the class's attributes every time.
-        self._batch_sizes = {
-            kind: dispatcher.batch_size
+        # Checked once: a runtime Protocol check walks the class's attributes every time, and
+        # a target's batch size is asked a firing each.
+        self._batched = {
+            kind: dispatcher
             for kind, dispatcher in self._by_kind.items()
             if isinstance(dispatcher, BatchDispatcher)
         }
@@ -152,7 +153,8 @@ class Dispatchers:
 
     def batch_size(self, target: Target) -> int:
         """How many firings of ``target`` go in one request (1: each on its own)."""
-        return self._batch_sizes.get(target.kind, 1)
+        batched = self._batched.get(target.kind)
+        return batched.batch_size if batched is not None else 1
 
     def dispatch_batch(
         self, target: Target, firings: Sequence[tuple[str, Mapping[str, Any]]]
@@ -162,8 +164,9 @@ class Dispatchers:
             dispatcher = self._for(target)
         except DispatchError as exc:
             return [exc] * len(firings)
-        if isinstance(dispatcher, BatchDispatcher):
-            return dispatcher.dispatch_batch(target, firings)
+        batched = self._batched.get(target.kind)
+        if batched is not None:
+            return batched.dispatch_batch(target, firings)
         answers: list[Answer | DispatchError] = []
         for firing_id, payload in firings:
             try:
